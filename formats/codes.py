@@ -1,0 +1,111 @@
+"""Every finding code replog can emit, with its default severity and meaning.
+
+This is the one place codes are listed: JSON output, the docs and the fleet
+`findings` table all use these names. Add a code here before emitting it.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Code(NamedTuple):
+    severity: str  # "error" | "warning" | "info"
+    explanation: str
+
+
+E, W, I = "error", "warning", "info"
+
+CODES: dict[str, Code] = {
+    # --- generic -------------------------------------------------------------
+    "UNREADABLE_FILE": Code(E, "the file could not be opened or read"),
+    "UNKNOWN_FILE": Code(I, "a file replog does not know; left alone"),
+    "INTERNAL_ERROR": Code(E, "replog failed on this input; the message says where (please report it)"),
+    # --- Kafka record batches and segments ------------------------------------
+    "KAFKA_BATCH_CRC_MISMATCH": Code(E, "stored CRC of a batch or message differs from the CRC of its bytes"),
+    "KAFKA_BATCH_LENGTH_TOO_SMALL": Code(E, "batch length field below the minimum record overhead (14 bytes): the broker stops reading here"),
+    "KAFKA_BATCH_LENGTH_IMPOSSIBLE": Code(E, "batch length field larger than any valid batch; the walk cannot go on from here"),
+    "KAFKA_BATCH_BAD_MAGIC": Code(E, "magic byte is not 0, 1 or 2"),
+    "KAFKA_BATCH_BAD_CODEC": Code(E, "compression codec id in the attributes is not one Kafka defines for this magic"),
+    "KAFKA_BATCH_BAD_RECORD_COUNT": Code(E, "record count is negative or larger than the offsets the batch spans"),
+    "KAFKA_BATCH_LAST_OFFSET_MISMATCH": Code(E, "records inside a batch do not end at base_offset + last_offset_delta"),
+    "KAFKA_RECORDS_UNDECODABLE": Code(E, "batch records could not be decompressed or decoded (the broker does not check this; consumers will fail)"),
+    "KAFKA_DECOMPRESSION_BOMB": Code(E, "a compressed payload expands beyond the bounded ratio; decoding stopped"),
+    "KAFKA_CONTROL_RECORD_INVALID": Code(E, "a control batch whose control record cannot be parsed (broker recovery stops here)"),
+    "KAFKA_TORN_TAIL": Code(E, "the last batch extends past the end of the file (crash while appending)"),
+    "KAFKA_TRAILING_BYTES": Code(E, "bytes at the end of the segment too short to hold a batch header"),
+    "KAFKA_ZERO_TAIL": Code(W, "zero-filled region at the end of the segment (preallocation or crash); the broker truncates it"),
+    "KAFKA_SEGMENT_NAME_MISMATCH": Code(E, "the segment's first batch starts below the base offset in its file name"),
+    "KAFKA_SEGMENT_BAD_NAME": Code(W, "a segment-like file whose name is not a 20-digit offset"),
+    "KAFKA_SEGMENT_EMPTY": Code(I, "the segment holds no batches"),
+    "KAFKA_SEGMENT_OFFSET_OVERFLOW": Code(E, "a batch's offset does not fit the 32-bit relative range of its segment"),
+    "KAFKA_OFFSETS_NOT_INCREASING": Code(E, "a batch starts at or below the last offset of the batch before it"),
+    "KAFKA_OFFSET_GAP": Code(I, "offsets skip a range (normal after compaction or transactions)"),
+    "KAFKA_SEGMENT_OVERLAP": Code(E, "two segments hold overlapping offsets"),
+    "KAFKA_TIMESTAMP_INVALID": Code(W, "a timestamp is negative (other than -1) or max_timestamp is below a record timestamp"),
+    "KAFKA_SALVAGE_RESYNC": Code(I, "valid batches found again after damaged bytes"),
+    # --- Kafka indexes ------------------------------------------------------------
+    "KAFKA_INDEX_SIZE_NOT_MULTIPLE": Code(E, "index file length is not a multiple of its entry size"),
+    "KAFKA_INDEX_NOT_MONOTONIC": Code(E, "index entries are not strictly increasing"),
+    "KAFKA_INDEX_ZERO_TAIL": Code(I, "preallocated zero entries at the end of an index (normal for an active segment)"),
+    "KAFKA_INDEX_BAD_ENTRY": Code(E, "an index entry does not point at the start of a batch holding its offset"),
+    "KAFKA_INDEX_OUT_OF_RANGE": Code(E, "an index entry points past the end of its log or below the segment base"),
+    "KAFKA_TIMEINDEX_MISMATCH": Code(E, "a time index entry disagrees with the max timestamp of its batch"),
+    "KAFKA_INDEX_WITHOUT_LOG": Code(W, "an index file whose .log is missing (the broker deletes it at startup)"),
+    "KAFKA_INDEX_MISSING": Code(W, "a segment without its .index (the broker rebuilds it)"),
+    "KAFKA_TXNINDEX_INVALID": Code(E, "transaction index entry malformed or out of order"),
+    "KAFKA_TXNINDEX_MISMATCH": Code(E, "transaction index disagrees with the ABORT markers in the log"),
+    # --- Kafka producer snapshots and checkpoints -----------------------------------
+    "KAFKA_SNAPSHOT_CRC_MISMATCH": Code(E, "producer snapshot CRC-32C does not match its contents"),
+    "KAFKA_SNAPSHOT_INVALID": Code(E, "producer snapshot cannot be parsed (version, size or entry count)"),
+    "KAFKA_SNAPSHOT_MISMATCH": Code(W, "producer snapshot disagrees with the producer state the batches imply"),
+    "KAFKA_CHECKPOINT_INVALID": Code(E, "checkpoint text file malformed (version, count or entry lines)"),
+    "KAFKA_CHECKPOINT_TMP_LEFTOVER": Code(W, "a checkpoint .tmp file left by a crash during a write"),
+    "KAFKA_EPOCH_CHECKPOINT_NOT_MONOTONIC": Code(E, "leader-epoch-checkpoint epochs or start offsets do not strictly increase"),
+    "KAFKA_EPOCH_CHECKPOINT_MISMATCH": Code(W, "leader-epoch-checkpoint disagrees with the epochs stamped in the batches"),
+    "KAFKA_EPOCH_BEYOND_LOG_END": Code(W, "leader-epoch-checkpoint has entries past the log end (stale after a crash)"),
+    "KAFKA_EPOCHS_DECREASING": Code(E, "partition leader epochs decrease along the log"),
+    "KAFKA_HW_ABOVE_LEO": Code(E, "high watermark checkpoint is above the log end offset"),
+    "KAFKA_LSO_ABOVE_HW": Code(E, "log start offset is above the high watermark"),
+    "KAFKA_RECOVERY_POINT_ABOVE_LEO": Code(W, "recovery point is above the log end offset"),
+    "KAFKA_PARTITION_NOT_IN_CHECKPOINT": Code(W, "a partition on disk missing from a broker checkpoint"),
+    "KAFKA_CHECKPOINT_WITHOUT_PARTITION": Code(W, "a checkpoint entry for a partition not on disk"),
+    "KAFKA_PARTITION_METADATA_INVALID": Code(E, "partition.metadata malformed"),
+    "KAFKA_META_PROPERTIES_INVALID": Code(E, "meta.properties malformed or missing required keys"),
+    "KAFKA_QUORUM_STATE_INVALID": Code(E, "KRaft quorum-state malformed"),
+    "KAFKA_ORPHAN_TEMP_FILE": Code(W, "a .swap, .cleaned or .deleted file left by the cleaner, a split or deletion"),
+    "KAFKA_BAD_PARTITION_DIR": Code(W, "a directory whose name is not topic-partition"),
+    # --- RocketMQ -----------------------------------------------------------------
+    "ROCKETMQ_MESSAGE_BAD_MAGIC": Code(E, "commitlog message magic code is neither V1, V2 nor BLANK"),
+    "ROCKETMQ_MESSAGE_BAD_SIZE": Code(E, "commitlog message total size impossible or disagreeing with its fields"),
+    "ROCKETMQ_BODY_CRC_MISMATCH": Code(E, "message body CRC differs from the CRC of the body bytes"),
+    "ROCKETMQ_PROPERTY_CRC_MISMATCH": Code(E, "message property CRC tail differs from the CRC of the message"),
+    "ROCKETMQ_PHYSICAL_OFFSET_MISMATCH": Code(E, "message physical offset field differs from its position in the commitlog"),
+    "ROCKETMQ_QUEUE_OFFSET_GAP": Code(E, "queue offsets of a queue are not contiguous"),
+    "ROCKETMQ_BLANK_INVALID": Code(E, "end-of-file BLANK filler malformed"),
+    "ROCKETMQ_DIRTY_TAIL": Code(W, "bytes after the last valid message of the last commitlog file (abnormal shutdown)"),
+    "ROCKETMQ_FILE_NAME_MISMATCH": Code(E, "mapped file name disagrees with its offset or size"),
+    "ROCKETMQ_FILE_GAP": Code(E, "consecutive mapped files are not contiguous"),
+    "ROCKETMQ_CQ_ENTRY_MISMATCH": Code(E, "consume queue entry does not point at a matching message"),
+    "ROCKETMQ_CQ_INVALID": Code(E, "consume queue file malformed"),
+    "ROCKETMQ_INDEX_INVALID": Code(E, "index file header, slots or entries malformed"),
+    "ROCKETMQ_CHECKPOINT_INVALID": Code(E, "checkpoint file malformed"),
+    "ROCKETMQ_CHECKPOINT_AHEAD": Code(W, "checkpoint timestamps are later than the data they cover"),
+    "ROCKETMQ_ABORT_PRESENT": Code(W, "abort file present: the broker did not shut down cleanly"),
+    "ROCKETMQ_EPOCH_FILE_INVALID": Code(E, "epoch file malformed or not monotonic"),
+    "ROCKETMQ_CONFIG_INVALID": Code(W, "config json file malformed"),
+}
+
+
+def _lookup(code: str) -> Code:
+    try:
+        return CODES[code]
+    except KeyError:
+        raise KeyError(f"finding code {code!r} is not registered in formats.codes") from None
+
+
+def severity_of(code: str) -> str:
+    return _lookup(code).severity
+
+
+def explain(code: str) -> str:
+    return _lookup(code).explanation

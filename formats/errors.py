@@ -1,0 +1,34 @@
+"""Error types shared by every layer.
+
+Parsers of whole small files (checkpoints, snapshots) raise `FormatError`;
+walkers over large files turn damage into `Finding`s instead and go on.
+"""
+from __future__ import annotations
+
+
+class ReplogError(Exception):
+    """Base of every error replog raises on purpose (never a bug)."""
+
+
+class UnreadableInput(ReplogError):
+    """An input that cannot be opened or identified at all (exit code 2)."""
+
+
+class FormatError(ReplogError):
+    """Bytes that do not follow the declared layout.
+
+    Carries the finding code and the byte position so callers can turn it into
+    a `Finding` without parsing the message.
+    """
+
+    def __init__(self, code: str, message: str, position: int | None = None,
+                 offset: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.position = position
+        self.offset = offset
+
+
+class UnsafeOutput(ReplogError):
+    """An output location that would overwrite or sit inside evidence."""

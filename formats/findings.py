@@ -1,0 +1,60 @@
+"""`Finding`: one located defect or observation, the unit of every report."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from formats import codes
+from formats.errors import FormatError
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What is wrong (or notable), exactly where.
+
+    `position` is a byte position in `path`; `offset` a Kafka logical offset
+    (or a RocketMQ physical/queue offset, as the code's explanation says).
+    """
+
+    code: str
+    path: str
+    position: int | None = None
+    offset: int | None = None
+    message: str = ""
+    severity: Severity = field(default=Severity.ERROR)
+    details: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code,
+            "severity": self.severity.value,
+            "path": self.path,
+            "position": self.position,
+            "offset": self.offset,
+            "message": self.message,
+        }
+        if self.details:
+            out["details"] = dict(self.details)
+        return out
+
+
+def finding(code: str, path: str, *, position: int | None = None,
+            offset: int | None = None, message: str = "",
+            severity: Severity | None = None, **details: Any) -> Finding:
+    """Build a finding whose severity defaults to the one its code declares."""
+    sev = severity if severity is not None else Severity(codes.severity_of(code))
+    return Finding(code, str(path), position, offset, message or codes.explain(code),
+                   sev, details)
+
+
+def from_error(err: FormatError, path: str, **details: Any) -> Finding:
+    """Turn a strict parser's `FormatError` into a finding at the same place."""
+    return finding(err.code, path, position=err.position, offset=err.offset,
+                   message=err.message, **details)

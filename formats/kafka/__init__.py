@@ -1,0 +1,1 @@
+"""Kafka on-disk formats: record batches, legacy messages, indexes, snapshots, checkpoints."""

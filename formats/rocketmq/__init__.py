@@ -1,0 +1,1 @@
+"""RocketMQ store formats: commitlog, consumequeue, index files, checkpoint, epoch file."""

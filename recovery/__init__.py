@@ -1,0 +1,1 @@
+"""Replica models, verification, protocol replay, repair plans and their application."""

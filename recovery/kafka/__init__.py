@@ -1,0 +1,1 @@
+"""Kafka replicas: leader-epoch cache, startup recovery, follower truncation and fetch."""

@@ -1,0 +1,1 @@
+"""RocketMQ stores: recovery, classic HA and auto-switch HA."""

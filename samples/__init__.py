@@ -1,0 +1,1 @@
+"""Generators of realistic broker directories, built with replog's own writers."""

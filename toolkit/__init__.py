@@ -1,0 +1,1 @@
+"""The user's side of replog: the typer CLI, rich rendering and reports."""
