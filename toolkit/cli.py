@@ -3,15 +3,102 @@ function and render its result. Heavy imports happen inside commands so that
 `replog --help` starts fast."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
+
+from toolkit.output import Format, guarded
 
 app = typer.Typer(
     name="replog",
-    help="Forensic and recovery toolkit for Kafka and RocketMQ on-disk logs.",
+    help="Forensic and recovery toolkit for Kafka and RocketMQ on-disk logs. Inputs are never modified.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
 )
+samples_app = typer.Typer(help="Generate realistic sample broker directories.", no_args_is_help=True)
+app.add_typer(samples_app, name="samples")
+
+FormatOpt = Annotated[Optional[Format], typer.Option(
+    "--format", "-f", help="table (default on a terminal), json, or jsonl (default in a pipe)")]
+Decoder = Annotated[str, typer.Option(help="utf8 | hex | base64 | json | none")]
+
+
+@app.command()
+@guarded
+def dump(
+    paths: Annotated[list[Path], typer.Argument(help="files or directories to decode")],
+    deep: Annotated[bool, typer.Option("--deep", help="one entry per record, not per batch")] = False,
+    print_data: Annotated[bool, typer.Option("--print-data", help="show keys and values (implies --deep)")] = False,
+    key_decoder: Decoder = "utf8",
+    value_decoder: Decoder = "utf8",
+    offsets_decoder: Annotated[bool, typer.Option("--offsets-decoder", help="decode __consumer_offsets records")] = False,
+    txn_decoder: Annotated[bool, typer.Option("--txn-decoder", help="decode __transaction_state records")] = False,
+    metadata_decoder: Annotated[bool, typer.Option("--metadata-decoder", help="decode KRaft metadata records")] = False,
+    from_offset: Annotated[Optional[int], typer.Option(help="skip batches ending before this offset")] = None,
+    to_offset: Annotated[Optional[int], typer.Option(help="stop after this offset")] = None,
+    max_bytes: Annotated[Optional[int], typer.Option(help="read at most this many bytes of each log")] = None,
+    verify_index_only: Annotated[bool, typer.Option("--verify-index-only", help="check index entries against the log, print only problems")] = False,
+    index_sanity_check: Annotated[bool, typer.Option("--index-sanity-check", help="run the broker's index sanity check")] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Decode broker files: segments, indexes, snapshots, checkpoints, RocketMQ files.
+
+    Examples:
+
+      replog dump /var/kafka/orders-0/00000000000000000000.log --deep --print-data
+
+      replog dump orders-0/00000000000000000000.index --verify-index-only
+
+      replog dump __consumer_offsets-7/ --offsets-decoder --format jsonl | jq .
+    """
+    from formats.dump import DumpOptions, dump_paths
+    from formats.render import DECODERS
+    from toolkit.commands import run_dump
+
+    for name, dec in (("--key-decoder", key_decoder), ("--value-decoder", value_decoder)):
+        if dec not in DECODERS:
+            raise typer.BadParameter(f"{name} must be one of {', '.join(DECODERS)}")
+    opts = DumpOptions(deep=deep, print_data=print_data, key_decoder=key_decoder, value_decoder=value_decoder,
+                       offsets_decoder=offsets_decoder, txn_decoder=txn_decoder,
+                       metadata_decoder=metadata_decoder, from_offset=from_offset, to_offset=to_offset,
+                       max_bytes=max_bytes, verify_index_only=verify_index_only,
+                       index_sanity_check=index_sanity_check)
+    raise typer.Exit(run_dump(lambda progress: dump_paths(list(paths), opts, progress), fmt,
+                              print_data))
+
+
+@app.command()
+@guarded
+def ls(
+    path: Annotated[Path, typer.Argument(help="broker log dir, partition dir, or RocketMQ store")],
+    fmt: FormatOpt = None,
+) -> None:
+    """Overview: one row per partition with segments, offsets, high watermark, epochs and flags.
+
+    Example: replog ls /var/kafka-logs
+    """
+    from toolkit.commands import run_ls
+
+    raise typer.Exit(run_ls(path, fmt))
+
+
+@samples_app.command("generate")
+@guarded
+def samples_generate(
+    out: Annotated[Path, typer.Argument(help="directory to create")],
+    seed: Annotated[int, typer.Option(help="random seed; the same seed gives the same bytes")] = 7,
+    force: Annotated[bool, typer.Option("--force", help="replace an existing sample directory")] = False,
+) -> None:
+    """Write a realistic sample fleet (Kafka log dirs of three brokers) with replog's writers.
+
+    Example: replog samples generate /tmp/fleet
+    """
+    from toolkit.commands import run_samples
+
+    raise typer.Exit(run_samples(out, seed, force))
 
 
 def main() -> None:

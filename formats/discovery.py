@@ -1,0 +1,137 @@
+"""Discovery: a path becomes a typed thing (a file kind, a directory kind).
+
+Detection uses names the way the brokers do and confirms with content where
+a name alone could lie (a RocketMQ commitlog file is just 20 digits).
+"""
+from __future__ import annotations
+
+import os
+import re
+from enum import Enum
+from pathlib import Path
+
+from formats.kafka import names
+
+_DIGITS20 = re.compile(r"^[0-9]{20}$")
+
+
+class FileKind(str, Enum):
+    KAFKA_SEGMENT = "kafka-segment"
+    KAFKA_KRAFT_SNAPSHOT = "kafka-kraft-snapshot"
+    KAFKA_OFFSET_INDEX = "kafka-offset-index"
+    KAFKA_TIME_INDEX = "kafka-time-index"
+    KAFKA_TXN_INDEX = "kafka-txn-index"
+    KAFKA_PRODUCER_SNAPSHOT = "kafka-producer-snapshot"
+    KAFKA_OFFSET_CHECKPOINT = "kafka-offset-checkpoint"
+    KAFKA_EPOCH_CHECKPOINT = "kafka-leader-epoch-checkpoint"
+    KAFKA_PARTITION_METADATA = "kafka-partition-metadata"
+    KAFKA_META_PROPERTIES = "kafka-meta-properties"
+    KAFKA_QUORUM_STATE = "kafka-quorum-state"
+    KAFKA_CLEAN_SHUTDOWN = "kafka-clean-shutdown"
+    ROCKETMQ_COMMITLOG = "rocketmq-commitlog"
+    ROCKETMQ_CONSUMEQUEUE = "rocketmq-consumequeue"
+    ROCKETMQ_INDEX = "rocketmq-index"
+    ROCKETMQ_CHECKPOINT = "rocketmq-checkpoint"
+    ROCKETMQ_EPOCH = "rocketmq-epoch-checkpoint"
+    ROCKETMQ_CONFIG = "rocketmq-config"
+    UNKNOWN = "unknown"
+
+
+class DirKind(str, Enum):
+    KAFKA_LOG_DIR = "kafka-log-dir"
+    KAFKA_PARTITION_DIR = "kafka-partition-dir"
+    ROCKETMQ_STORE = "rocketmq-store"
+    UNKNOWN = "unknown"
+
+
+_SEGMENT_KINDS = {"log": FileKind.KAFKA_SEGMENT, "index": FileKind.KAFKA_OFFSET_INDEX,
+                  "timeindex": FileKind.KAFKA_TIME_INDEX, "txnindex": FileKind.KAFKA_TXN_INDEX,
+                  "snapshot": FileKind.KAFKA_PRODUCER_SNAPSHOT}
+_NAMED = {names.LEADER_EPOCH_CHECKPOINT: FileKind.KAFKA_EPOCH_CHECKPOINT,
+          names.PARTITION_METADATA: FileKind.KAFKA_PARTITION_METADATA,
+          names.META_PROPERTIES: FileKind.KAFKA_META_PROPERTIES,
+          names.QUORUM_STATE: FileKind.KAFKA_QUORUM_STATE,
+          names.CLEAN_SHUTDOWN: FileKind.KAFKA_CLEAN_SHUTDOWN,
+          names.BOOTSTRAP_CHECKPOINT: FileKind.KAFKA_KRAFT_SNAPSHOT,
+          "epochFileCheckpoint": FileKind.ROCKETMQ_EPOCH}
+
+
+def classify_file(path: str | os.PathLike[str]) -> FileKind:
+    """The kind of one file, from its name and, for RocketMQ, its parent dirs."""
+    p = Path(path)
+    name = p.name
+    if name in _NAMED:
+        return _NAMED[name]
+    if name in names.OFFSET_CHECKPOINT_NAMES:
+        return FileKind.KAFKA_OFFSET_CHECKPOINT
+    seg = names.parse_segment_file_name(name)
+    if seg is not None:
+        return _SEGMENT_KINDS[seg.kind]
+    if names.parse_kraft_snapshot_name(name) is not None:
+        return FileKind.KAFKA_KRAFT_SNAPSHOT
+    return _classify_rocketmq(p)
+
+
+def _classify_rocketmq(p: Path) -> FileKind:
+    parents = [q.name for q in p.parents][:4]
+    if _DIGITS20.match(p.name):
+        if parents[:1] == ["commitlog"]:
+            return FileKind.ROCKETMQ_COMMITLOG
+        if len(parents) >= 3 and parents[2] == "consumequeue":
+            return FileKind.ROCKETMQ_CONSUMEQUEUE
+    if parents[:1] == ["index"] and re.match(r"^[0-9]{17}$", p.name):
+        return FileKind.ROCKETMQ_INDEX
+    if p.name == "checkpoint":
+        return FileKind.ROCKETMQ_CHECKPOINT
+    if parents[:1] == ["config"] and p.name.endswith(".json"):
+        return FileKind.ROCKETMQ_CONFIG
+    return FileKind.UNKNOWN
+
+
+def is_partition_dir(path: str | os.PathLike[str]) -> bool:
+    """A topic-partition dir: a broker-parsable name and segment-family content."""
+    p = Path(path)
+    if not p.is_dir() or names.parse_partition_dir(p.name) is None:
+        return False
+    try:
+        entries = os.listdir(p)
+    except OSError:
+        return False
+    return any(names.parse_segment_file_name(e) or e in (names.LEADER_EPOCH_CHECKPOINT,
+               names.PARTITION_METADATA) for e in entries) or not entries
+
+
+def is_log_dir(path: str | os.PathLike[str]) -> bool:
+    """A broker log dir: root files (meta.properties, checkpoints) or partition dirs."""
+    p = Path(path)
+    if not p.is_dir():
+        return False
+    try:
+        entries = os.listdir(p)
+    except OSError:
+        return False
+    if any(e in names.OFFSET_CHECKPOINT_NAMES or e == names.META_PROPERTIES for e in entries):
+        return True
+    return any(is_partition_dir(p / e) for e in entries)
+
+
+def is_rocketmq_store(path: str | os.PathLike[str]) -> bool:
+    """A store root: a `commitlog` dir of 20-digit files, or consumequeue with a checkpoint."""
+    p = Path(path)
+    commitlog = p / "commitlog"
+    if commitlog.is_dir():
+        try:
+            return any(_DIGITS20.match(e) for e in os.listdir(commitlog)) or (p / "checkpoint").exists()
+        except OSError:
+            return False
+    return (p / "consumequeue").is_dir() and (p / "checkpoint").is_file()
+
+
+def classify_dir(path: str | os.PathLike[str]) -> DirKind:
+    if is_rocketmq_store(path):
+        return DirKind.ROCKETMQ_STORE
+    if is_partition_dir(path):
+        return DirKind.KAFKA_PARTITION_DIR
+    if is_log_dir(path):
+        return DirKind.KAFKA_LOG_DIR
+    return DirKind.UNKNOWN

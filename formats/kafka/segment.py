@@ -1,0 +1,263 @@
+"""Walking a `.log` segment (or a KRaft `.checkpoint`) batch by batch.
+
+The walk follows the broker's framing (`FileLogInputStream`, kafka.md §6) but
+does not stop at the first bad batch when the length field still says where
+the next one starts: every defect becomes a `Finding` and the walk goes on.
+`valid_bytes` is where the broker's own recovery would truncate.
+Records are decoded only on request (`batch_records`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from formats.errors import FormatError
+from formats.findings import Finding, finding, from_error
+from formats.kafka import batch as v2
+from formats.kafka import control, legacy
+
+HEADER_SIZE_UP_TO_MAGIC = 17
+MIN_ENTRY_SIZE = 14          # LegacyRecord.RECORD_OVERHEAD_V0: smaller is corrupt
+V2_MIN_LENGTH = v2.HEADER_SIZE - 12
+_ZERO_CHUNK = 1 << 20
+
+
+class BatchInfo(NamedTuple):
+    """Batch-level metadata, one shape for v2 batches and legacy entries."""
+
+    position: int
+    size: int
+    magic: int
+    base_offset: int
+    last_offset: int
+    count: int
+    partition_leader_epoch: int
+    crc: int
+    crc_valid: bool
+    attributes: int
+    codec: int
+    timestamp_type: int
+    first_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    is_transactional: bool
+    is_control: bool
+    has_delete_horizon: bool
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def end(self) -> int:
+        return self.position + self.size
+
+
+@dataclass
+class SegmentWalk:
+    """State and outcome of one walk; filled in while `batches()` is consumed."""
+
+    buf: bytes | memoryview
+    path: str
+    base_offset: int | None = None
+    limit: int | None = None
+    findings: list[Finding] = field(default_factory=list)
+    valid_bytes: int = 0          # broker recovery truncates here
+    end_position: int = 0         # where the walk stopped
+    batch_count: int = 0
+    first_offset: int | None = None
+    next_offset: int | None = None  # last offset + 1 of the last batch seen
+    zero_tail: bool = False
+
+    def batches(self) -> Iterator[BatchInfo]:
+        """Yield every batch whose framing can be read, valid or not."""
+        buf, end = self.buf, len(self.buf) if self.limit is None else min(self.limit, len(self.buf))
+        pos, prev_last, broken = 0, None, False
+        while pos < end:
+            info = self._read_at(pos, end)
+            if info is None:
+                break
+            ok = self._check(info, prev_last)
+            if ok and not broken:
+                self.valid_bytes = info.end
+            broken = broken or not ok
+            prev_last = info.last_offset if prev_last is None else max(prev_last, info.last_offset)
+            self.batch_count += 1
+            if self.first_offset is None:
+                self.first_offset = info.base_offset
+            self.next_offset = info.next_offset
+            pos = info.end
+            yield info
+        self.end_position = pos
+
+    def walk(self) -> SegmentWalk:
+        """Consume the walk for its side effects (findings, counters)."""
+        for _ in self.batches():
+            pass
+        return self
+
+    # -- framing -----------------------------------------------------------------
+
+    def _read_at(self, pos: int, end: int) -> BatchInfo | None:
+        buf, remaining = self.buf, end - pos
+        if remaining < HEADER_SIZE_UP_TO_MAGIC:
+            self._tail(pos, end, "KAFKA_TRAILING_BYTES")
+            return None
+        offset = int.from_bytes(buf[pos:pos + 8], "big", signed=True)
+        size = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+        if size < MIN_ENTRY_SIZE:
+            self._tail(pos, end, "KAFKA_BATCH_LENGTH_TOO_SMALL",
+                       f"length field {size} is below the minimum of {MIN_ENTRY_SIZE}", offset)
+            return None
+        magic = int.from_bytes(buf[pos + 16:pos + 17], "big", signed=True)
+        if pos + 12 + size > end:
+            if self.limit is None or end == len(buf):
+                code = "KAFKA_TORN_TAIL" if 0 <= magic <= 2 else "KAFKA_BATCH_LENGTH_IMPOSSIBLE"
+                self._add(code, pos, offset, f"batch of {12 + size} bytes declared, "
+                          f"{remaining} bytes remain in the file (magic {magic})")
+            return None
+        if magic >= 2:
+            return self._read_v2(pos, size, magic)
+        return self._read_legacy(pos, offset)
+
+    def _read_v2(self, pos: int, size: int, magic: int) -> BatchInfo:
+        buf = self.buf
+        if size < V2_MIN_LENGTH:
+            offset = int.from_bytes(buf[pos:pos + 8], "big", signed=True)
+            return BatchInfo(pos, size + 12, magic, offset, offset, 0, -1, 0, False, 0, 0, -1,
+                             -1, -1, -1, -1, -1, False, False, False)
+        h = v2.read_header(buf, pos)
+        crc_ok = v2.compute_crc(buf, pos, h.size) == h.crc
+        return BatchInfo(pos, h.size, magic, h.base_offset, h.last_offset, h.records_count,
+                         h.partition_leader_epoch, h.crc, crc_ok, h.attributes, h.codec,
+                         h.timestamp_type, h.base_timestamp, h.max_timestamp, h.producer_id,
+                         h.producer_epoch, h.base_sequence, h.is_transactional, h.is_control,
+                         h.has_delete_horizon)
+
+    def _read_legacy(self, pos: int, offset: int) -> BatchInfo:
+        try:
+            e = legacy.read_legacy_entry(self.buf, pos)
+        except FormatError as err:
+            self.findings.append(from_error(err, self.path))
+            size = int.from_bytes(self.buf[pos + 8:pos + 12], "big", signed=True) + 12
+            return BatchInfo(pos, size, self.buf[pos + 16], offset, offset, 0, -1, 0, False, 0, 0,
+                             -1, -1, -1, -1, -1, -1, False, False, False)
+        base, count = e.offset, 1
+        if e.codec and e.crc_valid:
+            try:
+                inner = legacy.inner_records(e)
+                base, count = inner[0].offset, len(inner)
+            except FormatError as err:
+                self.findings.append(finding(err.code, self.path, position=pos, offset=e.offset,
+                                             message=err.message))
+        ts_type = _LEGACY_TS_TYPES.get(e.timestamp_type, v2.NO_TIMESTAMP_TYPE)
+        return BatchInfo(pos, e.size, e.magic, base, e.offset, count, -1, e.crc, e.crc_valid,
+                         e.attributes, e.codec, ts_type, e.timestamp, e.timestamp, -1, -1, -1,
+                         False, False, False)
+
+    # -- checks --------------------------------------------------------------------
+
+    def _check(self, b: BatchInfo, prev_last: int | None) -> bool:
+        """Record findings for one batch; False when broker recovery would stop here."""
+        ok = True
+        if b.magic > 2 or b.magic < 0:
+            self._add("KAFKA_BATCH_BAD_MAGIC", b.position, b.base_offset, f"magic {b.magic}")
+            return False
+        if b.magic == 2 and b.size < v2.HEADER_SIZE:
+            self._add("KAFKA_BATCH_LENGTH_TOO_SMALL", b.position, b.base_offset,
+                      f"v2 batch of {b.size} bytes is smaller than its 61-byte header")
+            return False
+        if not b.crc_valid:
+            self._add("KAFKA_BATCH_CRC_MISMATCH", b.position, b.base_offset,
+                      f"stored crc {b.crc:#010x} does not match the batch bytes")
+            ok = False
+        if b.codec > (4 if b.magic == 2 else 3):
+            self._add("KAFKA_BATCH_BAD_CODEC", b.position, b.base_offset, f"codec id {b.codec}")
+        if b.magic == 2 and (b.count < 0 or b.last_offset < b.base_offset
+                             or b.count > b.last_offset - b.base_offset + 1):
+            self._add("KAFKA_BATCH_BAD_RECORD_COUNT", b.position, b.base_offset,
+                      f"{b.count} records in offsets {b.base_offset}..{b.last_offset}")
+        if self.base_offset is not None:
+            ok = self._check_against_segment(b) and ok
+        if prev_last is not None:
+            if b.base_offset <= prev_last:
+                self._add("KAFKA_OFFSETS_NOT_INCREASING", b.position, b.base_offset,
+                          f"batch starts at {b.base_offset}, previous batch ended at {prev_last}")
+            elif b.base_offset > prev_last + 1:
+                self._add("KAFKA_OFFSET_GAP", b.position, b.base_offset,
+                          f"offsets {prev_last + 1}..{b.base_offset - 1} are absent",
+                          gap_start=prev_last + 1, gap_end=b.base_offset - 1)
+        if ok and b.is_control and b.magic == 2:
+            ok = self._check_control(b)
+        return ok
+
+    def _check_against_segment(self, b: BatchInfo) -> bool:
+        if self.batch_count == 0 and b.base_offset < self.base_offset:
+            self._add("KAFKA_SEGMENT_NAME_MISMATCH", b.position, b.base_offset,
+                      f"first batch starts at {b.base_offset}, file name says {self.base_offset}")
+        relative = b.last_offset - self.base_offset
+        if relative < 0 or relative > v2.INT32_MAX:
+            self._add("KAFKA_SEGMENT_OFFSET_OVERFLOW", b.position, b.last_offset,
+                      f"offset {b.last_offset} is outside the segment's 32-bit range from {self.base_offset}")
+            return False
+        return True
+
+    def _check_control(self, b: BatchInfo) -> bool:
+        try:
+            for rec in batch_records(self.buf, b):
+                key = control.parse_control_key(rec.key)
+                if key.type in (control.ABORT, control.COMMIT):
+                    control.parse_end_txn_marker(rec.value)
+        except FormatError as err:
+            self._add("KAFKA_CONTROL_RECORD_INVALID", b.position, b.base_offset, err.message)
+            return False
+        return True
+
+    def _tail(self, pos: int, end: int, code: str, message: str = "", offset: int | None = None) -> None:
+        """Classify what is left at `pos`: a zero-filled tail or damage."""
+        if self.limit is not None and end < len(self.buf):
+            return
+        if _all_zero(self.buf, pos, end):
+            self.zero_tail = True
+            self._add("KAFKA_ZERO_TAIL", pos, None, f"{end - pos} zero bytes from position {pos} to the end")
+        else:
+            self._add(code, pos, offset, message or f"{end - pos} bytes after the last batch")
+
+    def _add(self, code: str, position: int, offset: int | None, message: str, **details: object) -> None:
+        self.findings.append(finding(code, self.path, position=position, offset=offset,
+                                     message=message, **details))
+
+
+_LEGACY_TS_TYPES = {"CreateTime": v2.CREATE_TIME, "LogAppendTime": v2.LOG_APPEND_TIME,
+                    "NoTimestampType": v2.NO_TIMESTAMP_TYPE}
+
+
+def _all_zero(buf: bytes | memoryview, start: int, end: int) -> bool:
+    for chunk_start in range(start, end, _ZERO_CHUNK):
+        chunk = buf[chunk_start:min(end, chunk_start + _ZERO_CHUNK)]
+        if bytes(chunk).count(0) != len(chunk):
+            return False
+    return True
+
+
+def batch_records(buf: bytes | memoryview, info: BatchInfo) -> list[v2.Record]:
+    """Decode the records of one batch (decompressing, bounded). Raises FormatError."""
+    if info.magic == 2:
+        header = v2.read_header(buf, info.position)
+        return v2.decode_records(header, v2.records_payload(buf, header))
+    entry = legacy.read_legacy_entry(buf, info.position)
+    return [v2.Record(r.offset, r.timestamp, _copy(r.key), _copy(r.value), (), r.attributes)
+            for r in legacy.inner_records(entry)]
+
+
+def _copy(b: bytes | memoryview | None) -> bytes | None:
+    return None if b is None else bytes(b)
+
+
+def walk_segment(buf: bytes | memoryview, path: str, base_offset: int | None = None,
+                 limit: int | None = None) -> SegmentWalk:
+    """Walk a whole segment buffer and return the finished walk (no batch list kept)."""
+    return SegmentWalk(buf, path, base_offset, limit).walk()

@@ -1,0 +1,100 @@
+"""Output plumbing shared by commands: format choice, JSON streams, exit codes, errors."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from enum import Enum
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from formats.errors import ReplogError, UnreadableInput, UnsafeOutput
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+stderr = Console(stderr=True, highlight=False)
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+def resolve(fmt: Format | None) -> Format:
+    """Tables for a person at a terminal, JSON lines for a pipe."""
+    if fmt is not None:
+        return fmt
+    return Format.table if sys.stdout.isatty() else Format.jsonl
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, (bytes, bytearray, memoryview)):
+        return bytes(o).hex()
+    if isinstance(o, Enum):
+        return o.value
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    if isinstance(o, os.PathLike):
+        return os.fspath(o)
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    raise TypeError(f"cannot encode {type(o).__name__}")
+
+
+def dumps(obj: Any, indent: int | None = None) -> str:
+    return json.dumps(obj, default=_default, indent=indent, ensure_ascii=False)
+
+
+def write_jsonl(entries: Iterable[Any]) -> None:
+    out = sys.stdout
+    for e in entries:
+        out.write(dumps(e))
+        out.write("\n")
+    out.flush()
+
+
+def write_json(obj: Any) -> None:
+    sys.stdout.write(dumps(obj, indent=2))
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guarded(fn: F) -> F:
+    """Turn replog's errors into one clear line and exit 2; never show a traceback.
+
+    `REPLOG_DEBUG=1` lets unexpected exceptions through for debugging.
+    """
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except (UnreadableInput, UnsafeOutput, ReplogError) as e:
+            stderr.print(f"[bold red]replog:[/] {e}")
+            raise typer.Exit(EXIT_USAGE) from None
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(EXIT_CLEAN) from None
+        except KeyboardInterrupt:
+            stderr.print("[bold red]replog:[/] interrupted")
+            raise typer.Exit(130) from None
+        except Exception as e:  # noqa: BLE001 - the last line of defence for the user
+            if os.environ.get("REPLOG_DEBUG"):
+                raise
+            stderr.print(f"[bold red]replog: internal error:[/] {type(e).__name__}: {e} "
+                         "(set REPLOG_DEBUG=1 for a traceback, and please report it)")
+            raise typer.Exit(EXIT_USAGE) from None
+    return wrapper  # type: ignore[return-value]
+
+
+def exit_for(severities: Iterable[str]) -> int:
+    return EXIT_FINDINGS if any(s == "error" for s in severities) else EXIT_CLEAN

@@ -1,0 +1,29 @@
+"""Progress bars on stderr, shown only when stderr is a terminal."""
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+from toolkit.output import stderr
+
+
+@contextlib.contextmanager
+def byte_progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """Yields an update(done, total) callback, or None when not on a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                  TimeRemainingColumn(), console=stderr, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        last = [0]
+
+        def update(done: int, total: int) -> None:
+            if done - last[0] >= 1 << 20 or done == total:
+                bar.update(task, completed=done, total=total)
+                last[0] = done
+
+        yield update
