@@ -1,0 +1,212 @@
+"""Summaries of Kafka log dirs and partition dirs: the model behind `ls`.
+
+A scan walks every segment once (metadata only, memory flat) and derives the
+offsets the broker would see (kafka.md §16.1): log start offset, log end
+offset, high watermark and recovery point from the broker's checkpoints.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from formats.discovery import is_partition_dir
+from formats.errors import FormatError, UnreadableInput
+from formats.findings import Finding, finding, from_error
+from formats.fileio import mapped, read_small
+from formats.kafka import checkpoint, names
+from formats.kafka.checkpoint import EpochEntry
+from formats.kafka.segment import SegmentWalk
+
+
+@dataclass
+class SegmentSummary:
+    path: str
+    base_offset: int
+    size: int
+    batch_count: int = 0
+    first_offset: int | None = None
+    valid_bytes: int = 0
+    valid_next_offset: int | None = None   # next offset after the last batch recovery keeps
+    first_timestamp: int | None = None
+    max_timestamp: int | None = None
+    epoch_starts: list[EpochEntry] = field(default_factory=list)  # epoch changes seen in batches
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass
+class PartitionSummary:
+    path: str
+    topic: str
+    partition: int
+    state: str
+    segments: list[SegmentSummary] = field(default_factory=list)
+    transient_files: list[str] = field(default_factory=list)
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+    high_watermark: int | None = None
+    recovery_point: int | None = None
+    epoch_checkpoint: list[EpochEntry] | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        if self.epoch_checkpoint:
+            return self.epoch_checkpoint[-1].epoch
+        starts = [e for s in self.segments for e in s.epoch_starts]
+        return starts[-1].epoch if starts else None
+
+    @property
+    def first_timestamp(self) -> int | None:
+        ts = [s.first_timestamp for s in self.segments if s.first_timestamp is not None]
+        return min(ts) if ts else None
+
+    @property
+    def max_timestamp(self) -> int | None:
+        ts = [s.max_timestamp for s in self.segments if s.max_timestamp is not None]
+        return max(ts) if ts else None
+
+    def all_findings(self) -> list[Finding]:
+        return self.findings + [f for s in self.segments for f in s.findings]
+
+
+@dataclass
+class BrokerCheckpoints:
+    """The log-dir root checkpoints, each mapping (topic, partition) -> offset."""
+
+    high_watermarks: dict[tuple[str, int], int] | None = None
+    recovery_points: dict[tuple[str, int], int] | None = None
+    log_start_offsets: dict[tuple[str, int], int] | None = None
+    cleaner_offsets: dict[tuple[str, int], int] | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass
+class LogDirSummary:
+    path: str
+    checkpoints: BrokerCheckpoints
+    clean_shutdown: bool
+    partitions: list[PartitionSummary] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+_ROOT_CHECKPOINTS = {
+    names.REPLICATION_OFFSET_CHECKPOINT: "high_watermarks",
+    names.RECOVERY_POINT_OFFSET_CHECKPOINT: "recovery_points",
+    names.LOG_START_OFFSET_CHECKPOINT: "log_start_offsets",
+    names.CLEANER_OFFSET_CHECKPOINT: "cleaner_offsets",
+}
+
+
+def read_broker_checkpoints(log_dir: str | os.PathLike[str]) -> BrokerCheckpoints:
+    """Parse the root checkpoints that exist; a malformed one becomes a finding."""
+    out = BrokerCheckpoints()
+    for name, attr in _ROOT_CHECKPOINTS.items():
+        path = Path(log_dir) / name
+        if not path.is_file():
+            continue
+        try:
+            setattr(out, attr, checkpoint.parse_offset_checkpoint(read_small(path)))
+        except FormatError as e:
+            out.findings.append(from_error(e, str(path)))
+        except UnreadableInput as e:
+            out.findings.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+    return out
+
+
+def summarize_segment(path: Path, base_offset: int) -> SegmentSummary:
+    """One pass over a segment: counts, offsets, timestamps, epoch changes, findings."""
+    summary = SegmentSummary(str(path), base_offset, path.stat().st_size)
+    with mapped(path) as buf:
+        walk = SegmentWalk(buf, str(path), base_offset)
+        latest_epoch = -1
+        for b in walk.batches():
+            if b.end > walk.valid_bytes:
+                continue
+            summary.valid_next_offset = b.next_offset
+            if b.max_timestamp >= 0:
+                summary.max_timestamp = max(summary.max_timestamp or b.max_timestamp, b.max_timestamp)
+                first = b.first_timestamp if b.first_timestamp >= 0 else b.max_timestamp
+                summary.first_timestamp = min(summary.first_timestamp or first, first)
+            if b.magic == 2 and b.partition_leader_epoch > latest_epoch:
+                latest_epoch = b.partition_leader_epoch
+                summary.epoch_starts.append(EpochEntry(latest_epoch, b.base_offset))
+        summary.batch_count, summary.first_offset = walk.batch_count, walk.first_offset
+        summary.valid_bytes, summary.findings = walk.valid_bytes, walk.findings
+    return summary
+
+
+def summarize_partition(path: str | os.PathLike[str],
+                        checkpoints: BrokerCheckpoints | None = None) -> PartitionSummary:
+    """Scan one partition dir; offsets from its segments and the broker checkpoints."""
+    p = Path(path)
+    parsed = names.parse_partition_dir(p.name)
+    if parsed is None:
+        raise UnreadableInput(f"{p}: not a topic-partition directory name")
+    part = PartitionSummary(str(p), parsed.topic, parsed.partition, parsed.state)
+    for name in sorted(os.listdir(p)):
+        seg = names.parse_segment_file_name(name)
+        if seg and seg.transient:
+            part.transient_files.append(name)
+            part.findings.append(finding("KAFKA_ORPHAN_TEMP_FILE", str(p / name),
+                                         message=f"{seg.transient} file left in the partition"))
+        elif seg and seg.kind == "log":
+            part.segments.append(summarize_segment(p / name, seg.base_offset))
+    _read_epoch_checkpoint(p, part)
+    _derive_offsets(part, checkpoints or BrokerCheckpoints())
+    return part
+
+
+def _read_epoch_checkpoint(p: Path, part: PartitionSummary) -> None:
+    path = p / names.LEADER_EPOCH_CHECKPOINT
+    if not path.is_file():
+        return
+    try:
+        part.epoch_checkpoint = checkpoint.parse_leader_epoch_checkpoint(read_small(path))
+    except FormatError as e:
+        part.findings.append(from_error(e, str(path)))
+
+
+def _derive_offsets(part: PartitionSummary, cps: BrokerCheckpoints) -> None:
+    """LSO, LEO, HW and recovery point as the broker derives them at load."""
+    tp = (part.topic, part.partition)
+    first_base = part.segments[0].base_offset if part.segments else 0
+    lso_cp = (cps.log_start_offsets or {}).get(tp)
+    part.log_start_offset = max(lso_cp or 0, first_base)
+    last = part.segments[-1] if part.segments else None
+    if last is None:
+        part.log_end_offset = part.log_start_offset
+    else:
+        part.log_end_offset = last.valid_next_offset if last.valid_next_offset is not None else last.base_offset
+    if cps.high_watermarks is not None:
+        part.high_watermark = cps.high_watermarks.get(tp)
+    if cps.recovery_points is not None:
+        part.recovery_point = cps.recovery_points.get(tp)
+
+
+def summarize_log_dir(path: str | os.PathLike[str]) -> LogDirSummary:
+    """Scan a broker log dir: its root checkpoints and every partition dir in it."""
+    p = Path(path)
+    cps = read_broker_checkpoints(p)
+    summary = LogDirSummary(str(p), cps, (p / names.CLEAN_SHUTDOWN).exists(), findings=list(cps.findings))
+    for name in sorted(os.listdir(p)):
+        if is_partition_dir(p / name):
+            summary.partitions.append(summarize_partition(p / name, cps))
+    return summary
+
+
+def flags(part: PartitionSummary) -> list[str]:
+    """Short markers for anything odd, for one-line overviews."""
+    out = sorted({f.code.removeprefix("KAFKA_").lower().replace("_", "-")
+                  for f in part.all_findings() if f.severity.value != "info"})
+    if part.high_watermark is not None and part.high_watermark > part.log_end_offset:
+        out.append("hw>leo")
+    if part.epoch_checkpoint and part.epoch_checkpoint[-1].start_offset > part.log_end_offset:
+        out.append("epoch>leo")
+    if part.state != "live":
+        out.append(part.state)
+    return out
