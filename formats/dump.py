@@ -157,7 +157,7 @@ def _record_entries(buf: memoryview, path: str, info: BatchInfo, opts: DumpOptio
 
 
 def record_entry(path: str, info: BatchInfo, rec: v2.Record, opts: DumpOptions) -> Entry:
-    """The contract's `record` entry; internal-topic decoders add `decoded`."""
+    """The contract's `record` entry; internal-topic decoders replace key/value with their JSON."""
     entry: Entry = {
         "kind": "record", "path": path, "offset": rec.offset, "position": info.position,
         "timestamp": rec.timestamp, "timestamp_type": v2.TIMESTAMP_TYPE_NAMES[info.timestamp_type],
@@ -171,8 +171,10 @@ def record_entry(path: str, info: BatchInfo, rec: v2.Record, opts: DumpOptions) 
     if info.is_control:
         entry.update(_control_fields(rec))
     decoded = _decode_internal(rec, info, opts)
-    if decoded is not None:
-        entry["decoded"] = decoded
+    if isinstance(decoded, dict) and decoded.keys() == {"key", "value"}:
+        entry["key"], entry["value"] = decoded["key"], decoded["value"]  # offsets / transaction decoders
+    elif decoded is not None:
+        entry["value"] = decoded  # a metadata record or KRaft control value
     return entry
 
 
@@ -202,7 +204,31 @@ def _decode_internal(rec: v2.Record, info: BatchInfo, opts: DumpOptions) -> Any:
     return None
 
 
-_DUMPERS: dict[FileKind, Callable[[Path, DumpOptions, Progress | None], Iterator[Entry]]] = {
-    FileKind.KAFKA_SEGMENT: _dump_segment,
-    FileKind.KAFKA_KRAFT_SNAPSHOT: _dump_segment,
-}
+def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | None], Iterator[Entry]]]:
+    from formats import dump_kafka as k
+    from formats import dump_rocketmq as r
+    return {
+        FileKind.KAFKA_SEGMENT: _dump_segment,
+        FileKind.KAFKA_KRAFT_SNAPSHOT: _dump_segment,
+        FileKind.KAFKA_OFFSET_INDEX: lambda p, o, _: k.offset_index_entries(
+            p, o.verify_index_only, o.index_sanity_check, o.max_bytes),
+        FileKind.KAFKA_TIME_INDEX: lambda p, o, _: k.time_index_entries(
+            p, o.verify_index_only, o.index_sanity_check, o.max_bytes),
+        FileKind.KAFKA_TXN_INDEX: lambda p, o, _: k.txn_index_entries(p),
+        FileKind.KAFKA_PRODUCER_SNAPSHOT: lambda p, o, _: k.snapshot_entries(p),
+        FileKind.KAFKA_OFFSET_CHECKPOINT: lambda p, o, _: k.checkpoint_entries(p),
+        FileKind.KAFKA_EPOCH_CHECKPOINT: lambda p, o, _: k.checkpoint_entries(p),
+        FileKind.KAFKA_PARTITION_METADATA: lambda p, o, _: k.metadata_entry(p),
+        FileKind.KAFKA_META_PROPERTIES: lambda p, o, _: k.metadata_entry(p),
+        FileKind.KAFKA_QUORUM_STATE: lambda p, o, _: k.metadata_entry(p),
+        FileKind.KAFKA_CLEAN_SHUTDOWN: lambda p, o, _: k.metadata_entry(p),
+        FileKind.ROCKETMQ_COMMITLOG: lambda p, o, _: r.commitlog_entries(p, o.value_decoder, o.records),
+        FileKind.ROCKETMQ_CONSUMEQUEUE: lambda p, o, _: r.consumequeue_entries(p),
+        FileKind.ROCKETMQ_INDEX: lambda p, o, _: r.index_file_entries(p),
+        FileKind.ROCKETMQ_CHECKPOINT: lambda p, o, _: r.store_file_entry(p),
+        FileKind.ROCKETMQ_EPOCH: lambda p, o, _: r.store_file_entry(p),
+        FileKind.ROCKETMQ_CONFIG: lambda p, o, _: r.store_file_entry(p),
+    }
+
+
+_DUMPERS = _kafka_dumpers()

@@ -67,7 +67,7 @@ def dump(
                        max_bytes=max_bytes, verify_index_only=verify_index_only,
                        index_sanity_check=index_sanity_check)
     raise typer.Exit(run_dump(lambda progress: dump_paths(list(paths), opts, progress), fmt,
-                              print_data))
+                              print_data or offsets_decoder or txn_decoder or metadata_decoder))
 
 
 @app.command()

@@ -1,0 +1,109 @@
+"""`dump` entries for Kafka files other than segments: indexes, snapshots, checkpoints, metadata."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from formats.fileio import mapped, read_small
+from formats.findings import Finding
+from formats.kafka import (checkpoint, clean_shutdown, meta_properties, names, offset_index,
+                           partition_metadata, producer_snapshot, quorum_state, time_index, txn_index)
+
+Entry = dict[str, Any]
+
+
+def _finding(f: Finding) -> Entry:
+    return {"kind": "finding", **f.to_dict()}
+
+
+def _base(path: Path) -> int:
+    seg = names.parse_segment_file_name(path.name)
+    return seg.base_offset if seg else 0
+
+
+def offset_index_entries(path: Path, verify_only: bool, sanity: bool, max_bytes: int | None) -> Iterator[Entry]:
+    from formats.dump_checks import verify_offset_index
+    base = _base(path)
+    with mapped(path) as buf:
+        if sanity:
+            found = offset_index.sanity_check(buf, base, path=str(path))
+            yield from map(_finding, found)
+            yield {"kind": "sanity_check", "path": str(path), "passed": not found}
+            return
+        read = offset_index.read_offset_index(buf, base, path=str(path))
+    yield from map(_finding, read.findings)
+    if not verify_only:
+        for e in read.entries:
+            yield {"kind": "index_entry", "path": str(path), "offset": e.offset, "position": e.position}
+    yield from map(_finding, verify_offset_index(path, base, read.entries, max_bytes))
+
+
+def time_index_entries(path: Path, verify_only: bool, sanity: bool, max_bytes: int | None) -> Iterator[Entry]:
+    from formats.dump_checks import verify_time_index
+    base = _base(path)
+    with mapped(path) as buf:
+        if sanity:
+            found = time_index.sanity_check(buf, base, path=str(path))
+            yield from map(_finding, found)
+            yield {"kind": "sanity_check", "path": str(path), "passed": not found}
+            return
+        read = time_index.read_time_index(buf, base, path=str(path))
+    yield from map(_finding, read.findings)
+    if not verify_only:
+        for e in read.entries:
+            yield {"kind": "time_index_entry", "path": str(path), "timestamp": e.timestamp, "offset": e.offset}
+    yield from map(_finding, verify_time_index(path, base, read.entries, max_bytes))
+
+
+def txn_index_entries(path: Path) -> Iterator[Entry]:
+    with mapped(path) as buf:
+        read = txn_index.read_txn_index(buf, _base(path), path=str(path))
+    yield from map(_finding, read.findings)
+    for e in read.entries:
+        yield {"kind": "txn_entry", "path": str(path), "version": e.version, "producer_id": e.producer_id,
+               "first_offset": e.first_offset, "last_offset": e.last_offset,
+               "last_stable_offset": e.last_stable_offset}
+
+
+def snapshot_entries(path: Path) -> Iterator[Entry]:
+    snap = producer_snapshot.parse_producer_snapshot(read_small(path), check_crc=False)
+    if not snap.crc_valid:
+        from formats.findings import finding
+        yield _finding(finding("KAFKA_SNAPSHOT_CRC_MISMATCH", str(path), position=2,
+                               message=f"stored crc {snap.crc:#010x} does not match the snapshot bytes"))
+    for e in snap.entries:
+        yield {"kind": "snapshot_entry", "path": str(path), **e._asdict(),
+               "first_sequence": e.first_sequence}
+
+
+def checkpoint_entries(path: Path) -> Iterator[Entry]:
+    data = read_small(path)
+    if path.name == names.LEADER_EPOCH_CHECKPOINT:
+        for e in checkpoint.parse_leader_epoch_checkpoint(data):
+            yield {"kind": "checkpoint_entry", "path": str(path), "epoch": e.epoch, "start_offset": e.start_offset}
+        return
+    for (topic, partition), offset in sorted(checkpoint.parse_offset_checkpoint(data).items()):
+        yield {"kind": "checkpoint_entry", "path": str(path), "topic": topic, "partition": partition,
+               "offset": offset}
+
+
+def metadata_entry(path: Path) -> Iterator[Entry]:
+    """One entry for the small metadata files, with every field they hold."""
+    data = read_small(path)
+    name = path.name
+    if name == names.PARTITION_METADATA:
+        pm = partition_metadata.parse_partition_metadata(data)
+        yield {"kind": "partition_metadata", "path": str(path), "version": pm.version, "topic_id": pm.topic_id}
+    elif name == names.META_PROPERTIES:
+        mp = meta_properties.parse_meta_properties(data)
+        yield {"kind": "meta_properties", "path": str(path), "version": mp.version, "cluster_id": mp.cluster_id,
+               "node_id": mp.node_id, "directory_id": mp.directory_id, "properties": dict(mp.properties)}
+    elif name == names.QUORUM_STATE:
+        qs = quorum_state.parse_quorum_state(data)
+        yield {"kind": "quorum_state", "path": str(path), "leader_id": qs.leader_id,
+               "leader_epoch": qs.leader_epoch, "voted_id": qs.voted_id, "applied_offset": qs.applied_offset,
+               "current_voters": qs.current_voters, "data_version": qs.data_version}
+    else:
+        cs = clean_shutdown.parse_clean_shutdown(data)
+        yield {"kind": "clean_shutdown", "path": str(path), "version": cs.version, "broker_epoch": cs.broker_epoch}

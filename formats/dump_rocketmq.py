@@ -1,0 +1,77 @@
+"""`dump` entries for RocketMQ store files: commitlog messages, consume queue units, index files."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from formats.fileio import mapped, read_small
+from formats.findings import Finding
+from formats.render import render_bytes
+from formats.rocketmq import checkpoint, commitlog, config_json, consumequeue, epoch_file, index_file
+
+Entry = dict[str, Any]
+
+
+def _finding(f: Finding) -> Entry:
+    return {"kind": "finding", **f.to_dict()}
+
+
+def commitlog_entries(path: Path, value_decoder: str, with_body: bool) -> Iterator[Entry]:
+    """The contract's `message` entries for one commitlog file, with findings in file order."""
+    for item in commitlog.walk_commitlog([path], file_size=path.stat().st_size):
+        if isinstance(item, Finding):
+            yield _finding(item)
+        elif item.kind == "blank":
+            yield {"kind": "blank", "path": str(path), "position": item.position, "size": item.size,
+                   "physical_offset": item.commitlog_offset}
+        else:
+            yield message_entry(str(path), item, value_decoder, with_body)
+
+
+def message_entry(path: str, m: commitlog.Message, value_decoder: str, with_body: bool) -> Entry:
+    return {
+        "kind": "message", "path": path, "physical_offset": m.commitlog_offset, "position": m.position,
+        "size": m.size, "queue_id": m.queue_id, "queue_offset": m.queue_offset, "topic": m.topic,
+        "body_crc": m.body_crc, "crc_valid": m.crc_valid, "born_timestamp": m.born_timestamp,
+        "store_timestamp": m.store_timestamp, "born_host": m.born_host, "store_host": m.store_host,
+        "sys_flag": m.sys_flag, "flag": m.flag, "reconsume_times": m.reconsume_times,
+        "prepared_transaction_offset": m.prepared_transaction_offset, "msg_id": m.msg_id,
+        "properties": dict(m.properties), "body_size": len(m.body),
+        "body": render_bytes(m.body, value_decoder) if with_body else None,
+    }
+
+
+def consumequeue_entries(path: Path) -> Iterator[Entry]:
+    size = path.stat().st_size
+    for item in consumequeue.walk_consumequeue([path], file_size=size or None):
+        if isinstance(item, Finding):
+            yield _finding(item)
+        else:
+            yield {"kind": "cq_entry", "path": str(path), "position": item.position,
+                   "queue_offset": item.queue_offset, "physical_offset": item.commitlog_offset,
+                   "size": item.size, "tags_code": item.tags_code}
+
+
+def index_file_entries(path: Path) -> Iterator[Entry]:
+    with mapped(path) as buf:
+        idx = index_file.IndexFile(buf)
+        yield {"kind": "index_header", "path": str(path), **dataclasses.asdict(idx.header),
+               "hash_slot_num": idx.hash_slot_num, "index_num": idx.index_num}
+        for e in idx.entries():
+            yield {"kind": "index_file_entry", "path": str(path), **dataclasses.asdict(e)}
+        yield from map(_finding, idx.check(str(path)))
+
+
+def store_file_entry(path: Path) -> Iterator[Entry]:
+    """checkpoint, epochFileCheckpoint and config/*.json: one entry each."""
+    data = read_small(path)
+    if path.name == "checkpoint":
+        cp = checkpoint.parse_checkpoint(data)
+        yield {"kind": "rocketmq_checkpoint", "path": str(path), **dataclasses.asdict(cp)}
+    elif path.name.startswith("epochFileCheckpoint"):
+        for e in epoch_file.parse_epoch_file(data.decode("utf-8", "replace")):
+            yield {"kind": "epoch_entry", "path": str(path), "epoch": e.epoch, "start_offset": e.start_offset}
+    else:
+        yield {"kind": "config", "path": str(path), "content": config_json.loads(data)}

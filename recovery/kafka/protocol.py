@@ -1,0 +1,166 @@
+"""Offline replay of Kafka's follower protocol between on-disk replicas (kafka.md §11-§13).
+
+A deterministic state machine over `Replica` models, no I/O: each follower
+first truncates (leader-epoch protocol with the KIP-279 refinement, or the
+pre-KIP-101 high-watermark rule), then fetches from the leader, handling
+OFFSET_OUT_OF_RANGE both ways; the leader's high watermark then advances to
+the smallest log end offset of the replicas, and a last fetch round carries
+it to the followers. Every step is an event in the transcript.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from recovery.kafka.replica import BatchRef, Replica
+
+EPOCH, HW = "epoch", "hw"
+MAX_ROUNDS = 10_000  # truncation rounds per follower; each strictly lowers the latest epoch
+
+
+@dataclass
+class Transcript:
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, kind: str, replica: str, **details: Any) -> None:
+        self.events.append({"step": len(self.events) + 1, "kind": kind, "replica": replica, **details})
+
+
+@dataclass
+class FollowerOutcome:
+    name: str
+    truncated_to: int | None = None
+    removed: list[BatchRef] = field(default_factory=list)   # batches this follower lost
+    fetched: list[BatchRef] = field(default_factory=list)   # batches copied from the leader
+
+
+def truncation_point(e_leader: int, o_leader: int, follower: Replica, fetch_offset: int) -> tuple[int, bool]:
+    """`AbstractFetcherThread.getOffsetTruncationState`: (offset, final)."""
+    leo = follower.log_end_offset
+    if o_leader == -1:
+        return fetch_offset, True
+    if e_leader == -1:
+        return min(o_leader, leo), True
+    e_f, o_f = follower.epochs.end_offset_for(e_leader, leo)
+    if (e_f, o_f) == (-1, -1):
+        return min(o_leader, leo), True
+    if e_f != e_leader:
+        return min(o_f, leo), False
+    return min(o_f, o_leader, leo), True
+
+
+def truncate(rep: Replica, offset: int, outcome: FollowerOutcome, log: Transcript, reason: str) -> None:
+    """`UnifiedLog.truncateTo`: drop batches holding offsets >= `offset` (§12.7)."""
+    if offset >= rep.log_end_offset:
+        rep.epochs.truncate_from_end(rep.log_end_offset)
+        return
+    if offset < rep.log_start_offset or (rep.batches and offset < rep.batches[0].base_offset):
+        truncate_fully(rep, offset, outcome, log, reason)
+        return
+    cut = rep.batch_index_at_or_after(offset)
+    removed = rep.batches[cut:]
+    del rep.batches[cut:]
+    outcome.removed.extend(removed)
+    outcome.truncated_to = offset if outcome.truncated_to is None else min(outcome.truncated_to, offset)
+    rep.epochs.truncate_from_end(offset)
+    rep.high_watermark = min(rep.high_watermark, rep.log_end_offset)
+    rep.recovery_point = min(rep.recovery_point, rep.log_end_offset)
+    log.add("truncate", rep.name, offset=offset, reason=reason, batches_removed=len(removed),
+            records_removed=sum(b.count for b in removed), log_end_offset=rep.log_end_offset)
+
+
+def truncate_fully(rep: Replica, start: int, outcome: FollowerOutcome, log: Transcript, reason: str) -> None:
+    """`truncateFullyAndStartAt`: every segment goes, the log restarts empty at `start`."""
+    outcome.removed.extend(rep.batches)
+    rep.batches.clear()
+    rep.epochs.clear()
+    rep.log_start_offset = start
+    rep.high_watermark = rep.recovery_point = start
+    outcome.truncated_to = start if outcome.truncated_to is None else min(outcome.truncated_to, start)
+    log.add("truncate_fully", rep.name, offset=start, reason=reason, log_end_offset=start)
+
+
+def truncate_by_epochs(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript) -> None:
+    """The OffsetsForLeaderEpoch round trips of the Truncating state (§12.3-§12.4)."""
+    for _ in range(MAX_ROUNDS):
+        requested = f.epochs.latest_epoch
+        if requested is None:
+            return truncate_to_hw(f, outcome, log, "follower has no leader epochs")
+        log.add("request", f.name, api="OffsetsForLeaderEpoch", leader_epoch=requested)
+        e_l, o_l = leader.epochs.end_offset_for(requested, leader.log_end_offset) if leader.has_epochs else (-1, -1)
+        log.add("response", leader.name, api="OffsetsForLeaderEpoch", to=f.name, leader_epoch=e_l, end_offset=o_l)
+        offset, final = truncation_point(e_l, o_l, f, f.high_watermark)
+        truncate(f, offset, outcome, log, f"epoch {e_l} ends at {o_l} on the leader")
+        if final:
+            return
+    raise RuntimeError("epoch truncation did not converge")  # unreachable: each round lowers the epoch
+
+
+def truncate_to_hw(f: Replica, outcome: FollowerOutcome, log: Transcript, why: str) -> None:
+    """`truncateToHighWatermark`: the only rule before KIP-101, and the fallback without epochs."""
+    log.add("decide", f.name, rule="truncate to high watermark", why=why, high_watermark=f.high_watermark)
+    truncate(f, f.high_watermark, outcome, log, "high watermark")
+
+
+def fetch(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript) -> None:
+    """One fetch from the follower's log end to the leader's (§12.5-§12.8)."""
+    offset = f.log_end_offset
+    log.add("request", f.name, api="Fetch", fetch_offset=offset, last_fetched_epoch=f.epochs.latest_epoch)
+    if offset > leader.log_end_offset or offset < leader.log_start_offset:
+        log.add("response", leader.name, api="Fetch", to=f.name, error="OFFSET_OUT_OF_RANGE",
+                leader_log_start_offset=leader.log_start_offset, leader_log_end_offset=leader.log_end_offset)
+        _out_of_range(leader, f, outcome, log)
+        offset = f.log_end_offset
+    start = leader.batch_index_at_or_after(offset)
+    new = [b for b in leader.batches[start:] if b.base_offset >= offset or not f.batches]
+    for b in new:
+        f.batches.append(b)
+        if b.magic == 2 and b.epoch >= 0:
+            f.epochs.assign(b.epoch, b.base_offset)
+    outcome.fetched.extend(new)
+    f.high_watermark = max(min(leader.high_watermark, f.log_end_offset), f.log_start_offset)
+    if leader.log_start_offset > f.log_start_offset and leader.log_start_offset <= f.high_watermark:
+        f.log_start_offset = leader.log_start_offset
+        f.epochs.truncate_from_start(f.log_start_offset)
+    log.add("response", leader.name, api="Fetch", to=f.name, batches=len(new),
+            records=sum(b.count for b in new), high_watermark=leader.high_watermark)
+    if new:
+        log.add("append", f.name, first_offset=new[0].base_offset, last_offset=new[-1].last_offset,
+                batches=len(new), log_end_offset=f.log_end_offset)
+    log.add("hw_update", f.name, high_watermark=f.high_watermark)
+
+
+def _out_of_range(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript) -> None:
+    """`handleOutOfRangeError`: leader shorter -> truncate to its end; follower behind its start -> restart."""
+    if leader.log_end_offset < f.log_end_offset:
+        truncate(f, leader.log_end_offset, outcome, log, "leader's log end offset (OFFSET_OUT_OF_RANGE)")
+    elif leader.log_start_offset > f.log_end_offset:
+        truncate_fully(f, leader.log_start_offset, outcome, log, "leader's log start offset (OFFSET_OUT_OF_RANGE)")
+
+
+def advance_leader_hw(leader: Replica, followers: list[Replica], log: Transcript) -> None:
+    """The leader's HW moves to the smallest LEO of the in-sync replicas, never back (§12.9)."""
+    candidate = min([leader.log_end_offset] + [f.log_end_offset for f in followers])
+    if candidate > leader.high_watermark:
+        leader.high_watermark = candidate
+        log.add("hw_update", leader.name, high_watermark=candidate, rule="minimum log end offset of the ISR")
+
+
+def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH) -> tuple[Transcript, dict[str, FollowerOutcome]]:
+    """Replay on copies; the inputs stay untouched. Returns the transcript and per-follower outcomes."""
+    log = Transcript()
+    outcomes = {f.name: FollowerOutcome(f.name) for f in followers}
+    log.add("leader", leader.name, leader_epoch=leader.epochs.latest_epoch, log_end_offset=leader.log_end_offset,
+            high_watermark=leader.high_watermark)
+    for f in followers:
+        if protocol == HW:
+            truncate_to_hw(f, outcomes[f.name], log, "pre-KIP-101 follower restart")
+        elif f.has_epochs and leader.has_epochs:
+            truncate_by_epochs(leader, f, outcomes[f.name], log)
+        else:
+            truncate_to_hw(f, outcomes[f.name], log, "no leader epochs on " + (f.name if not f.has_epochs else leader.name))
+        fetch(leader, f, outcomes[f.name], log)
+    advance_leader_hw(leader, followers, log)
+    for f in followers:
+        fetch(leader, f, outcomes[f.name], log)
+    return log, outcomes

@@ -1,0 +1,159 @@
+"""`replay`: load replicas of one partition, choose the leader, replay, explain what each keeps or loses.
+
+The result carries the contract's JSON shape (`to_dict`) and the plan a
+repair applies: for each replica, its final batch list (with where each
+batch's bytes come from).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from formats.errors import ReplogError
+from recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, Transcript, replay
+from recovery.kafka.replica import BatchRef, Replica, load_replica
+
+
+@dataclass
+class LeaderChoice:
+    name: str
+    unclean: bool
+    explanation: str
+
+
+@dataclass
+class ReplicaResult:
+    replica: Replica                # before the replay
+    final: Replica                  # after it: the repair plan for this replica
+    outcome: FollowerOutcome | None
+    diverged_at: int | None
+    lost: list[BatchRef] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        r, f = self.replica, self.final
+        lost = self.lost
+        return {
+            "name": r.name, "path": r.path,
+            "log_end_offset_before": r.log_end_offset, "high_watermark_before": r.high_watermark,
+            "truncated_to": self.outcome.truncated_to if self.outcome else None,
+            "log_end_offset_after": f.log_end_offset, "high_watermark_after": f.high_watermark,
+            "diverged_at": self.diverged_at,
+            "lost": {"records": sum(b.count for b in lost),
+                     "first_offset": lost[0].base_offset if lost else None,
+                     "last_offset": lost[-1].last_offset if lost else None,
+                     "bytes": sum(b.size for b in lost),
+                     "first_timestamp": min((b.first_timestamp for b in lost if b.first_timestamp >= 0), default=None),
+                     "max_timestamp": max((b.max_timestamp for b in lost), default=None),
+                     "producer_ids": sorted({b.producer_id for b in lost if b.producer_id >= 0}),
+                     "acknowledged": bool(lost) and lost[0].base_offset < r.high_watermark},
+            "fetched": {"records": sum(b.count for b in self.outcome.fetched) if self.outcome else 0,
+                        "batches": len(self.outcome.fetched) if self.outcome else 0},
+            "epochs_after": [list(e) for e in f.epochs.entries],
+        }
+
+
+@dataclass
+class ReplayResult:
+    protocol: str
+    leader: LeaderChoice
+    replicas: list[ReplicaResult]
+    transcript: Transcript
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"system": "kafka", "protocol": self.protocol, "leader": self.leader.name,
+                "leader_election": {"unclean": self.leader.unclean, "explanation": self.leader.explanation},
+                "replicas": [r.to_dict() for r in self.replicas], "events": self.transcript.events}
+
+
+def choose_leader(replicas: Sequence[Replica]) -> LeaderChoice:
+    """The replica a controller could elect, judged from disk alone.
+
+    A replica is a clean candidate when its log reaches the highest high
+    watermark any replica recorded (it holds every acknowledged record, as an
+    ISR member must). Among candidates the newest history wins: highest latest
+    epoch, then longest log. With no candidate the election is unclean.
+    """
+    top_hw = max(r.high_watermark for r in replicas)
+    clean = [r for r in replicas if r.log_end_offset >= top_hw]
+    pool = clean or list(replicas)
+    best = max(pool, key=lambda r: (r.epochs.latest_epoch if r.epochs.latest_epoch is not None else -1,
+                                    r.log_end_offset, -replicas.index(r)))
+    why = (f"{best.name} holds every offset below the highest high watermark ({top_hw}) and has the newest "
+           f"history (latest epoch {best.epochs.latest_epoch}, log end {best.log_end_offset})")
+    if not clean:
+        why = (f"no replica reaches the highest high watermark ({top_hw}): electing {best.name} "
+               f"(latest epoch {best.epochs.latest_epoch}, log end {best.log_end_offset}) is an UNCLEAN election "
+               "and acknowledged records can be lost")
+    return LeaderChoice(best.name, not clean, why)
+
+
+def first_divergence(a: Replica, b: Replica) -> int | None:
+    """First offset both logs hold but with different batches (boundaries or CRC), else None."""
+    start = max(a.log_start_offset, b.log_start_offset)
+    i, j = a.batch_index_at_or_after(start), b.batch_index_at_or_after(start)
+    while i < len(a.batches) and j < len(b.batches):
+        x, y = a.batches[i], b.batches[j]
+        if (x.base_offset, x.last_offset, x.crc) != (y.base_offset, y.last_offset, y.crc):
+            return max(min(x.base_offset, y.base_offset), start)
+        i, j = i + 1, j + 1
+    return None
+
+
+def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol: str = EPOCH) -> ReplayResult:
+    if protocol not in (EPOCH, HW):
+        raise ReplogError(f"unknown protocol {protocol!r} for Kafka: use epoch or hw")
+    names = [r.name for r in replicas]
+    if len(set(names)) != len(names):
+        raise ReplogError(f"replica names must be unique: {names}")
+    if len({(r.topic, r.partition) for r in replicas}) > 1:
+        raise ReplogError("replicas are not all the same topic-partition: "
+                          + ", ".join(f"{r.name}={r.topic}-{r.partition}" for r in replicas))
+    choice = choose_leader(replicas)
+    if leader is not None:
+        if leader not in names:
+            raise ReplogError(f"--leader {leader!r} is not one of {', '.join(names)}")
+        chosen = next(r for r in replicas if r.name == leader)
+        top_hw = max(r.high_watermark for r in replicas)
+        unclean = chosen.log_end_offset < top_hw
+        choice = LeaderChoice(leader, unclean, f"{leader} chosen by the user"
+                              + (f"; its log ends at {chosen.log_end_offset}, below the highest high watermark "
+                                 f"{top_hw}: an unclean election" if unclean else ""))
+    lead = next(r for r in replicas if r.name == choice.name).copy()
+    followers = [r.copy() for r in replicas if r.name != choice.name]
+    transcript, outcomes = replay(lead, followers, protocol)
+    finals = {r.name: r for r in [lead] + followers}
+    results = []
+    for r in replicas:
+        final = finals[r.name]
+        outcome = outcomes.get(r.name)
+        kept = {(b.base_offset, b.last_offset, b.crc) for b in final.batches}
+        lost = [b for b in (outcome.removed if outcome else []) if (b.base_offset, b.last_offset, b.crc) not in kept]
+        original_leader = next(x for x in replicas if x.name == choice.name)
+        results.append(ReplicaResult(r, final, outcome, first_divergence(r, original_leader), lost))
+    return ReplayResult(protocol, choice, results, transcript)
+
+
+def parse_named(spec: str) -> tuple[str | None, str]:
+    """`NAME=PATH` or `PATH`."""
+    if "=" in spec and not os.path.exists(spec):
+        name, path = spec.split("=", 1)
+        return name, path
+    return None, spec
+
+
+def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH) -> ReplayResult:
+    """Load `[NAME=]PATH` replicas and replay them."""
+    if len(specs) < 2:
+        raise ReplogError("replay needs at least two replicas")
+    replicas = []
+    for spec in specs:
+        name, path = parse_named(spec)
+        replicas.append(load_replica(path, name))
+    seen: dict[str, int] = {}
+    for r in replicas:  # derived names may collide (same log dir name): make them unique
+        seen[r.name] = seen.get(r.name, 0) + 1
+        if seen[r.name] > 1:
+            r.name = f"{r.name}-{seen[r.name]}"
+    return run_replay(replicas, leader, protocol)

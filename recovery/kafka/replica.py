@@ -1,0 +1,178 @@
+"""A Kafka replica as the replication protocol sees it: metadata only, bytes stay on disk.
+
+`load_replica` brings a partition dir to what the broker's startup recovery
+would leave (truncated at the first invalid batch, later segments dropped,
+epoch cache corrected) and keeps, per batch, where its bytes are so that a
+repair can copy them later.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from formats.errors import FormatError, UnreadableInput
+from formats.findings import Finding
+from formats.fileio import mapped, read_small
+from formats.kafka import checkpoint, meta_properties, names
+from formats.kafka.segment import SegmentWalk
+from recovery.kafka.epoch_cache import EpochCache
+from recovery.kafka.logdir import read_broker_checkpoints
+
+
+class BatchRef(NamedTuple):
+    """Where a batch is and what the protocol needs to know about it."""
+
+    base_offset: int
+    last_offset: int
+    epoch: int
+    crc: int
+    count: int
+    size: int
+    magic: int
+    first_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    file: str
+    position: int
+
+
+@dataclass
+class Replica:
+    name: str
+    path: str
+    topic: str
+    partition: int
+    batches: list[BatchRef] = field(default_factory=list)
+    epochs: EpochCache = field(default_factory=EpochCache)
+    log_start_offset: int = 0
+    high_watermark: int = 0
+    recovery_point: int = 0
+    topic_id: str | None = None
+    dropped_at_load: list[BatchRef] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.batches[-1].last_offset + 1 if self.batches else self.log_start_offset
+
+    @property
+    def has_epochs(self) -> bool:
+        return bool(self.epochs.entries)
+
+    def batch_index_at_or_after(self, offset: int) -> int:
+        """Index of the first batch whose last offset is >= `offset` (bisect)."""
+        lo, hi = 0, len(self.batches)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.batches[mid].last_offset < offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def copy(self) -> Replica:
+        return Replica(self.name, self.path, self.topic, self.partition, list(self.batches),
+                       EpochCache(self.epochs.entries), self.log_start_offset, self.high_watermark,
+                       self.recovery_point, self.topic_id, list(self.dropped_at_load), list(self.findings))
+
+
+def default_name(path: Path) -> str:
+    """Broker id from the parent log dir's meta.properties, else the log dir's name."""
+    meta = path.parent / names.META_PROPERTIES
+    if meta.is_file():
+        try:
+            props = meta_properties.parse_meta_properties(read_small(meta))
+            if props.node_id is not None:
+                return f"broker-{props.node_id}"
+        except (FormatError, UnreadableInput):
+            pass
+    return path.parent.name or path.name
+
+
+def load_replica(path: str | os.PathLike[str], name: str | None = None) -> Replica:
+    """The replica as the broker would load it after an unclean shutdown."""
+    p = Path(path)
+    parsed = names.parse_partition_dir(p.name)
+    if parsed is None or not p.is_dir():
+        raise UnreadableInput(f"{p}: not a Kafka partition directory")
+    rep = Replica(name or default_name(p), str(p), parsed.topic, parsed.partition)
+    first_segment_base = _load_batches(p, rep)
+    cps = read_broker_checkpoints(p.parent)
+    rep.findings.extend(cps.findings)
+    tp = (rep.topic, rep.partition)
+    lso_cp = (cps.log_start_offsets or {}).get(tp, 0)
+    rep.log_start_offset = max(lso_cp, first_segment_base if first_segment_base is not None else lso_cp)
+    _load_epochs(p, rep, lso_cp)
+    hw = (cps.high_watermarks or {}).get(tp, 0)
+    rep.high_watermark = min(max(hw, rep.log_start_offset), rep.log_end_offset)
+    rep.recovery_point = min((cps.recovery_points or {}).get(tp, 0), rep.log_end_offset)
+    rep.topic_id = _topic_id(p)
+    return rep
+
+
+def _load_batches(p: Path, rep: Replica) -> int | None:
+    """Batches up to the first invalid one; returns the first segment's base offset."""
+    truncated, first_base = False, None
+    for name in sorted(os.listdir(p)):
+        seg = names.parse_segment_file_name(name)
+        if seg is None or seg.kind != "log" or seg.transient:
+            continue
+        first_base = seg.base_offset if first_base is None else first_base
+        with mapped(p / name) as buf:
+            walk = SegmentWalk(buf, str(p / name), seg.base_offset)
+            for b in walk.batches():
+                ref = BatchRef(b.base_offset, b.last_offset, b.partition_leader_epoch if b.magic == 2 else -1,
+                               b.crc, b.count, b.size, b.magic, b.first_timestamp, b.max_timestamp,
+                               b.producer_id, str(p / name), b.position)
+                if truncated or b.end > walk.valid_bytes:
+                    rep.dropped_at_load.append(ref)
+                else:
+                    rep.batches.append(ref)
+            rep.findings.extend(walk.findings)
+            truncated = truncated or walk.valid_bytes < len(buf)
+    return first_base
+
+
+def _load_epochs(p: Path, rep: Replica, lso_checkpoint: int) -> None:
+    """Checkpoint replayed through assign, recovery's epoch rule, then trimmed to the log."""
+    path = p / names.LEADER_EPOCH_CHECKPOINT
+    if path.is_file():
+        try:
+            rep.epochs = EpochCache(checkpoint.parse_leader_epoch_checkpoint(read_small(path)))
+        except (FormatError, ValueError):
+            rep.epochs = EpochCache()
+    for b in rep.batches:
+        if b.magic == 2 and b.epoch >= 0 and (rep.epochs.latest_epoch is None or b.epoch > rep.epochs.latest_epoch):
+            rep.epochs.assign(b.epoch, b.base_offset)
+    rep.epochs.truncate_from_end(rep.log_end_offset)
+    rep.epochs.truncate_from_start(lso_checkpoint)
+
+
+def _topic_id(p: Path) -> str | None:
+    from formats.kafka.partition_metadata import parse_partition_metadata
+    path = p / names.PARTITION_METADATA
+    if not path.is_file():
+        return None
+    try:
+        return parse_partition_metadata(read_small(path)).topic_id
+    except (FormatError, UnreadableInput):
+        return None
+
+
+def replica_from_batches(name: str, batches: list[tuple[int, int, int]], *, high_watermark: int = 0,
+                         epochs: list[tuple[int, int]] | None = None, log_start_offset: int = 0,
+                         topic: str = "t", partition: int = 0) -> Replica:
+    """An in-memory replica from (base_offset, last_offset, epoch) triples, for reasoning and tests."""
+    refs = [BatchRef(b, l, e, hash((b, l, e)) & 0xFFFFFFFF, l - b + 1, 100, 2, 0, 0, -1, "", i * 100)
+            for i, (b, l, e) in enumerate(batches)]
+    rep = Replica(name, "", topic, partition, refs, log_start_offset=log_start_offset)
+    if epochs is None:
+        for r in refs:
+            if r.epoch >= 0 and (rep.epochs.latest_epoch is None or r.epoch > rep.epochs.latest_epoch):
+                rep.epochs.assign(r.epoch, r.base_offset)
+    else:
+        rep.epochs = EpochCache(epochs)
+    rep.high_watermark = high_watermark
+    return rep
