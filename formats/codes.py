@@ -19,6 +19,7 @@ CODES: dict[str, Code] = {
     # --- generic -------------------------------------------------------------
     "UNREADABLE_FILE": Code(E, "the file could not be opened or read"),
     "UNKNOWN_FILE": Code(I, "a file replog does not know; left alone"),
+    "INPUT_CHANGED": Code(W, "an input's size or SHA-256 changed while replog read it (a live broker, or another writer)"),
     "INTERNAL_ERROR": Code(E, "replog failed on this input; the message says where (please report it)"),
     # --- Kafka record batches and segments ------------------------------------
     "KAFKA_BATCH_CRC_MISMATCH": Code(E, "stored CRC of a batch or message differs from the CRC of its bytes"),
@@ -72,6 +73,7 @@ CODES: dict[str, Code] = {
     "KAFKA_PARTITION_METADATA_INVALID": Code(E, "partition.metadata malformed"),
     "KAFKA_META_PROPERTIES_INVALID": Code(E, "meta.properties malformed or missing required keys"),
     "KAFKA_QUORUM_STATE_INVALID": Code(E, "KRaft quorum-state malformed"),
+    "KAFKA_CLEAN_SHUTDOWN_INVALID": Code(W, ".kafka_cleanshutdown is neither empty nor {\"version\":0,\"brokerEpoch\":N} (its presence still counts)"),
     "KAFKA_ORPHAN_TEMP_FILE": Code(W, "a .swap, .cleaned or .deleted file left by the cleaner, a split or deletion"),
     "KAFKA_BAD_PARTITION_DIR": Code(W, "a directory whose name is not topic-partition"),
     # --- RocketMQ -----------------------------------------------------------------

@@ -1,0 +1,154 @@
+"""Offset index `.index` (reference §8.1): 8-byte entries, no header.
+
+An entry (relative offset, position) says: the append starting at byte
+`position` of the `.log` ends at offset base + relative offset. Index files
+of an active segment are preallocated (10 MiB) and after a crash keep their
+zero-filled tail; a `(0, 0)` slot after slot 0 is such padding (slot 0 may be
+a genuine `(0, 0)` entry), the same rule `DumpLogSegments` uses.
+"""
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import construct as cs
+
+from formats.findings import Finding, finding
+
+ENTRY = cs.Struct(
+    "relative_offset" / cs.Int32sb,  # offset - segment base offset
+    "position" / cs.Int32sb,         # byte position of a batch start in the .log
+)
+ENTRY_STRUCT = struct.Struct(">ii")
+ENTRY_SIZE = ENTRY_STRUCT.size  # 8
+INT32_MAX = 2**31 - 1
+MAX_FINDINGS = 1000  # per file; a garbage 10 MiB file would otherwise yield a million
+_SCAN_CHUNK = 1 << 16
+
+
+class OffsetIndexEntry(NamedTuple):
+    offset: int    # absolute: base offset + relative offset
+    position: int
+
+
+class IndexRead(NamedTuple):
+    """What a fixed-entry index holds: real entries, padding slots, findings."""
+
+    entries: list
+    zero_tail_entries: int
+    findings: list[Finding]
+
+
+class FindingSink:
+    """Collects findings up to `MAX_FINDINGS`, counting the ones left out."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.items: list[Finding] = []
+        self.dropped = 0
+
+    def add(self, code: str, **kw) -> None:
+        if len(self.items) < MAX_FINDINGS:
+            self.items.append(finding(code, self.path, **kw))
+        else:
+            self.dropped += 1
+
+    def result(self) -> list[Finding]:
+        if self.dropped:
+            last = self.items[-1]
+            self.items[-1] = finding(last.code, last.path, position=last.position, offset=last.offset,
+                                     message=f"{last.message} ({self.dropped} more findings not listed)",
+                                     severity=last.severity, suppressed=self.dropped, **last.details)
+        return self.items
+
+
+def end_of_data(buf, limit: int) -> int:
+    """One past the last non-zero byte of buf[:limit], scanning from the end in chunks.
+
+    Keeps memory flat on a 10 MiB preallocated tail: no per-slot objects, only
+    one 64 KiB copy at a time.
+    """
+    mv = memoryview(buf)
+    end = limit
+    while end > 0:
+        start = max(0, end - _SCAN_CHUNK)
+        kept = len(bytes(mv[start:end]).rstrip(b"\0"))
+        if kept:
+            return start + kept
+        end = start
+    return 0
+
+
+def split_slots(buf, entry_size: int, sink: FindingSink) -> tuple[int, int]:
+    """(number of slots holding entries, number of trailing padding slots).
+
+    Padding = the all-zero slots after the last non-zero byte, from slot 1 on
+    (slot 0 is an entry even when zero). Reports a partial trailing entry and
+    the padding; a zero slot *followed* by data is left to the entry checks.
+    """
+    size = len(buf)
+    slots = size // entry_size
+    if size % entry_size:
+        sink.add("KAFKA_INDEX_SIZE_NOT_MULTIPLE", position=slots * entry_size,
+                 message=f"{size} bytes is not a multiple of {entry_size}; "
+                         f"{size % entry_size} trailing bytes ignored")
+    if not slots:
+        return 0, 0
+    data_slots = max(1, -(-end_of_data(buf, slots * entry_size) // entry_size))
+    tail = slots - data_slots
+    if tail:
+        sink.add("KAFKA_INDEX_ZERO_TAIL", position=data_slots * entry_size,
+                 message=f"{tail} preallocated zero slots after {data_slots} entries", count=tail)
+    return data_slots, tail
+
+
+def read_offset_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
+    """Entries of a `.index`, the padding slot count, and what is wrong with it."""
+    sink = FindingSink(path)
+    data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
+    entries: list[OffsetIndexEntry] = []
+    prev: tuple[int, int] | None = None
+    for slot, (rel, pos) in enumerate(ENTRY_STRUCT.iter_unpack(memoryview(buf)[: data_slots * ENTRY_SIZE])):
+        at = slot * ENTRY_SIZE
+        if rel < 0 or pos < 0:
+            sink.add("KAFKA_INDEX_OUT_OF_RANGE", position=at, offset=base_offset + rel,
+                     message=f"slot {slot}: negative relative offset or position ({rel}, {pos})")
+        elif slot and rel == 0 and pos == 0:
+            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset,
+                     message=f"slot {slot}: padding entry (0, 0) followed by non-zero entries")
+        elif prev is not None and (rel <= prev[0] or pos <= prev[1]):
+            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset + rel,
+                     message=f"slot {slot}: ({rel}, {pos}) does not follow ({prev[0]}, {prev[1]})")
+        prev = (rel, pos)
+        entries.append(OffsetIndexEntry(base_offset + rel, pos))
+    return IndexRead(entries, tail, sink.result())
+
+
+def write_offset_index(entries: Iterable[OffsetIndexEntry | tuple[int, int]], base_offset: int) -> bytes:
+    """The bytes of a trimmed `.index` holding `entries` (absolute offsets)."""
+    out = bytearray()
+    for offset, position in entries:
+        rel = offset - base_offset
+        if not 0 <= rel <= INT32_MAX:
+            raise ValueError(f"offset {offset} is outside the 32-bit range of base {base_offset}")
+        if not 0 <= position <= INT32_MAX:
+            raise ValueError(f"position {position} outside [0, 2^31-1]")
+        out += ENTRY_STRUCT.pack(rel, position)
+    return bytes(out)
+
+
+def sanity_check(buf, base_offset: int, *, path: str = "") -> list[Finding]:
+    """`OffsetIndex.sanityCheck`: the broker's view, where every slot counts as an entry."""
+    out: list[Finding] = []
+    slots = len(buf) // ENTRY_SIZE
+    if slots:
+        rel, _ = ENTRY_STRUCT.unpack_from(buf, (slots - 1) * ENTRY_SIZE)
+        if rel < 0:
+            out.append(finding("KAFKA_INDEX_OUT_OF_RANGE", path, position=(slots - 1) * ENTRY_SIZE,
+                               offset=base_offset + rel,
+                               message=f"last offset {base_offset + rel} is below the base offset {base_offset}"))
+    if len(buf) % ENTRY_SIZE:
+        out.append(finding("KAFKA_INDEX_SIZE_NOT_MULTIPLE", path, position=slots * ENTRY_SIZE,
+                           message=f"index length {len(buf)} is not a multiple of {ENTRY_SIZE}"))
+    return out

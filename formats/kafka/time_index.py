@@ -1,0 +1,93 @@
+"""Time index `.timeindex` (reference §8.2): 12-byte entries, no header.
+
+An entry (timestamp, relative offset) says: every record with a timestamp
+above `timestamp` lies after offset base + relative offset. Preallocated like
+the offset index; a slot > 0 with timestamp 0 and relative offset 0 is padding.
+"""
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import construct as cs
+
+from formats.findings import Finding, finding
+from formats.kafka.offset_index import INT32_MAX, FindingSink, IndexRead, split_slots
+
+ENTRY = cs.Struct(
+    "timestamp" / cs.Int64sb,        # largest record timestamp up to the batch at offset
+    "relative_offset" / cs.Int32sb,  # offset - segment base offset
+)
+ENTRY_STRUCT = struct.Struct(">qi")
+ENTRY_SIZE = ENTRY_STRUCT.size  # 12
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class TimeIndexEntry(NamedTuple):
+    timestamp: int
+    offset: int  # absolute: base offset + relative offset
+
+
+def read_time_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
+    """Entries of a `.timeindex`, the padding slot count, and what is wrong with it.
+
+    Offsets and timestamps must not decrease (`TimeIndex.maybeAppend` throws otherwise).
+    """
+    sink = FindingSink(path)
+    data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
+    entries: list[TimeIndexEntry] = []
+    prev: tuple[int, int] | None = None
+    for slot, (ts, rel) in enumerate(ENTRY_STRUCT.iter_unpack(memoryview(buf)[: data_slots * ENTRY_SIZE])):
+        at = slot * ENTRY_SIZE
+        if rel < 0:
+            sink.add("KAFKA_INDEX_OUT_OF_RANGE", position=at, offset=base_offset + rel,
+                     message=f"slot {slot}: negative relative offset {rel}")
+        elif slot and ts == 0 and rel == 0:
+            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset,
+                     message=f"slot {slot}: padding entry (0, 0) followed by non-zero entries")
+        elif prev is not None and (rel < prev[1] or ts < prev[0]):
+            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset + rel,
+                     message=f"slot {slot}: ({ts}, {rel}) goes back from ({prev[0]}, {prev[1]})")
+        prev = (ts, rel)
+        entries.append(TimeIndexEntry(ts, base_offset + rel))
+    return IndexRead(entries, tail, sink.result())
+
+
+def write_time_index(entries: Iterable[TimeIndexEntry | tuple[int, int]], base_offset: int) -> bytes:
+    """The bytes of a trimmed `.timeindex` holding `entries` (absolute offsets)."""
+    out = bytearray()
+    for timestamp, offset in entries:
+        rel = offset - base_offset
+        if not 0 <= rel <= INT32_MAX:
+            raise ValueError(f"offset {offset} is outside the 32-bit range of base {base_offset}")
+        if not INT64_MIN <= timestamp <= INT64_MAX:
+            raise ValueError(f"timestamp {timestamp} does not fit in 64 bits")
+        out += ENTRY_STRUCT.pack(timestamp, rel)
+    return bytes(out)
+
+
+def sanity_check(buf, base_offset: int, *, path: str = "") -> list[Finding]:
+    """`TimeIndex.sanityCheck`: every slot counts as an entry, padding included.
+
+    So a zero-padded index of positive timestamps fails (last timestamp 0 <
+    first), exactly as it would in the broker.
+    """
+    out: list[Finding] = []
+    slots = len(buf) // ENTRY_SIZE
+    if slots:
+        first_ts, _ = ENTRY_STRUCT.unpack_from(buf, 0)
+        last_at = (slots - 1) * ENTRY_SIZE
+        last_ts, last_rel = ENTRY_STRUCT.unpack_from(buf, last_at)
+        if last_ts < first_ts:
+            out.append(finding("KAFKA_INDEX_NOT_MONOTONIC", path, position=last_at,
+                               offset=base_offset + last_rel,
+                               message=f"last timestamp {last_ts} is below the first {first_ts}"))
+        if last_rel < 0:
+            out.append(finding("KAFKA_INDEX_OUT_OF_RANGE", path, position=last_at,
+                               offset=base_offset + last_rel,
+                               message=f"last offset {base_offset + last_rel} is below the base offset {base_offset}"))
+    if len(buf) % ENTRY_SIZE:
+        out.append(finding("KAFKA_INDEX_SIZE_NOT_MULTIPLE", path, position=slots * ENTRY_SIZE,
+                           message=f"time index length {len(buf)} is not a multiple of {ENTRY_SIZE}"))
+    return out

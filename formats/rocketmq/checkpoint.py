@@ -1,0 +1,87 @@
+"""The store `checkpoint` file (`StoreCheckpoint`): five i64 fields in a 4 KiB page.
+
+`CHECKPOINT` (construct) is the source of truth (rocketmq.md §5). Bytes 24 and 32
+exist only in 5.x (`masterFlushedOffset` 5.0+, `confirmPhyOffset` 5.1.1+); 4.x
+files leave them zero, so zero means "unknown". The rest of the page is unused.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import construct as cs
+
+from formats.errors import FormatError
+from formats.fileio import atomic_write, read_small
+from formats.findings import Finding, Severity, finding
+
+CHECKPOINT = cs.Struct(
+    "physic_msg_timestamp" / cs.Int64sb,
+    "logics_msg_timestamp" / cs.Int64sb,
+    "index_msg_timestamp" / cs.Int64sb,
+    "master_flushed_offset" / cs.Int64sb,
+    "confirm_phy_offset" / cs.Int64sb,
+)
+FIELDS = struct.Struct(">qqqqq")
+FILE_SIZE = 4096        # OS_PAGE_SIZE, mapped in full
+MIN_SIZE = 24           # the three 4.x timestamps
+_CODE = "ROCKETMQ_CHECKPOINT_INVALID"
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    physic_msg_timestamp: int = 0
+    logics_msg_timestamp: int = 0
+    index_msg_timestamp: int = 0
+    master_flushed_offset: int = 0
+    confirm_phy_offset: int = 0
+
+    @property
+    def min_timestamp(self) -> int:
+        """`getMinTimestamp`: max(0, min(physic, logics) - 3000), where abnormal recovery starts."""
+        return max(0, min(self.physic_msg_timestamp, self.logics_msg_timestamp) - 3000)
+
+    @property
+    def min_timestamp_index(self) -> int:
+        """`getMinTimestampIndex`."""
+        return min(self.min_timestamp, self.index_msg_timestamp)
+
+
+def parse_checkpoint(data: bytes | memoryview) -> Checkpoint:
+    """Decode the fields; a file shorter than 40 bytes (but >= 24) has zero 5.x fields."""
+    if len(data) < MIN_SIZE:
+        raise FormatError(_CODE, f"checkpoint of {len(data)} bytes is shorter than {MIN_SIZE}", position=0)
+    head = bytes(data[:FIELDS.size]).ljust(FIELDS.size, b"\0")
+    return Checkpoint(*FIELDS.unpack(head))
+
+
+def build_checkpoint(cp: Checkpoint) -> bytes:
+    """The 4096-byte file the broker writes."""
+    return FIELDS.pack(*dataclasses.astuple(cp)).ljust(FILE_SIZE, b"\0")
+
+
+def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
+    return parse_checkpoint(read_small(path, limit=1 << 20))
+
+
+def write_checkpoint(path: str | os.PathLike[str], cp: Checkpoint) -> None:
+    atomic_write(path, build_checkpoint(cp))
+
+
+def check_checkpoint(data: bytes | memoryview, path: str = "") -> Iterator[Finding]:
+    """Findings about the file itself: size, negative fields, bytes past the used 40."""
+    if len(data) != FILE_SIZE:
+        yield finding(_CODE, path, message=f"checkpoint is {len(data)} bytes, the broker maps {FILE_SIZE}",
+                      severity=None if len(data) < MIN_SIZE else Severity.WARNING)
+    if len(data) < MIN_SIZE:
+        return
+    cp = parse_checkpoint(data)
+    for i, (name, value) in enumerate(dataclasses.asdict(cp).items()):
+        if value < 0:
+            yield finding(_CODE, path, position=8 * i, message=f"{name} is negative ({value})")
+    if any(bytes(data[FIELDS.size:])):
+        yield finding(_CODE, path, position=FIELDS.size, severity=Severity.WARNING,
+                      message="non-zero bytes after the 40 used bytes")

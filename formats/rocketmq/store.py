@@ -1,0 +1,129 @@
+"""Recognising a RocketMQ store root by its content and listing its files.
+
+Layout (rocketmq.md §1): `commitlog/` (20-digit files), `consumequeue/<topic>/<queueId>/`,
+`index/` (17-digit local-time names), `checkpoint` (4 KiB), `abort`, `lock`,
+`config/*.json`, `epochFileCheckpoint`, `brokerIdentity`. A DLedger commit log
+(`commitlog/dledger-*`) is recognised but is a different format.
+"""
+from __future__ import annotations
+
+import os
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from formats.rocketmq.abort import ABORT, ABORT_BAK, LOCK
+from formats.rocketmq.checkpoint import FILE_SIZE as CHECKPOINT_SIZE
+from formats.rocketmq.commitlog import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
+
+_OFFSET_NAME = re.compile(r"^\d{20}$")
+_INDEX_NAME = re.compile(r"^\d{17}$")
+_QUEUE_ID = re.compile(r"^\d+$")
+_MAGICS = {MAGIC_V1, MAGIC_V2, MAGIC_BLANK, 0}
+
+CHECKPOINT = "checkpoint"
+EPOCH_FILE = "epochFileCheckpoint"
+BROKER_IDENTITY = "brokerIdentity"
+
+
+@dataclass
+class StoreLayout:
+    """Files found under a store root (paths; nothing is opened beyond a few header bytes)."""
+
+    root: Path
+    commitlog_files: list[Path] = field(default_factory=list)
+    consume_queues: dict[tuple[str, int], list[Path]] = field(default_factory=dict)
+    consume_queue_ext: dict[tuple[str, int], list[Path]] = field(default_factory=dict)
+    index_files: list[Path] = field(default_factory=list)
+    checkpoint: Path | None = None
+    abort: Path | None = None
+    abort_bak: Path | None = None
+    lock: Path | None = None
+    config_files: list[Path] = field(default_factory=list)
+    epoch_file: Path | None = None
+    broker_identity: Path | None = None
+    dledger: bool = False
+
+    @property
+    def commitlog_dir(self) -> Path:
+        return self.root / "commitlog"
+
+    @property
+    def unclean_shutdown(self) -> bool:
+        return self.abort is not None
+
+
+def _files(d: Path, pattern: re.Pattern[str]) -> list[Path]:
+    if not d.is_dir():
+        return []
+    return sorted(p for p in d.iterdir() if p.is_file() and pattern.match(p.name))
+
+
+def _queues(d: Path) -> dict[tuple[str, int], list[Path]]:
+    out: dict[tuple[str, int], list[Path]] = {}
+    if not d.is_dir():
+        return out
+    for topic in sorted(p for p in d.iterdir() if p.is_dir()):
+        for q in sorted(p for p in topic.iterdir() if p.is_dir() and _QUEUE_ID.match(p.name)):
+            out[(topic.name, int(q.name))] = _files(q, _OFFSET_NAME)
+    return out
+
+
+def _opt(p: Path) -> Path | None:
+    return p if p.is_file() else None
+
+
+def _looks_like_commitlog(path: Path) -> bool:
+    """First record's magic is V1, V2, BLANK, or the file starts unwritten (zeros)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return False
+    return len(head) == 8 and struct.unpack(">ii", head)[1] in _MAGICS
+
+
+def scan_store(root: str | os.PathLike[str]) -> StoreLayout:
+    """List the store files under `root` (whether or not it really is a store)."""
+    r = Path(root)
+    cl = r / "commitlog"
+    cfg = r / "config"
+    return StoreLayout(
+        root=r,
+        commitlog_files=_files(cl, _OFFSET_NAME),
+        consume_queues=_queues(r / "consumequeue"),
+        consume_queue_ext=_queues(r / "consumequeue_ext"),
+        index_files=_files(r / "index", _INDEX_NAME),
+        checkpoint=_opt(r / CHECKPOINT),
+        abort=_opt(r / ABORT),
+        abort_bak=_opt(r / ABORT_BAK),
+        lock=_opt(r / LOCK),
+        config_files=sorted(p for p in cfg.glob("*.json")) if cfg.is_dir() else [],
+        epoch_file=_opt(r / EPOCH_FILE),
+        broker_identity=_opt(r / BROKER_IDENTITY),
+        dledger=cl.is_dir() and any(p.is_dir() and p.name.startswith("dledger-") for p in cl.iterdir()),
+    )
+
+
+def is_rocketmq_store(path: str | os.PathLike[str]) -> bool:
+    """True when `path` holds a commit log whose files look like RocketMQ segments, or
+    a 4 KiB checkpoint next to consume queues, index files or broker config."""
+    return detect_store(path) is not None
+
+
+def detect_store(path: str | os.PathLike[str]) -> StoreLayout | None:
+    """`StoreLayout` of `path` if its content says RocketMQ store, else None."""
+    r = Path(path)
+    if not r.is_dir():
+        return None
+    layout = scan_store(r)
+    if layout.dledger:
+        return layout
+    if layout.commitlog_files and _looks_like_commitlog(layout.commitlog_files[0]):
+        return layout
+    cp = layout.checkpoint
+    if cp is not None and cp.stat().st_size == CHECKPOINT_SIZE and (
+            layout.consume_queues or layout.index_files or layout.config_files):
+        return layout
+    return None

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
+from formats.rocketmq.commitlog import CommitLogWriter
+from formats.rocketmq.consumequeue import write_queue
+from formats.rocketmq.index_file import build_index
+from formats.rocketmq.store import detect_store, is_rocketmq_store, scan_store
+
+REAL = Path("/work/shared/realdata")
+
+
+def test_detects_written_store(tmp_path: Path) -> None:
+    w = CommitLogWriter(1024)
+    for _ in range(5):
+        w.append(topic="T", body=b"x" * 50)
+    w.write_to(tmp_path / "commitlog")
+    write_queue(tmp_path, "T", 0, [(0, 100, 0)], file_size=200)
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "20240101120000000").write_bytes(build_index([], hash_slot_num=2, index_num=3))
+    write_checkpoint(tmp_path / "checkpoint", Checkpoint(1, 2, 3))
+    (tmp_path / "abort").write_bytes(b"")
+    layout = detect_store(tmp_path)
+    assert layout is not None and is_rocketmq_store(tmp_path)
+    assert [p.name for p in layout.commitlog_files] == ["00000000000000000000"]
+    assert list(layout.consume_queues) == [("T", 0)]
+    assert [p.name for p in layout.index_files] == ["20240101120000000"]
+    assert layout.checkpoint and layout.unclean_shutdown and not layout.dledger
+
+
+def test_rejects_other_dirs(tmp_path: Path) -> None:
+    assert not is_rocketmq_store(tmp_path)
+    (tmp_path / "commitlog").mkdir()
+    (tmp_path / "commitlog" / "00000000000000000000").write_bytes(b"\0\0\0\x10NOPE" + bytes(10))
+    assert not is_rocketmq_store(tmp_path)        # a 20-digit name alone is not enough
+    (tmp_path / "checkpoint").write_bytes(bytes(4096))
+    assert not is_rocketmq_store(tmp_path)        # a checkpoint alone is not enough
+    assert not is_rocketmq_store(tmp_path / "checkpoint")
+    (tmp_path / "commitlog" / "dledger-n0").mkdir()
+    assert scan_store(tmp_path).dledger
+
+
+@pytest.mark.realdata
+def test_real_stores() -> None:
+    root = REAL / "rocketmq-shaoxubao/store"
+    if not root.exists():
+        pytest.skip("real data absent")
+    layout = detect_store(root)  # checkpoint + config, commitlog too large to collect
+    assert layout is not None and layout.unclean_shutdown
+    assert {p.name for p in layout.config_files} >= {"topics.json", "consumerOffset.json"}
+    assert is_rocketmq_store(root / "unit_test_store")
+    assert is_rocketmq_store(REAL / "rocketmq-apache-pr-unit-store")
