@@ -85,6 +85,59 @@ def ls(
     raise typer.Exit(run_ls(path, fmt))
 
 
+ReplicaArgs = Annotated[list[str], typer.Argument(help="[NAME=]PATH of each replica (partition dirs or RocketMQ stores)")]
+ProtocolOpt = Annotated[Optional[str], typer.Option(
+    "--protocol", help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch")]
+LeaderOpt = Annotated[Optional[str], typer.Option(help="replica to follow; default: the one the controller would elect")]
+
+
+@app.command()
+@guarded
+def replay(
+    replicas: ReplicaArgs,
+    leader: LeaderOpt = None,
+    protocol: ProtocolOpt = None,
+    html: Annotated[Optional[Path], typer.Option("--html", help="write a self-contained HTML report here")] = None,
+    export_lost: Annotated[Optional[Path], typer.Option(help="save the records replicas would lose here first")] = None,
+    force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Replay the replication protocol offline between replicas of one partition.
+
+    Shows how the replicas diverged, what each would truncate, lose and fetch.
+
+    Examples:
+
+      replog replay b1=/data/b1/orders-2 b2=/data/b2/orders-2 b3=/data/b3/orders-2
+
+      replog replay b1=... b2=... --leader b2 --protocol hw --html replay.html
+    """
+    from toolkit.commands import run_replay
+
+    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt))
+
+
+@app.command()
+@guarded
+def repair(
+    replicas: ReplicaArgs,
+    out: Annotated[Path, typer.Option("--out", help="directory to write the repaired replicas into (DIR/NAME/)")],
+    leader: LeaderOpt = None,
+    protocol: ProtocolOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
+
+    Inputs are never modified; the result is verified after writing.
+
+    Example: replog repair b1=/data/b1/orders-2 b2=/data/b2/orders-2 --out /tmp/repaired
+    """
+    from toolkit.commands import run_repair
+
+    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt))
+
+
 @samples_app.command("generate")
 @guarded
 def samples_generate(

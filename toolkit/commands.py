@@ -63,3 +63,64 @@ def run_ls(path: Any, fmt: Format | None) -> int:
     else:
         print_ls(rows, str(path))
     return EXIT_CLEAN
+
+
+def _is_rocketmq(specs: list[str]) -> bool:
+    from formats.discovery import is_rocketmq_store
+    from recovery.kafka.replay import parse_named
+    return is_rocketmq_store(parse_named(specs[0])[1])
+
+
+def run_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, export_lost: Any,
+               force: bool, fmt: Format | None) -> int:
+    """Replay and render; `--export-lost` saves what would be lost before anything else happens."""
+    if _is_rocketmq(specs):
+        from toolkit.rocketmq_views import run_rocketmq_replay
+        return run_rocketmq_replay(specs, leader, protocol, html, force, fmt)
+    from formats.fileio import atomic_write
+    from recovery.kafka.replay import replay_paths
+    from toolkit.replay_view import print_replay, replay_html
+
+    result = replay_paths(specs, leader, protocol or "epoch")
+    if export_lost is not None:
+        from recovery.kafka.export import export_lost as export
+        files = export(result, export_lost, force=force)
+        stderr_note(f"saved {len(files)} files of records that would be lost under {export_lost}")
+    if html is not None:
+        atomic_write(html, replay_html(result).encode())
+    fmt = resolve(fmt)
+    if fmt is Format.table:
+        print_replay(result, Console(highlight=False))
+    else:
+        write_json(result.to_dict()) if fmt is Format.json else write_jsonl([result.to_dict()])
+    return EXIT_CLEAN
+
+
+def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
+               fmt: Format | None) -> int:
+    """Replay, write the repaired replicas, verify them; exit 1 if verification found a problem."""
+    if _is_rocketmq(specs):
+        from toolkit.rocketmq_views import run_rocketmq_repair
+        return run_rocketmq_repair(specs, out, leader, protocol, force, fmt)
+    from recovery.kafka.repair import repair
+    from recovery.kafka.replay import replay_paths
+    from toolkit.replay_view import print_replay
+
+    result = replay_paths(specs, leader, protocol or "epoch")
+    repaired = repair(result, out, force=force)
+    payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
+    fmt = resolve(fmt)
+    if fmt is Format.table:
+        console = Console(highlight=False)
+        print_replay(result, console)
+        for r in repaired:
+            state = "[green]identical to the leader[/]" if r.identical_to_leader else "[red]" + "; ".join(r.problems) + "[/]"
+            console.print(f"wrote [bold]{r.name}[/] → {r.path}  LEO {r.log_end_offset} HW {r.high_watermark}  {state}")
+    else:
+        write_json(payload) if fmt is Format.json else write_jsonl([payload])
+    return EXIT_CLEAN if all(r.identical_to_leader and not r.problems for r in repaired) else EXIT_FINDINGS
+
+
+def stderr_note(message: str) -> None:
+    from toolkit.output import stderr
+    stderr.print(f"[dim]{message}[/]")

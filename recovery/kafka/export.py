@@ -1,0 +1,33 @@
+"""Saving what a replica would lose, before anything is repaired: a segment plus JSON lines."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from formats.dump import DumpOptions, dump_file
+from formats.fileio import atomic_write
+from formats.kafka import names
+from recovery.kafka.repair import read_batches
+from recovery.kafka.replay import ReplayResult
+from recovery.outputs import mark_complete, prepare_output
+
+
+def export_lost(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:
+    """Per replica with losses: `NAME/<first offset>.log` (the batches as they are on disk)
+    and `NAME/lost.jsonl` (every record, keys and values in hex). Returns the files written."""
+    root = prepare_output(out, [r.replica.path for r in result.replicas], force)
+    written: list[str] = []
+    for r in result.replicas:
+        if not r.lost:
+            continue
+        d = root / r.replica.name
+        d.mkdir()
+        log = d / names.segment_file_name(r.lost[0].base_offset, "log")
+        atomic_write(log, b"".join(read_batches(r.lost)))
+        opts = DumpOptions(deep=True, key_decoder="hex", value_decoder="hex")
+        lines = [json.dumps(e) for e in dump_file(log, opts) if e["kind"] in ("record", "finding")]
+        atomic_write(d / "lost.jsonl", ("\n".join(lines) + "\n").encode())
+        written += [str(log), str(d / "lost.jsonl")]
+    mark_complete(root, f"replog export-lost: {len(written)} files")
+    return written

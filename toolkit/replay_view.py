@@ -1,0 +1,126 @@
+"""Rendering a replay: summary table, epoch timeline (terminal and SVG), transcript."""
+from __future__ import annotations
+
+import html
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from recovery.kafka.replay import ReplayResult
+from recovery.kafka.replica import Replica
+
+PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac"]
+WIDTH = 64
+
+
+def epoch_runs(rep: Replica) -> list[tuple[int, int, int]]:
+    """(first offset, end offset exclusive, epoch) runs of consecutive batches with one epoch."""
+    runs: list[list[int]] = []
+    for b in rep.batches:
+        if runs and runs[-1][2] == b.epoch and runs[-1][1] == b.base_offset:
+            runs[-1][1] = b.last_offset + 1
+        else:
+            runs.append([b.base_offset, b.last_offset + 1, b.epoch])
+    return [tuple(r) for r in runs]  # type: ignore[misc]
+
+
+def _span(result: ReplayResult) -> tuple[int, int]:
+    reps = [r.replica for r in result.replicas] + [r.final for r in result.replicas]
+    lo = min(r.log_start_offset for r in reps)
+    hi = max(r.log_end_offset for r in reps)
+    return lo, max(hi, lo + 1)
+
+
+def _bar(rep: Replica, lo: int, hi: int) -> Text:
+    scale = (hi - lo) / WIDTH
+    text = Text()
+    runs = epoch_runs(rep)
+    for col in range(WIDTH):
+        at = lo + int(col * scale)
+        run = next((r for r in runs if r[0] <= at < r[1]), None)
+        if run is None:
+            text.append("·", style="dim")
+        else:
+            text.append("█", style=PALETTE[run[2] % len(PALETTE)] if run[2] >= 0 else "white")
+    return text
+
+
+def print_replay(result: ReplayResult, console: Console) -> None:
+    d = result.to_dict()
+    console.print(f"[bold]Kafka replay[/] ({result.protocol} protocol), leader [bold]{result.leader.name}[/]"
+                  + ("  [bold red]UNCLEAN ELECTION[/]" if result.leader.unclean else ""))
+    console.print(f"[dim]{result.leader.explanation}[/]")
+    table = Table(header_style="bold")
+    for col in ("replica", "LEO→", "HW→", "diverged at", "truncated to", "lost", "fetched", "→LEO", "→HW"):
+        table.add_column(col, justify="left" if col == "replica" else "right")
+    for r in d["replicas"]:
+        lost = r["lost"]
+        lost_text = (f"[bold red]{lost['records']} ({lost['first_offset']}..{lost['last_offset']})[/]"
+                     if lost["records"] else "0")
+        table.add_row(r["name"], str(r["log_end_offset_before"]), str(r["high_watermark_before"]),
+                      "-" if r["diverged_at"] is None else f"[yellow]{r['diverged_at']}[/]",
+                      "-" if r["truncated_to"] is None else str(r["truncated_to"]), lost_text,
+                      str(r["fetched"]["records"]), str(r["log_end_offset_after"]), str(r["high_watermark_after"]))
+    console.print(table)
+    _print_timeline(result, console)
+    console.print("[bold]Transcript[/]")
+    for e in result.transcript.events:
+        rest = " ".join(f"{k}={v}" for k, v in e.items() if k not in ("step", "kind", "replica"))
+        console.print(f"[dim]{e['step']:>3}[/] [cyan]{e['kind']:<14}[/] {e['replica']:<12} {rest}", highlight=False)
+
+
+def _print_timeline(result: ReplayResult, console: Console) -> None:
+    lo, hi = _span(result)
+    console.print(f"[bold]Epochs by offset[/] [dim]({lo} .. {hi}, one column ≈ {(hi - lo) / WIDTH:.1f} offsets)[/]")
+    for r in result.replicas:
+        for label, rep in (("before", r.replica), ("after", r.final)):
+            line = Text(f"{r.replica.name:>12} {label:<6} ")
+            line.append_text(_bar(rep, lo, hi))
+            if label == "before" and r.diverged_at is not None:
+                line.append(f"  ✗ diverges at {r.diverged_at}", style="yellow")
+            console.print(line)
+    epochs = sorted({b.epoch for r in result.replicas for b in r.replica.batches})
+    legend = Text("             epochs ")
+    for e in epochs:
+        legend.append("█", style=PALETTE[e % len(PALETTE)] if e >= 0 else "white")
+        legend.append(f" {e}  ")
+    console.print(legend)
+
+
+def replay_html(result: ReplayResult) -> str:
+    """One self-contained page: the same timeline as SVG, the table and the transcript."""
+    lo, hi = _span(result)
+    width, row_h, left = 900, 26, 170
+    rows = [(f"{r.replica.name} before", r.replica, r) for r in result.replicas]
+    rows += [(f"{r.replica.name} after", r.final, r) for r in result.replicas]
+    scale = (width - left - 20) / (hi - lo)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * len(rows) + 40}" '
+             'font-family="sans-serif" font-size="12">']
+    for i, (label, rep, res) in enumerate(rows):
+        y = 10 + i * row_h
+        parts.append(f'<text x="5" y="{y + 15}">{html.escape(label)}</text>')
+        for first, end, epoch in epoch_runs(rep):
+            x = left + (first - lo) * scale
+            parts.append(f'<rect x="{x:.1f}" y="{y}" width="{max((end - first) * scale, 1):.1f}" height="{row_h - 6}" '
+                         f'fill="{PALETTE[epoch % len(PALETTE)] if epoch >= 0 else "#ccc"}">'
+                         f'<title>offsets {first}..{end - 1}, epoch {epoch}</title></rect>')
+        if label.endswith("before") and res.diverged_at is not None:
+            x = left + (res.diverged_at - lo) * scale
+            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y - 2}" y2="{y + row_h - 4}" stroke="red" '
+                         f'stroke-width="2"><title>diverges at {res.diverged_at}</title></line>')
+    axis_y = 10 + len(rows) * row_h + 15
+    parts.append(f'<text x="{left}" y="{axis_y}">{lo}</text><text x="{width - 60}" y="{axis_y}">{hi}</text></svg>')
+    d = result.to_dict()
+    table = "".join(
+        f"<tr><td>{html.escape(r['name'])}</td><td>{r['log_end_offset_before']}</td><td>{r['diverged_at']}</td>"
+        f"<td>{r['truncated_to']}</td><td>{r['lost']['records']}</td><td>{r['log_end_offset_after']}</td></tr>"
+        for r in d["replicas"])
+    events = "".join(f"<li>{html.escape(str(e))}</li>" for e in d["events"])
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>replog replay</title>"
+            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
+            f"<h1>Kafka replay: leader {html.escape(result.leader.name)} ({result.protocol})</h1>"
+            f"<p>{html.escape(result.leader.explanation)}</p>{''.join(parts)}"
+            "<table><tr><th>replica</th><th>LEO before</th><th>diverged at</th><th>truncated to</th>"
+            f"<th>lost records</th><th>LEO after</th></tr>{table}</table><h2>Transcript</h2><ol>{events}</ol>"
+            "</body></html>")
