@@ -30,6 +30,7 @@ class ReplicaResult:
     outcome: FollowerOutcome | None
     diverged_at: int | None
     lost: list[BatchRef] = field(default_factory=list)
+    lost_key_sample: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         r, f = self.replica, self.final
@@ -47,7 +48,8 @@ class ReplicaResult:
                      "first_timestamp": min((b.first_timestamp for b in lost if b.first_timestamp >= 0), default=None),
                      "max_timestamp": max((b.max_timestamp for b in lost), default=None),
                      "producer_ids": sorted({b.producer_id for b in lost if b.producer_id >= 0}),
-                     "acknowledged": bool(lost) and lost[0].base_offset < r.high_watermark},
+                     "acknowledged": bool(lost) and lost[0].base_offset < r.high_watermark,
+                     "key_sample": self.lost_key_sample},
             "fetched": {"records": sum(b.count for b in self.outcome.fetched) if self.outcome else 0,
                         "batches": len(self.outcome.fetched) if self.outcome else 0},
             "epochs_after": [list(e) for e in f.epochs.entries],
@@ -131,8 +133,34 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
         kept = {(b.base_offset, b.last_offset, b.crc) for b in final.batches}
         lost = [b for b in (outcome.removed if outcome else []) if (b.base_offset, b.last_offset, b.crc) not in kept]
         original_leader = next(x for x in replicas if x.name == choice.name)
-        results.append(ReplicaResult(r, final, outcome, first_divergence(r, original_leader), lost))
+        results.append(ReplicaResult(r, final, outcome, first_divergence(r, original_leader), lost,
+                                     sample_keys(lost)))
     return ReplayResult(protocol, choice, results, transcript)
+
+
+def sample_keys(batches: Sequence[BatchRef], limit: int = 5) -> list[str]:
+    """Up to `limit` distinct record keys (UTF-8, else hex) from the first lost batches."""
+    from formats.errors import FormatError
+    from formats.fileio import mapped
+    from formats.kafka.segment import SegmentWalk, batch_records
+    keys: list[str] = []
+    for ref in batches:
+        if not ref.file or len(keys) >= limit:
+            break
+        try:
+            with mapped(ref.file) as buf:
+                info = next(SegmentWalk(buf[ref.position:ref.position + ref.size], ref.file).batches())
+                recs = batch_records(buf[ref.position:ref.position + ref.size], info)
+        except (FormatError, StopIteration, OSError, ReplogError):
+            continue
+        for rec in recs:
+            if rec.key is not None:
+                text = rec.key.decode("utf-8", "replace") if rec.key.isascii() else rec.key.hex()
+                if text not in keys:
+                    keys.append(text)
+            if len(keys) >= limit:
+                break
+    return keys
 
 
 def parse_named(spec: str) -> tuple[str | None, str]:

@@ -64,6 +64,7 @@ def test_unclean_election(tmp_path: Path) -> None:
     assert ra["truncated_to"] == 10 and ra["lost"]["records"] == 5
     assert (ra["lost"]["first_offset"], ra["lost"]["last_offset"]) == (10, 14)
     assert ra["fetched"]["records"] == 2 and ra["log_end_offset_after"] == 12
+    assert ra["lost"]["key_sample"] == ["k10", "k11", "k12", "k13", "k14"]
 
 
 def test_follower_behind_leader_log_start(tmp_path: Path) -> None:
