@@ -22,38 +22,28 @@ def _base(path: Path) -> int:
     return seg.base_offset if seg else 0
 
 
-def offset_index_entries(path: Path, verify_only: bool, sanity: bool, max_bytes: int | None) -> Iterator[Entry]:
-    from formats.dump_checks import verify_offset_index
+_INDEXES = {"index": (offset_index, "index_entry", ("offset", "position")),
+            "timeindex": (time_index, "time_index_entry", ("timestamp", "offset"))}
+
+
+def index_entries(path: Path, verify_only: bool, sanity: bool, max_bytes: int | None) -> Iterator[Entry]:
+    """`.index` / `.timeindex`: entries, or only what contradicts the log, or the broker's sanity check."""
+    from formats.dump_checks import verify_index
+    module, kind, fields = _INDEXES[path.suffix.lstrip(".")]
     base = _base(path)
     with mapped(path) as buf:
         if sanity:
-            found = offset_index.sanity_check(buf, base, path=str(path))
+            found = module.sanity_check(buf, base, path=str(path))
             yield from map(_finding, found)
             yield {"kind": "sanity_check", "path": str(path), "passed": not found}
             return
-        read = offset_index.read_offset_index(buf, base, path=str(path))
+        read = (module.read_offset_index if module is offset_index else module.read_time_index)(
+            buf, base, path=str(path))
     yield from map(_finding, read.findings)
     if not verify_only:
         for e in read.entries:
-            yield {"kind": "index_entry", "path": str(path), "offset": e.offset, "position": e.position}
-    yield from map(_finding, verify_offset_index(path, base, read.entries, max_bytes))
-
-
-def time_index_entries(path: Path, verify_only: bool, sanity: bool, max_bytes: int | None) -> Iterator[Entry]:
-    from formats.dump_checks import verify_time_index
-    base = _base(path)
-    with mapped(path) as buf:
-        if sanity:
-            found = time_index.sanity_check(buf, base, path=str(path))
-            yield from map(_finding, found)
-            yield {"kind": "sanity_check", "path": str(path), "passed": not found}
-            return
-        read = time_index.read_time_index(buf, base, path=str(path))
-    yield from map(_finding, read.findings)
-    if not verify_only:
-        for e in read.entries:
-            yield {"kind": "time_index_entry", "path": str(path), "timestamp": e.timestamp, "offset": e.offset}
-    yield from map(_finding, verify_time_index(path, base, read.entries, max_bytes))
+            yield {"kind": kind, "path": str(path), **dict(zip(fields, e))}
+    yield from map(_finding, verify_index(path, base, read.entries, max_bytes))
 
 
 def txn_index_entries(path: Path) -> Iterator[Entry]:

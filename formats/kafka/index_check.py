@@ -67,6 +67,8 @@ def check_offset_index(batches: Sequence[BatchInfo], entries: Sequence[OffsetInd
             where = "inside the damaged tail" if position >= framed_end else "not at a batch start"
             sink.add("KAFKA_INDEX_BAD_ENTRY", at, offset, f"slot {slot}: position {position} is {where}")
             continue
+        if not batches[i].crc_valid:
+            continue  # the batch there is damaged; its header cannot vouch either way
         if i > 0 and lasts[i - 1] >= offset:
             sink.add("KAFKA_INDEX_BAD_ENTRY", at, offset,
                      f"slot {slot}: offset {offset} is already reached by the batch before position "
@@ -84,12 +86,12 @@ def check_time_index(batches: Sequence[BatchInfo], entries: Sequence[TimeIndexEn
                      base_offset: int, path: str = "") -> list[Finding]:
     """Every `.timeindex` entry against the max timestamps of the batches."""
     sink = _Sink(path)
-    data = [b for b in batches if b.max_timestamp >= 0 or b.magic == 2]
+    data = list(batches)
     firsts = [b.base_offset for b in data]
     running: list[int] = []
     top = -1
     for b in data:
-        top = max(top, b.max_timestamp)
+        top = max(top, b.max_timestamp) if b.crc_valid else top
         running.append(top)
     for slot, (timestamp, offset) in enumerate(entries):
         at = slot * 12
@@ -101,6 +103,8 @@ def check_time_index(batches: Sequence[BatchInfo], entries: Sequence[TimeIndexEn
             sink.add(code, at, offset, f"slot {slot}: offset {offset} is in no batch of the log")
             continue
         b = data[i]
+        if not b.crc_valid:
+            continue  # damaged batch: its max timestamp cannot be trusted
         if b.max_timestamp != timestamp or running[i] != timestamp:
             sink.add("KAFKA_TIMEINDEX_MISMATCH", at, offset,
                      f"slot {slot}: timestamp {timestamp}, but the batch holding offset {offset} has max "
