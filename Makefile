@@ -28,10 +28,10 @@ java: | $(PY)
 # The demo walkthrough. doctor exits 1 on the planted damage: that is its job, so 1 is accepted, 2 is not.
 run: $(VENV)/.installed-run java
 	$(REPLOG) samples generate $(SAMPLES) --force
-	$(REPLOG) ls $(SAMPLES)/broker-1
-	$(REPLOG) doctor $(SAMPLES)/broker-2 || test $$? -eq 1
-	$(REPLOG) replay b1=$(SAMPLES)/broker-1/orders-2 b2=$(SAMPLES)/broker-2/orders-2 b3=$(SAMPLES)/broker-3/orders-2
-	$(REPLOG) fleet scan $(SAMPLES) --out $(FLEET_OUT) --force
+	$(REPLOG) ls $(SAMPLES)/kafka/broker-1
+	$(REPLOG) doctor $(SAMPLES)/kafka/broker-2 || test $$? -eq 1
+	$(REPLOG) replay b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2
+	$(REPLOG) fleet scan $(SAMPLES)/kafka --out $(FLEET_OUT) --force
 	$(REPLOG) fleet report $(FLEET_OUT)
 
 test: $(VENV)/.installed-test java

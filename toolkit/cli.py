@@ -85,6 +85,54 @@ def ls(
     raise typer.Exit(run_ls(path, fmt))
 
 
+@app.command()
+@guarded
+def doctor(
+    paths: Annotated[list[Path], typer.Argument(help="broker log dirs, partition dirs or single files")],
+    manifest: Annotated[Optional[Path], typer.Option("--manifest", help="write a SHA-256 evidence manifest of every input read")] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Verify everything under PATH: batches, segments, indexes, epochs, snapshots, checkpoints.
+
+    Every defect is reported with its code, severity, file, byte position and offset.
+    Exit 1 when an error is found. Inputs are opened read-only and hashed.
+
+    Examples:
+
+      replog doctor /var/kafka-logs
+
+      replog doctor /var/kafka-logs/orders-3 --manifest evidence.json --format json
+    """
+    from toolkit.doctor_view import run_doctor
+
+    raise typer.Exit(run_doctor(paths, manifest, fmt))
+
+
+@app.command()
+@guarded
+def recover(
+    partition_dir: Annotated[Path, typer.Argument(help="the partition dir to recover (read only)")],
+    out: Annotated[Path, typer.Option("--out", help="new log dir to write the recovered partition into")],
+    salvage: Annotated[bool, typer.Option("--salvage", help="also keep valid batches found after damaged bytes")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace a non-empty output dir")] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """What the broker's unclean-shutdown recovery would make of a partition, written to DIR.
+
+    DIR becomes a log dir holding the recovered <topic>-<partition>/ and its broker
+    checkpoints; it is verified with doctor before success is reported.
+
+    Examples:
+
+      replog recover /var/kafka-logs/orders-3 --out /tmp/recovered
+
+      replog recover /var/kafka-logs/orders-3 --out /tmp/salvaged --salvage --format json
+    """
+    from toolkit.doctor_view import run_recover
+
+    raise typer.Exit(run_recover(partition_dir, out, salvage, force, fmt))
+
+
 ReplicaArgs = Annotated[list[str], typer.Argument(help="[NAME=]PATH of each replica (partition dirs or RocketMQ stores)")]
 ProtocolOpt = Annotated[Optional[str], typer.Option(
     "--protocol", help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch")]
@@ -121,10 +169,12 @@ def replay(
 @guarded
 def repair(
     replicas: ReplicaArgs,
-    out: Annotated[Path, typer.Option("--out", help="directory to write the repaired replicas into (DIR/NAME/)")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="directory to write the repaired replicas into (DIR/NAME/)")] = None,
     leader: LeaderOpt = None,
     protocol: ProtocolOpt = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
+    in_place: Annotated[bool, typer.Option("--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
+    backup: Annotated[Optional[Path], typer.Option(help="with --in-place: empty dir to back the replicas up into first")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -132,9 +182,18 @@ def repair(
     Inputs are never modified; the result is verified after writing.
 
     Example: replog repair b1=/data/b1/orders-2 b2=/data/b2/orders-2 --out /tmp/repaired
-    """
-    from toolkit.commands import run_repair
 
+    With --in-place --backup DIR (brokers stopped!) the replicas are backed up to DIR, then each is swapped
+    atomically for its repaired self; if that is interrupted, running it again restores everything from DIR.
+    """
+    from toolkit.commands import run_repair, run_repair_in_place
+
+    if in_place:
+        if backup is None or out is not None:
+            raise typer.BadParameter("--in-place needs --backup DIR and no --out")
+        raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt))
+    if out is None:
+        raise typer.BadParameter("--out DIR is required (or --in-place --backup DIR)")
     raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt))
 
 

@@ -121,6 +121,64 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
     return EXIT_CLEAN if all(r.identical_to_leader and not r.problems for r in repaired) else EXIT_FINDINGS
 
 
+def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, protocol: str | None,
+                        fmt: Format | None) -> int:
+    from recovery.kafka.inplace import repair_in_place
+    from recovery.kafka.replay import replay_paths
+
+    result = replay_paths(specs, leader, protocol or "epoch")
+    repaired = repair_in_place(result, backup)
+    payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
+    if resolve(fmt) is Format.table:
+        console = Console(highlight=False)
+        for r in repaired:
+            console.print(f"repaired in place [bold]{r.name}[/] {r.path}  LEO {r.log_end_offset}  "
+                          + ("[green]identical to the leader[/]" if r.identical_to_leader else "[red]differs[/]"))
+    else:
+        write_json(payload)
+    return EXIT_CLEAN if all(r.identical_to_leader for r in repaired) else EXIT_FINDINGS
+
+
 def stderr_note(message: str) -> None:
     from toolkit.output import stderr
     stderr.print(f"[dim]{message}[/]")
+
+
+def run_samples(out: Any, seed: int, force: bool) -> int:
+    """Generate the sample Kafka fleet under OUT/kafka; `--force` replaces only a previous generation."""
+    import shutil
+    from pathlib import Path
+
+    from rich.table import Table
+
+    from formats.errors import UnsafeOutput
+    from samples.kafka_fleet import generate_kafka_fleet
+    from samples.manifest import MANIFEST_NAME, is_manifest
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UnsafeOutput(f"{out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        previous = [d for d in (out, out / "kafka")
+                    if (d / MANIFEST_NAME).is_file() and is_manifest((d / MANIFEST_NAME).read_bytes())]
+        if not force:
+            raise UnsafeOutput(f"{out} is not empty; --force replaces a previous sample generation")
+        if not previous:
+            raise UnsafeOutput(f"{out} holds no {MANIFEST_NAME} of a previous generation; refusing to touch it")
+        for d in previous[:1]:
+            shutil.rmtree(d)
+    manifest = generate_kafka_fleet(out / "kafka", seed=seed)
+    console = Console(highlight=False)
+    table = Table(title=f"sample Kafka fleet in {out / 'kafka'} (seed {seed})")
+    for col in ("broker", "partitions", "log bytes", "shutdown", "planted damage"):
+        table.add_column(col, justify="left" if col in ("broker", "shutdown") else "right")
+    for broker in manifest.brokers:
+        reps = [r for r in manifest.replicas if r.broker == broker]
+        table.add_row(broker, str(len(reps)), f"{sum(r.bytes for r in reps):,}",
+                      "clean" if manifest.clean_shutdown[broker] else "crashed",
+                      str(sum(1 for d in manifest.damage if d.broker == broker)))
+    console.print(table)
+    console.print(f"{len(manifest.damage)} damage items and {len(manifest.divergences)} replica divergences "
+                  f"planted; {manifest.file_count} files, {manifest.total_bytes:,} bytes. "
+                  f"See {out / 'kafka' / MANIFEST_NAME} and README.txt.")
+    return EXIT_CLEAN

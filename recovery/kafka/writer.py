@@ -35,20 +35,19 @@ class WrittenPartition:
     files: list[str] = field(default_factory=list)
 
 
-def _first_offset(batch: bytes) -> int:
-    walk = SegmentWalk(batch, "<batch>")
-    info = next(walk.batches(), None)
+def _offsets(batch: bytes) -> tuple[int, int]:
+    """(first, last) offset of one batch or legacy entry."""
+    info = next(SegmentWalk(batch, "<batch>").batches(), None)
     if info is None:
         raise ValueError("not a record batch")
-    return info.base_offset
+    return info.base_offset, info.last_offset
 
 
 def roll_segments(batches: Sequence[bytes], segment_bytes: int, start_offset: int = 0) -> list[tuple[int, bytes]]:
     """Group batches into (base offset, bytes) segments as the broker rolls them."""
     segments: list[tuple[int, list[bytes], int]] = []
     for b in batches:
-        first = _first_offset(b)
-        last_offset = first + max(0, int.from_bytes(b[23:27], "big", signed=True)) if len(b) > 27 else first
+        first, last_offset = _offsets(b)
         cur = segments[-1] if segments else None
         if cur is None or (cur[2] + len(b) > segment_bytes and cur[2] > 0) or last_offset - cur[0] > INT32_MAX:
             base = first if segments else min(start_offset, first)

@@ -1,0 +1,135 @@
+"""Broker-level checks: the log dir root files and the checkpoints against the logs.
+
+Rules (kafka.md §7.4, §8.4, §10.2): HW <= LEO, log start <= HW, recovery
+point <= LEO. Every live partition (except `__cluster_metadata-0`, which the
+broker does not checkpoint) belongs in the replication-offset and
+recovery-point checkpoints; the log-start and cleaner checkpoints only list
+some partitions by design, so absence there is normal.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from formats.errors import FormatError, UnreadableInput
+from formats.findings import Finding, finding, from_error
+from formats.kafka import checkpoint, names
+from formats.kafka.clean_shutdown import parse_clean_shutdown
+from formats.kafka.meta_properties import parse_meta_properties
+from recovery.kafka.evidence import Evidence
+from recovery.kafka.logdir import BrokerCheckpoints
+
+ROOT_CHECKPOINTS = {
+    names.REPLICATION_OFFSET_CHECKPOINT: "high_watermarks",
+    names.RECOVERY_POINT_OFFSET_CHECKPOINT: "recovery_points",
+    names.LOG_START_OFFSET_CHECKPOINT: "log_start_offsets",
+    names.CLEANER_OFFSET_CHECKPOINT: "cleaner_offsets",
+}
+MEMBERSHIP_CHECKPOINTS = (names.REPLICATION_OFFSET_CHECKPOINT, names.RECOVERY_POINT_OFFSET_CHECKPOINT)
+REPLOG_MARKER = ".replog-complete"
+MAX_LISTED = 10
+
+
+@dataclass
+class PartitionOffsets:
+    """What the checks need to compare a partition with the broker checkpoints."""
+
+    path: str
+    topic: str
+    partition: int
+    state: str
+    first_segment_base: int | None
+    log_end_offset: int
+
+
+def read_checkpoints(ev: Evidence, log_dir: Path) -> BrokerCheckpoints:
+    out = BrokerCheckpoints()
+    for name, attr in ROOT_CHECKPOINTS.items():
+        path = log_dir / name
+        if not path.is_file():
+            continue
+        try:
+            setattr(out, attr, checkpoint.parse_offset_checkpoint(ev.read_small(path)))
+        except FormatError as e:
+            out.findings.append(from_error(e, str(path)))
+        except UnreadableInput as e:
+            out.findings.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+    return out
+
+
+def check_root_files(ev: Evidence, log_dir: Path) -> list[Finding]:
+    """meta.properties, the clean-shutdown marker, leftover .tmp files, stray entries."""
+    out: list[Finding] = []
+    for name in sorted(os.listdir(log_dir)):
+        path = log_dir / name
+        if path.is_dir():
+            if names.parse_partition_dir(name) is None:
+                out.append(finding("KAFKA_BAD_PARTITION_DIR", str(path),
+                                   message=f"{name!r} is not <topic>-<partition>; some brokers refuse to start"))
+            continue
+        parser = {names.META_PROPERTIES: parse_meta_properties,
+                  names.CLEAN_SHUTDOWN: parse_clean_shutdown}.get(name)
+        if parser is not None:
+            try:
+                parser(ev.read_small(path))
+            except FormatError as e:
+                out.append(from_error(e, str(path)))
+            except UnreadableInput as e:
+                out.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+        elif name.endswith(names.CHECKPOINT_TMP_SUFFIX):
+            out.append(finding("KAFKA_CHECKPOINT_TMP_LEFTOVER", str(path),
+                               message=f"{name}: interrupted atomic write; the file without .tmp is authoritative"))
+        elif name not in ROOT_CHECKPOINTS and name not in names.ROOT_FILE_NAMES and name != REPLOG_MARKER:
+            out.append(finding("UNKNOWN_FILE", str(path)))
+    return out
+
+
+def check_partition_offsets(p: PartitionOffsets, cps: BrokerCheckpoints, log_dir: Path) -> list[Finding]:
+    """HW, log start and recovery point of one partition against its log end."""
+    out: list[Finding] = []
+    tp = (p.topic, p.partition)
+    lso_cp = (cps.log_start_offsets or {}).get(tp)
+    log_start = max(lso_cp or 0, p.first_segment_base or 0)
+    hw = (cps.high_watermarks or {}).get(tp)
+    rp = (cps.recovery_points or {}).get(tp)
+    hw_path = str(log_dir / names.REPLICATION_OFFSET_CHECKPOINT)
+    if hw is not None and hw > p.log_end_offset:
+        out.append(finding("KAFKA_HW_ABOVE_LEO", hw_path, offset=hw,
+                           message=f"{p.topic}-{p.partition}: high watermark {hw} > log end offset "
+                                   f"{p.log_end_offset}: acknowledged records are missing from this replica"))
+    if hw is not None and log_start > hw:
+        out.append(finding("KAFKA_LSO_ABOVE_HW", hw_path, offset=log_start,
+                           message=f"{p.topic}-{p.partition}: log start offset {log_start} > high watermark {hw}"))
+    if rp is not None and rp > p.log_end_offset:
+        out.append(finding("KAFKA_RECOVERY_POINT_ABOVE_LEO", str(log_dir / names.RECOVERY_POINT_OFFSET_CHECKPOINT),
+                           offset=rp, message=f"{p.topic}-{p.partition}: recovery point {rp} > log end offset "
+                                              f"{p.log_end_offset}: flushed data is missing"))
+    return out
+
+
+def check_membership(parts: list[PartitionOffsets], cps: BrokerCheckpoints, log_dir: Path) -> list[Finding]:
+    """Partitions on disk missing from checkpoints, and checkpoint entries without a dir."""
+    out: list[Finding] = []
+    on_disk = {(p.topic, p.partition) for p in parts if p.state == "live" and p.topic != names.METADATA_TOPIC}
+    for name in MEMBERSHIP_CHECKPOINTS:
+        mapping = getattr(cps, ROOT_CHECKPOINTS[name])
+        if mapping is None:
+            continue
+        path = str(log_dir / name)
+        for topic, partition in sorted(on_disk - set(mapping)):
+            out.append(finding("KAFKA_PARTITION_NOT_IN_CHECKPOINT", path, message=
+                               f"{topic}-{partition} is on disk but not in {name} (created just before a crash, "
+                               "or the checkpoint is stale)", topic=topic, partition=partition))
+    for name in ROOT_CHECKPOINTS:
+        mapping = getattr(cps, ROOT_CHECKPOINTS[name])
+        if not mapping:
+            continue
+        extra = sorted(set(mapping) - {(p.topic, p.partition) for p in parts})
+        if extra:
+            shown = ", ".join(f"{t}-{n}" for t, n in extra[:MAX_LISTED])
+            more = f" and {len(extra) - MAX_LISTED} more" if len(extra) > MAX_LISTED else ""
+            out.append(finding("KAFKA_CHECKPOINT_WITHOUT_PARTITION", str(log_dir / name),
+                               message=f"{len(extra)} entries for partitions not in this log dir: {shown}{more}",
+                               partitions=[f"{t}-{n}" for t, n in extra]))
+    return out

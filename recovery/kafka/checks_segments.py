@@ -1,0 +1,157 @@
+"""Segment checks: the partition dir's file inventory and every batch, deep-decoded.
+
+The inventory mirrors what `LogLoader` does with each name (kafka.md §10.2):
+transient `.swap`/`.cleaned`/`.deleted` files, indexes without their `.log`,
+segments without an `.index`. The batch walk is `SegmentWalk` (framing, CRC,
+offsets, tails) plus what the broker never checks: decompressing and decoding
+every record.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from formats.errors import FormatError
+from formats.findings import Finding, finding
+from formats.kafka import batch as v2
+from formats.kafka import names
+from formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
+
+MAX_RECORD_FINDINGS = 100  # per segment
+KNOWN_PARTITION_FILES = frozenset({names.LEADER_EPOCH_CHECKPOINT, names.PARTITION_METADATA,
+                                   names.QUORUM_STATE})
+
+
+@dataclass
+class Inventory:
+    """The files of a partition dir, sorted into what the broker would do with them."""
+
+    logs: dict[int, Path] = field(default_factory=dict)
+    indexes: dict[tuple[int, str], Path] = field(default_factory=dict)  # (base, kind)
+    snapshots: dict[int, Path] = field(default_factory=dict)
+    kraft_snapshots: list[Path] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def inventory(pdir: Path) -> Inventory:
+    inv = Inventory()
+    for name in sorted(os.listdir(pdir)):
+        path = pdir / name
+        if not path.is_file():
+            inv.findings.append(finding("UNKNOWN_FILE", str(path), message="unexpected directory in a partition dir"))
+            continue
+        seg = names.parse_segment_file_name(name)
+        if seg is not None and seg.transient:
+            what = {"deleted": "scheduled for deletion; the broker erases it at startup (evidence: a complete "
+                               "former segment)",
+                    "cleaned": "incomplete cleaner/split output; the broker deletes it at startup",
+                    "swap": "a cleaned or split segment not yet swapped in; the broker completes the swap "
+                            "at startup"}[seg.transient]
+            inv.findings.append(finding("KAFKA_ORPHAN_TEMP_FILE", str(path), message=f".{seg.transient} file: {what}",
+                                        base_offset=seg.base_offset, transient=seg.transient))
+        elif seg is not None and seg.kind == "log":
+            inv.logs[seg.base_offset] = path
+        elif seg is not None and seg.kind == "snapshot":
+            inv.snapshots[seg.base_offset] = path
+        elif seg is not None:
+            inv.indexes[(seg.base_offset, seg.kind)] = path
+        elif names.parse_kraft_snapshot_name(name) is not None:
+            inv.kraft_snapshots.append(path)
+        elif names.is_segment_like(name):
+            inv.findings.append(finding("KAFKA_SEGMENT_BAD_NAME", str(path)))
+        elif names.is_checkpoint_tmp_name(name) or name.endswith(".tmp"):
+            inv.findings.append(finding("KAFKA_CHECKPOINT_TMP_LEFTOVER", str(path),
+                                        message=f"{name}: interrupted atomic write; the file without .tmp is authoritative"))
+        elif name not in KNOWN_PARTITION_FILES:
+            inv.findings.append(finding("UNKNOWN_FILE", str(path)))
+    for (base, kind), path in sorted(inv.indexes.items()):
+        if base not in inv.logs:
+            inv.findings.append(finding("KAFKA_INDEX_WITHOUT_LOG", str(path), offset=base,
+                                        message=f".{kind} without {names.segment_file_name(base, 'log')}: "
+                                                "the broker deletes it at startup"))
+    for base, path in sorted(inv.logs.items()):
+        if (base, "index") not in inv.indexes and path.stat().st_size > 0:
+            inv.findings.append(finding("KAFKA_INDEX_MISSING", str(path.with_suffix(".index")), offset=base,
+                                        message="no .index for this segment; the broker rebuilds it at startup "
+                                                "(normal for an active segment whose preallocated index was not copied)"))
+    return inv
+
+
+def deep_check(buf: memoryview | bytes, b: BatchInfo, path: str) -> Finding | None:
+    """Decode every record of a CRC-valid batch; the first problem as a finding."""
+    try:
+        records = batch_records(buf, b)
+    except FormatError as e:
+        code = e.code if e.code in ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT") else "KAFKA_RECORDS_UNDECODABLE"
+        return finding(code, path, position=b.position, offset=b.base_offset, message=e.message)
+    prev = b.base_offset - 1
+    for r in records:
+        if r.offset <= prev or r.offset > b.last_offset:
+            return finding("KAFKA_BATCH_LAST_OFFSET_MISMATCH", path, position=b.position, offset=r.offset,
+                           message=f"record offset {r.offset} outside {b.base_offset}..{b.last_offset} "
+                                   f"or not increasing (previous {prev})")
+        prev = r.offset
+        if b.magic == 2 and b.timestamp_type == v2.CREATE_TIME and (
+                r.timestamp > b.max_timestamp or (r.timestamp < 0 and r.timestamp != -1)):
+            return finding("KAFKA_TIMESTAMP_INVALID", path, position=b.position, offset=r.offset,
+                           message=f"record timestamp {r.timestamp}, batch max timestamp {b.max_timestamp}")
+    return None
+
+
+@dataclass
+class SegmentResult:
+    path: Path
+    base_offset: int
+    size: int
+    batches: list[BatchInfo]          # every framed batch, valid or not, in file order
+    valid_bytes: int
+    end_position: int
+    findings: list[Finding]
+
+    @property
+    def valid_batches(self) -> list[BatchInfo]:
+        return [b for b in self.batches if b.end <= self.valid_bytes]
+
+    @property
+    def next_offset(self) -> int | None:
+        valid = [b for b in self.batches if b.end <= self.valid_bytes]
+        return valid[-1].next_offset if valid else None
+
+
+def walk_segment(buf: memoryview | bytes, path: Path, base_offset: int) -> SegmentResult:
+    """Walk one `.log`, deep-decoding every CRC-valid batch."""
+    walk = SegmentWalk(buf, str(path), base_offset)
+    batches: list[BatchInfo] = []
+    deep: list[Finding] = []
+    for b in walk.batches():
+        batches.append(b)
+        if b.crc_valid and 0 <= b.magic <= 2 and len(deep) < MAX_RECORD_FINDINGS:
+            f = deep_check(buf, b, str(path))
+            if f is not None:
+                deep.append(f)
+    findings = walk.findings + deep
+    findings.sort(key=lambda f: (f.position if f.position is not None else -1))
+    return SegmentResult(path, base_offset, len(buf), batches, walk.valid_bytes, walk.end_position, findings)
+
+
+def check_continuity(segments: list[SegmentResult]) -> list[Finding]:
+    """Overlaps and holes between consecutive segments."""
+    out: list[Finding] = []
+    prev: SegmentResult | None = None
+    for seg in segments:
+        if prev is not None and prev.batches:
+            prev_last = max(b.last_offset for b in prev.batches)
+            first = seg.batches[0].base_offset if seg.batches else None
+            if seg.base_offset <= prev_last or (first is not None and first <= prev_last):
+                out.append(finding("KAFKA_SEGMENT_OVERLAP", str(seg.path), position=0,
+                                   offset=first if first is not None else seg.base_offset,
+                                   message=f"segment starts at {seg.base_offset} (first batch {first}); the "
+                                           f"previous segment reaches offset {prev_last}"))
+            elif first is not None and first > prev_last + 1:
+                out.append(finding("KAFKA_OFFSET_GAP", str(seg.path), position=0, offset=prev_last + 1,
+                                   message=f"offsets {prev_last + 1}..{first - 1} are in no segment "
+                                           "(normal after compaction)"))
+        if seg.batches or prev is None:
+            prev = seg
+    return out

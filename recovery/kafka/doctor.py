@@ -1,0 +1,282 @@
+"""`diagnose`: every defect of a Kafka log dir, partition dir or single file, located.
+
+A path is dispatched with `formats.discovery`; a log dir is its root files,
+its checkpoints against its partitions, and every partition; a partition is
+its inventory, every segment (walked and deep-decoded once), its indexes, its
+leader-epoch checkpoint, producer snapshots and metadata files. Every file
+read goes through `Evidence` (read-only, hashed); inputs are re-hashed at the
+end and a change is reported.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from formats.discovery import DirKind, FileKind, classify_dir, classify_file, is_partition_dir
+from formats.errors import FormatError, UnreadableInput
+from formats.findings import Finding, Severity, finding, from_error
+from formats.kafka import checkpoint, names
+from formats.kafka.checkpoint import EpochEntry
+from formats.kafka.partition_metadata import parse_partition_metadata
+from formats.kafka.producer_snapshot import parse_producer_snapshot
+from formats.kafka.quorum_state import parse_quorum_state
+from formats.kafka.segment import BatchInfo, batch_records
+from recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state
+from recovery.kafka.checks_broker import PartitionOffsets
+from recovery.kafka.evidence import Evidence
+from recovery.kafka.logdir import BrokerCheckpoints
+from recovery.kafka.producer_state import marker_of
+
+_SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+@dataclass
+class DoctorReport:
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    partitions: list[PartitionOffsets] = field(default_factory=list)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = {s: 0 for s in Severity}
+        for f in self.findings:
+            counts[f.severity] += 1
+        return {"errors": counts[Severity.ERROR], "warnings": counts[Severity.WARNING],
+                "infos": counts[Severity.INFO]}
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity is Severity.ERROR for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"inputs": self.inputs,
+                "findings": [{k: v for k, v in f.to_dict().items() if k != "details"} for f in self.findings],
+                "summary": self.summary}
+
+
+def diagnose(paths: list[Path]) -> DoctorReport:
+    """Check every path; raises `UnreadableInput` for a path that is not there or not Kafka."""
+    ev, report = Evidence(), DoctorReport()
+    for path in paths:
+        if not os.path.exists(path):
+            raise UnreadableInput(f"{path}: no such file or directory")
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            kind = classify_dir(p)
+            if kind is DirKind.KAFKA_LOG_DIR:
+                _log_dir(ev, p, report)
+            elif kind is DirKind.KAFKA_PARTITION_DIR:
+                _partition_with_parent(ev, p, report)
+            else:
+                raise UnreadableInput(f"{p}: not a Kafka log dir or partition dir")
+        else:
+            report.findings += check_file(ev, p)
+    for changed in ev.changed_since():
+        report.findings.append(finding("INPUT_CHANGED", changed))
+    report.inputs = ev.listing()
+    report.findings.sort(key=_order)
+    return report
+
+
+def _order(f: Finding) -> tuple:
+    return (str(Path(f.path).parent), _SEVERITY_ORDER[f.severity], f.path,
+            f.position if f.position is not None else -1, f.code)
+
+
+def _log_dir(ev: Evidence, log_dir: Path, report: DoctorReport) -> None:
+    cps = checks_broker.read_checkpoints(ev, log_dir)
+    report.findings += cps.findings + checks_broker.check_root_files(ev, log_dir)
+    parts: list[PartitionOffsets] = []
+    for name in sorted(os.listdir(log_dir)):
+        if is_partition_dir(log_dir / name):
+            offsets, found = check_partition(ev, log_dir / name, cps, log_dir)
+            parts.append(offsets)
+            report.findings += found
+    report.findings += checks_broker.check_membership(parts, cps, log_dir)
+    report.partitions += parts
+
+
+def _partition_with_parent(ev: Evidence, pdir: Path, report: DoctorReport) -> None:
+    """A partition alone; its broker checkpoints are used when the parent is a log dir."""
+    parent = pdir.parent
+    cps = None
+    if any((parent / n).is_file() for n in checks_broker.ROOT_CHECKPOINTS):
+        cps = checks_broker.read_checkpoints(ev, parent)
+        report.findings += cps.findings
+    offsets, found = check_partition(ev, pdir, cps, parent)
+    report.findings += found
+    report.partitions.append(offsets)
+
+
+def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
+                    log_dir: Path) -> tuple[PartitionOffsets, list[Finding]]:
+    """All checks of one partition dir."""
+    parsed = names.parse_partition_dir(pdir.name)
+    if parsed is None:
+        raise UnreadableInput(f"{pdir}: not a topic-partition directory name")
+    inv = checks_segments.inventory(pdir)
+    out = list(inv.findings)
+    out += _metadata_files(ev, pdir)
+    epochs, epoch_positions, epoch_ok = _epoch_checkpoint(ev, pdir, out)
+    bases = sorted(inv.logs)
+    lso_cp = (cps.log_start_offsets or {}).get((parsed.topic, parsed.partition)) if cps else None
+    log_start = max(lso_cp or 0, bases[0] if bases else 0)
+    state = checks_state.StateChecker(epochs if epoch_ok else None, str(pdir / names.LEADER_EPOCH_CHECKPOINT),
+                                      epoch_positions, log_start, _snapshots(ev, inv, out))
+    leo, prev = log_start, None
+    for i, base in enumerate(bases):
+        seg, found = _segment(ev, inv, base, state, active=i == len(bases) - 1)
+        out += found
+        if seg is None:
+            continue
+        if prev is not None:
+            out += checks_segments.check_continuity([prev, seg])
+        leo = seg.next_offset if seg.next_offset is not None else base
+        prev = seg
+    out += [f for f in state.finish(leo) if not (f.code == "KAFKA_EPOCH_CHECKPOINT_MISMATCH"
+                                                 and f.offset is None and not epoch_ok)]
+    offsets = PartitionOffsets(str(pdir), parsed.topic, parsed.partition, parsed.state,
+                               bases[0] if bases else None, leo)
+    if cps is not None:
+        out += checks_broker.check_partition_offsets(offsets, cps, log_dir)
+    return offsets, out
+
+
+def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: checks_state.StateChecker,
+             active: bool) -> tuple[checks_segments.SegmentResult | None, list[Finding]]:
+    path = inv.logs[base]
+    try:
+        with ev.mapped(path) as buf:
+            seg = checks_segments.walk_segment(buf, path, base)
+            aborted = []
+            for b in seg.batches:
+                if _sound(b):
+                    done = state.feed(b, str(path), _marker(buf, b))
+                    if done is not None:
+                        aborted.append(done)
+    except UnreadableInput as e:
+        return None, [finding("UNREADABLE_FILE", str(path), message=str(e))]
+    found = list(seg.findings)
+    if not seg.batches and not found:
+        found.append(finding("KAFKA_SEGMENT_EMPTY", str(path), position=0, offset=base))
+    kinds = {k: inv.indexes[(base, k)] for k in ("index", "timeindex", "txnindex") if (base, k) in inv.indexes}
+    found += checks_indexes.check_indexes(ev, seg, kinds, active=active, expected_aborts=aborted)
+    return seg, found
+
+
+def _sound(b: BatchInfo) -> bool:
+    return b.crc_valid and 0 <= b.magic <= 2
+
+
+def _marker(buf: memoryview, b: BatchInfo) -> tuple[int, int] | None:
+    if not (b.is_control and b.magic == 2 and b.producer_id >= 0):
+        return None
+    try:
+        return marker_of(batch_records(buf, b))
+    except FormatError:
+        return None
+
+
+def _epoch_checkpoint(ev: Evidence, pdir: Path, out: list[Finding]) -> tuple[list[EpochEntry] | None, list[int], bool]:
+    """(entries or None when absent, line positions, parsed ok)."""
+    path = pdir / names.LEADER_EPOCH_CHECKPOINT
+    if not path.is_file():
+        return None, [], True
+    try:
+        data = ev.read_small(path)
+        entries = checkpoint.parse_leader_epoch_checkpoint(data)
+    except FormatError as e:
+        out.append(from_error(e, str(path)))
+        return None, [], False
+    except UnreadableInput as e:
+        out.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+        return None, [], False
+    positions = checks_state.epoch_line_positions(data)
+    order = checks_state.check_epoch_checkpoint_order(entries, positions, str(path))
+    out += order
+    return entries, positions, not order
+
+
+def _snapshots(ev: Evidence, inv: checks_segments.Inventory, out: list[Finding]) -> dict:
+    parsed = {}
+    for offset, path in sorted(inv.snapshots.items()):
+        try:
+            snap = parse_producer_snapshot(ev.read_small(path))
+        except FormatError as e:
+            out.append(finding(e.code, str(path), position=e.position, offset=offset,
+                               message=f"{e.message} (the broker deletes this snapshot and uses an older one)"))
+            continue
+        except UnreadableInput as e:
+            out.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+            continue
+        parsed[offset] = (str(path), snap.entries)
+    return parsed
+
+
+def _metadata_files(ev: Evidence, pdir: Path) -> list[Finding]:
+    out: list[Finding] = []
+    for name, parse in ((names.PARTITION_METADATA, parse_partition_metadata),
+                        (names.QUORUM_STATE, parse_quorum_state)):
+        path = pdir / name
+        if not path.is_file():
+            continue
+        try:
+            parse(ev.read_small(path))
+        except FormatError as e:
+            out.append(from_error(e, str(path)))
+        except UnreadableInput as e:
+            out.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+    return out
+
+
+def check_file(ev: Evidence, path: Path) -> list[Finding]:
+    """One file on its own; an index is checked against its sibling `.log` when present."""
+    kind = classify_file(path)
+    seg = names.parse_segment_file_name(path.name)
+    try:
+        if kind is FileKind.KAFKA_SEGMENT and seg is not None and not seg.transient:
+            with ev.mapped(path) as buf:
+                return checks_segments.walk_segment(buf, path, seg.base_offset).findings
+        if kind in (FileKind.KAFKA_OFFSET_INDEX, FileKind.KAFKA_TIME_INDEX, FileKind.KAFKA_TXN_INDEX) and seg:
+            return _index_file(ev, path, seg.base_offset, seg.kind)
+        if kind is FileKind.KAFKA_PRODUCER_SNAPSHOT:
+            parse_producer_snapshot(ev.read_small(path))
+            return []
+        if kind is FileKind.KAFKA_EPOCH_CHECKPOINT:
+            out: list[Finding] = []
+            _epoch_checkpoint(ev, path.parent, out)
+            return out
+        parser = {FileKind.KAFKA_OFFSET_CHECKPOINT: checkpoint.parse_offset_checkpoint,
+                  FileKind.KAFKA_PARTITION_METADATA: parse_partition_metadata,
+                  FileKind.KAFKA_QUORUM_STATE: parse_quorum_state}.get(kind)
+        if parser is not None:
+            parser(ev.read_small(path))
+            return []
+        if kind in (FileKind.KAFKA_META_PROPERTIES, FileKind.KAFKA_CLEAN_SHUTDOWN):
+            return [f for f in checks_broker.check_root_files(ev, path.parent) if f.path == str(path)]
+    except FormatError as e:
+        return [from_error(e, str(path))]
+    raise UnreadableInput(f"{path}: not a Kafka file doctor can check ({kind.value})")
+
+
+def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]:
+    log = path.with_name(names.segment_file_name(base, "log"))
+    if not log.is_file():
+        from formats.kafka import offset_index, time_index, txn_index
+        data = ev.read_small(path, 1 << 30)
+        reader = {"index": offset_index.read_offset_index, "timeindex": time_index.read_time_index,
+                  "txnindex": txn_index.read_txn_index}[kind]
+        return reader(data, base, path=str(path)).findings
+    with ev.mapped(log) as buf:
+        seg = checks_segments.walk_segment(buf, log, base)
+    expected = []
+    if kind == "txnindex":
+        from recovery.kafka.rebuild import rebuild_indexes
+        from recovery.kafka.producer_state import ProducerState
+        with ev.mapped(log) as buf:
+            expected = rebuild_indexes(buf, base, [b for b in seg.batches if _sound(b)],
+                                       producers=ProducerState()).aborted
+    return checks_indexes.check_indexes(ev, seg, {kind: path}, active=True, expected_aborts=expected)
