@@ -115,6 +115,20 @@ def parse_offset_checkpoint(data: bytes) -> dict[tuple[str, int], int]:
     return out
 
 
+def offset_checkpoint_positions(data: bytes) -> dict[tuple[str, int], int]:
+    """Byte position of each entry's line, so a finding can point at the line (best effort)."""
+    out: dict[tuple[str, int], int] = {}
+    try:
+        lines = _read(data, OFFSET_CHECKPOINT_VERSION)
+    except FormatError:
+        return out
+    for line in lines:
+        parts = _fields(line)
+        if len(parts) == 3 and _JAVA_INT.fullmatch(parts[1]):
+            out[(parts[0], int(parts[1]))] = line.position
+    return out
+
+
 def parse_leader_epoch_checkpoint(data: bytes) -> list[EpochEntry]:
     """Entries of a leader-epoch-checkpoint in file order (not checked for order here)."""
     out: list[EpochEntry] = []

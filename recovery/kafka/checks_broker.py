@@ -14,11 +14,11 @@ from pathlib import Path
 
 from formats.errors import FormatError, UnreadableInput
 from formats.findings import Finding, finding, from_error
-from formats.kafka import checkpoint, names
+from formats.kafka import names
 from formats.kafka.clean_shutdown import parse_clean_shutdown
 from formats.kafka.meta_properties import parse_meta_properties
 from recovery.kafka.evidence import Evidence
-from recovery.kafka.logdir import BrokerCheckpoints
+from recovery.kafka.logdir import BrokerCheckpoints, read_broker_checkpoints
 
 ROOT_CHECKPOINTS = {
     names.REPLICATION_OFFSET_CHECKPOINT: "high_watermarks",
@@ -44,18 +44,7 @@ class PartitionOffsets:
 
 
 def read_checkpoints(ev: Evidence, log_dir: Path) -> BrokerCheckpoints:
-    out = BrokerCheckpoints()
-    for name, attr in ROOT_CHECKPOINTS.items():
-        path = log_dir / name
-        if not path.is_file():
-            continue
-        try:
-            setattr(out, attr, checkpoint.parse_offset_checkpoint(ev.read_small(path)))
-        except FormatError as e:
-            out.findings.append(from_error(e, str(path)))
-        except UnreadableInput as e:
-            out.findings.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
-    return out
+    return read_broker_checkpoints(log_dir, ev.read_small)
 
 
 def check_root_files(ev: Evidence, log_dir: Path) -> list[Finding]:
@@ -94,16 +83,17 @@ def check_partition_offsets(p: PartitionOffsets, cps: BrokerCheckpoints, log_dir
     hw = (cps.high_watermarks or {}).get(tp)
     rp = (cps.recovery_points or {}).get(tp)
     hw_path = str(log_dir / names.REPLICATION_OFFSET_CHECKPOINT)
+    hw_at = cps.line_positions.get("high_watermarks", {}).get(tp)
     if hw is not None and hw > p.log_end_offset:
-        out.append(finding("KAFKA_HW_ABOVE_LEO", hw_path, offset=hw,
+        out.append(finding("KAFKA_HW_ABOVE_LEO", hw_path, offset=hw, position=hw_at,
                            message=f"{p.topic}-{p.partition}: high watermark {hw} > log end offset "
                                    f"{p.log_end_offset}: acknowledged records are missing from this replica"))
     if hw is not None and log_start > hw:
-        out.append(finding("KAFKA_LSO_ABOVE_HW", hw_path, offset=log_start,
+        out.append(finding("KAFKA_LSO_ABOVE_HW", hw_path, offset=log_start, position=hw_at,
                            message=f"{p.topic}-{p.partition}: log start offset {log_start} > high watermark {hw}"))
     if rp is not None and rp > p.log_end_offset:
         out.append(finding("KAFKA_RECOVERY_POINT_ABOVE_LEO", str(log_dir / names.RECOVERY_POINT_OFFSET_CHECKPOINT),
-                           offset=rp, message=f"{p.topic}-{p.partition}: recovery point {rp} > log end offset "
+                           offset=rp, position=cps.line_positions.get("recovery_points", {}).get(tp), message=f"{p.topic}-{p.partition}: recovery point {rp} > log end offset "
                                               f"{p.log_end_offset}: flushed data is missing"))
     return out
 

@@ -7,6 +7,7 @@ offset, high watermark and recovery point from the broker's checkpoints.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,6 +84,7 @@ class BrokerCheckpoints:
     log_start_offsets: dict[tuple[str, int], int] | None = None
     cleaner_offsets: dict[tuple[str, int], int] | None = None
     findings: list[Finding] = field(default_factory=list)
+    line_positions: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)  # by attribute name
 
 
 @dataclass
@@ -102,15 +104,21 @@ _ROOT_CHECKPOINTS = {
 }
 
 
-def read_broker_checkpoints(log_dir: str | os.PathLike[str]) -> BrokerCheckpoints:
-    """Parse the root checkpoints that exist; a malformed one becomes a finding."""
+def read_broker_checkpoints(log_dir: str | os.PathLike[str],
+                            read: Callable[[Path], bytes] = read_small) -> BrokerCheckpoints:
+    """Parse the root checkpoints that exist; a malformed one becomes a finding.
+
+    `read` lets doctor route every read through its evidence log (hashing).
+    """
     out = BrokerCheckpoints()
     for name, attr in _ROOT_CHECKPOINTS.items():
         path = Path(log_dir) / name
         if not path.is_file():
             continue
         try:
-            setattr(out, attr, checkpoint.parse_offset_checkpoint(read_small(path)))
+            data = read(path)
+            setattr(out, attr, checkpoint.parse_offset_checkpoint(data))
+            out.line_positions[attr] = checkpoint.offset_checkpoint_positions(data)
         except FormatError as e:
             out.findings.append(from_error(e, str(path)))
         except UnreadableInput as e:
