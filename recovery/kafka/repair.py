@@ -16,6 +16,7 @@ from typing import Any
 
 from formats.fileio import atomic_write, mapped
 from formats.kafka import checkpoint, names
+from recovery.kafka.doctor import diagnose
 from recovery.kafka.replay import ReplayResult
 from recovery.kafka.replica import BatchRef, Replica, load_replica
 from recovery.kafka.writer import DEFAULT_SEGMENT_BYTES, write_partition
@@ -70,16 +71,18 @@ def _signature(rep: Replica) -> list[tuple[int, int, int]]:
 
 def repair(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = False,
            segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> list[RepairedReplica]:
-    """Write every replica's final state under `out/NAME/` and prove the result."""
+    """Write every replica's final state under `out/NAME/` and prove the result:
+    each reloads as a prefix of (or equal to) the leader and doctor finds no error in it."""
     inputs = [r.replica.path for r in result.replicas]
     root = prepare_output(out, inputs, force)
     written = {r.replica.name: write_replica(r.final, root / r.replica.name, segment_bytes) for r in result.replicas}
     reloaded = {name: load_replica(path, name) for name, path in written.items()}
+    doctor = {name: diagnose([root / name]) for name in written}
     leader_sig = _signature(reloaded[result.leader.name])
     report = []
     for name, rep in reloaded.items():
         sig = _signature(rep)
-        problems = [f"{f.code} at {f.path}:{f.position}" for f in rep.findings if f.severity.value == "error"]
+        problems = [f"{f.code} at {f.path}:{f.position}" for f in doctor[name].findings if f.severity.value == "error"]
         same = sig == leader_sig[:len(sig)]
         if not same:
             problems.append("log is not a prefix of the leader's")
