@@ -135,3 +135,22 @@ def classify_dir(path: str | os.PathLike[str]) -> DirKind:
     if is_log_dir(path):
         return DirKind.KAFKA_LOG_DIR
     return DirKind.UNKNOWN
+
+
+def find_roots(path: str | os.PathLike[str], max_depth: int = 3) -> list[tuple[DirKind, Path]]:
+    """Every log dir, partition dir or store at or below `path` (not inside one already found).
+
+    A folder holding several brokers' log dirs is the common case; depth is
+    bounded so a wrong path cannot make us walk a whole filesystem.
+    """
+    p = Path(path)
+    kind = classify_dir(p)
+    if kind is not DirKind.UNKNOWN:
+        return [(kind, p)]
+    if max_depth == 0 or not p.is_dir():
+        return []
+    try:
+        children = sorted(c for c in p.iterdir() if c.is_dir() and not c.is_symlink())
+    except OSError:
+        return []
+    return [root for c in children for root in find_roots(c, max_depth - 1)]

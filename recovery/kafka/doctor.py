@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from formats.discovery import DirKind, FileKind, classify_dir, classify_file, is_partition_dir
+from formats.discovery import DirKind, FileKind, classify_file, find_roots, is_partition_dir
 from formats.errors import FormatError, UnreadableInput
 from formats.findings import Finding, Severity, finding, from_error
 from formats.kafka import checkpoint, names
@@ -65,13 +65,11 @@ def diagnose(paths: list[Path]) -> DoctorReport:
     for path in paths:
         p = Path(path)
         if p.is_dir():
-            kind = classify_dir(p)
-            if kind is DirKind.KAFKA_LOG_DIR:
-                _log_dir(ev, p, report)
-            elif kind is DirKind.KAFKA_PARTITION_DIR:
-                _partition_with_parent(ev, p, report)
-            else:
-                raise UnreadableInput(f"{p}: not a Kafka log dir or partition dir")
+            roots = find_roots(p)
+            if not roots:
+                raise UnreadableInput(f"{p}: no Kafka log dir, partition dir or RocketMQ store in it")
+            for kind, root in roots:
+                _DIR_CHECKS[kind](ev, root, report)
         else:
             report.findings += check_file(ev, p)
     for changed in ev.changed_since():
@@ -79,6 +77,20 @@ def diagnose(paths: list[Path]) -> DoctorReport:
     report.inputs = ev.listing()
     report.findings.sort(key=_order)
     return report
+
+
+def _store(ev: Evidence, root: Path, report: DoctorReport) -> None:
+    """A RocketMQ store: its own checks, every file it read hashed like the rest."""
+    from recovery.rocketmq.doctor import diagnose_store
+    findings, files = diagnose_store(root)
+    report.findings += findings
+    for f in files:
+        ev.note(Path(f))
+
+
+_DIR_CHECKS = {DirKind.KAFKA_LOG_DIR: lambda ev, p, r: _log_dir(ev, p, r),
+               DirKind.KAFKA_PARTITION_DIR: lambda ev, p, r: _partition_with_parent(ev, p, r),
+               DirKind.ROCKETMQ_STORE: lambda ev, p, r: _store(ev, p, r)}
 
 
 def _order(f: Finding) -> tuple:
