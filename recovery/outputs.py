@@ -19,11 +19,12 @@ def _inside(child: Path, parent: Path) -> bool:
         return False
 
 
-def prepare_output(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]], force: bool) -> Path:
+def prepare_output(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]], force: bool,
+                   marker: str = COMPLETE_MARKER) -> Path:
     """Create `out` for writing; refuse a place inside (or around) an input, or over existing work.
 
     With `force`, only a directory replog completed before (it holds the
-    completion marker) is replaced, so a typo cannot wipe an unrelated tree.
+    `marker` file) is replaced, so a typo cannot wipe an unrelated tree.
     """
     target = Path(out).resolve()
     for src in inputs:
@@ -33,8 +34,9 @@ def prepare_output(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLi
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         if not force:
             raise UnsafeOutput(f"{target} exists and is not empty (use --force to replace a previous replog output)")
-        if not (target / COMPLETE_MARKER).exists():
-            raise UnsafeOutput(f"{target} is not a complete replog output; refusing to delete it even with --force")
+        if not (target / marker).exists():
+            raise UnsafeOutput(f"{target} is not a complete replog output ({marker} missing); "
+                               "refusing to delete it even with --force")
         shutil.rmtree(target)
     target.mkdir(parents=True, exist_ok=True)
     return target

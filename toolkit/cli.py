@@ -20,6 +20,9 @@ app = typer.Typer(
 )
 samples_app = typer.Typer(help="Generate realistic sample broker directories.", no_args_is_help=True)
 app.add_typer(samples_app, name="samples")
+fleet_app = typer.Typer(help="Scan many broker log dirs at once with Spark, and report on a scan.",
+                        no_args_is_help=True)
+app.add_typer(fleet_app, name="fleet")
 
 FormatOpt = Annotated[Optional[Format], typer.Option(
     "--format", "-f", help="table (default on a terminal), json, or jsonl (default in a pipe)")]
@@ -211,6 +214,48 @@ def samples_generate(
     from toolkit.commands import run_samples
 
     raise typer.Exit(run_samples(out, seed, force))
+
+
+@fleet_app.command("scan")
+@guarded
+def fleet_scan(
+    paths: Annotated[list[Path], typer.Argument(help="broker log dirs, folders of them, or globs")],
+    out: Annotated[Path, typer.Option("--out", help="directory for the Parquet tables")],
+    master: Annotated[Optional[str], typer.Option(help="Spark master URL (default: embedded local[*])")] = None,
+    inventory: Annotated[Optional[Path], typer.Option(help="file of `broker=path` lines")] = None,
+    batches: Annotated[bool, typer.Option("--batches", help="also write the per-batch table")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace the output of a previous fleet scan")] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Scan every partition of every log dir with Spark; Parquet tables partitions, segments,
+    findings, replicas (and batches) under --out.
+
+    Examples:
+
+      replog fleet scan /data/fleet --out /tmp/fleet-scan
+
+      replog fleet scan '/mnt/kafka-*/logs' --out scan --master spark://head:7077 --batches
+    """
+    from toolkit.fleet_view import run_fleet_scan
+
+    raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, fmt))
+
+
+@fleet_app.command("report")
+@guarded
+def fleet_report(
+    scan_dir: Annotated[Path, typer.Argument(help="the --out directory of a fleet scan")],
+    html_file: Annotated[Optional[Path], typer.Option("--html", help="also write a self-contained HTML report")] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Fleet health from a scan's Parquet tables (no Spark): totals, divergent replica sets,
+    damaged segments, checkpoints disagreeing with logs.
+
+    Example: replog fleet report /tmp/fleet-scan --html fleet.html
+    """
+    from toolkit.fleet_view import run_fleet_report
+
+    raise typer.Exit(run_fleet_report(scan_dir, fmt, html_file))
 
 
 def main() -> None:

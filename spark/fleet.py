@@ -1,0 +1,355 @@
+"""`fleet scan`: the per-directory scans of `ls`/`doctor`, distributed with Spark, written as Parquet.
+
+Flow: discover log dirs on the driver (cheap: names, meta.properties, root
+checkpoints) -> units (one per partition dir, one per log dir root) ->
+`parallelize` + `mapInArrow` runs `spark.tasks.run_unit` on the executors,
+which return Arrow record batches, carried through Spark as Arrow IPC blobs
+tagged by table (one scan feeds every table; the result is persisted) ->
+each table decoded back with its schema from `spark.schemas` and written to
+OUT/<table>/ -> `replicas` computed by Spark joins of batch metadata across
+brokers (offsets and CRCs, never record bytes).
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from formats.discovery import DirKind, classify_dir
+from formats.errors import FormatError, ReplogError, UnreadableInput
+from formats.fileio import atomic_write, read_small
+from formats.kafka import names
+from formats.kafka.meta_properties import parse_meta_properties
+from spark import schemas
+from recovery import outputs
+from spark.report import MARKER
+from spark.tasks import Unit, log_dir_units, run_unit
+
+Progress = Callable[[str, int, int], None]   # (step, tasks done, tasks total)
+
+
+@dataclass(frozen=True)
+class LogDir:
+    broker: str
+    path: str
+    kind: str = "kafka"
+
+
+@dataclass
+class FleetScanResult:
+    out_dir: str
+    log_dirs: list[LogDir]
+    skipped: list[str] = field(default_factory=list)   # inputs found but not scanned, with why
+    units: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+    errors: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out_dir": self.out_dir, "log_dirs": [vars(d) for d in self.log_dirs],
+                "skipped": self.skipped, "units": self.units, "rows": self.rows,
+                "errors": self.errors, "seconds": round(self.seconds, 3)}
+
+
+# -- discovery ------------------------------------------------------------------------
+
+
+def broker_name(log_dir: Path) -> str:
+    """broker.id / node.id from meta.properties, else the directory's name."""
+    meta = log_dir / names.META_PROPERTIES
+    if meta.is_file():
+        try:
+            node = parse_meta_properties(read_small(meta)).node_id
+            if node is not None:
+                return str(node)
+        except (FormatError, UnreadableInput):
+            pass
+    return log_dir.name
+
+
+def read_inventory(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """Lines `broker=path` (blank lines and `#` comments ignored)."""
+    out = []
+    for n, line in enumerate(read_small(path).decode("utf-8", "replace").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        broker, sep, target = line.partition("=")
+        if not sep or not broker.strip() or not target.strip():
+            raise UnreadableInput(f"{path}:{n}: expected `broker=path`, got {line[:80]!r}")
+        out.append((broker.strip(), target.strip()))
+    return out
+
+
+def discover(paths: Sequence[str | os.PathLike[str]], inventory: str | os.PathLike[str] | None = None
+             ) -> tuple[list[LogDir], list[str]]:
+    """Log dirs to scan from paths (log dir, folder of them, glob) and an inventory file."""
+    found: dict[str, LogDir] = {}
+    skipped: list[str] = []
+    named = [(None, str(p)) for p in paths] + (read_inventory(inventory) if inventory else [])
+    for broker, raw in named:
+        if "://" in raw and not raw.startswith("file://"):
+            raise ReplogError(f"{raw}: only local (or shared, mounted) paths are supported so far")
+        raw = raw.removeprefix("file://")
+        matches = sorted(glob.glob(raw)) if glob.has_magic(raw) else [raw]
+        if not matches:
+            raise UnreadableInput(f"{raw}: no such path")
+        for m in matches:
+            for d in _log_dirs_at(Path(m), skipped):
+                key = str(d.resolve())
+                found.setdefault(key, LogDir(broker or broker_name(d), str(d)))
+    if not found:
+        raise UnreadableInput("no Kafka log dir found under " + ", ".join(raw for _, raw in named))
+    return sorted(found.values(), key=lambda d: (d.broker, d.path)), skipped
+
+
+def _log_dirs_at(p: Path, skipped: list[str]) -> list[Path]:
+    if not p.is_dir():
+        raise UnreadableInput(f"{p}: not a directory")
+    kind = classify_dir(p)
+    if kind is DirKind.KAFKA_LOG_DIR:
+        return [p]
+    if kind is DirKind.ROCKETMQ_STORE:
+        skipped.append(f"{p}: RocketMQ store (fleet scans cover Kafka log dirs so far)")
+        return []
+    if kind is DirKind.KAFKA_PARTITION_DIR:
+        raise UnreadableInput(f"{p}: a partition dir; give its broker log dir {p.parent}")
+    out = []
+    for child in sorted(p.iterdir()):
+        if child.is_dir():
+            ck = classify_dir(child)
+            if ck is DirKind.KAFKA_LOG_DIR:
+                out.append(child)
+            elif ck is DirKind.ROCKETMQ_STORE:
+                skipped.append(f"{child}: RocketMQ store (fleet scans cover Kafka log dirs so far)")
+    if not out and not skipped:
+        raise UnreadableInput(f"{p}: neither a Kafka log dir nor a folder of log dirs")
+    return out
+
+
+# -- output dir ---------------------------------------------------------------------------
+
+
+def prepare_output(out_dir: str | os.PathLike[str], inputs: Sequence[LogDir], force: bool) -> Path:
+    """Create OUT; refuse an overlap with an input, or a non-empty OUT unless --force and a previous scan."""
+    return outputs.prepare_output(out_dir, [d.path for d in inputs], force, marker=MARKER)
+
+
+def _write_marker(out: Path, state: str, info: dict[str, Any]) -> None:
+    atomic_write(out / MARKER, json.dumps({"tool": "replog fleet scan", "state": state, **info},
+                                          indent=2).encode())
+
+
+# -- executor side ------------------------------------------------------------------------
+
+ENVELOPE = "table string, data binary"
+
+
+def _ipc(batch: pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as w:
+        w.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def scan_units(batches: Iterator[pa.RecordBatch], with_batches: bool = True) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: units in, (table, Arrow IPC blob) rows out."""
+    for rb in batches:
+        for text in rb.column("unit").to_pylist():
+            for table, out in run_unit(Unit.from_dict(json.loads(text)), with_batches=with_batches):
+                if out.num_rows:
+                    yield pa.RecordBatch.from_arrays([pa.array([table]), pa.array([_ipc(out)], pa.binary())],
+                                                     names=["table", "data"])
+
+
+def decode_blobs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: IPC blobs of one table back into its record batches."""
+    for rb in batches:
+        for blob in rb.column("data"):
+            yield from pa.ipc.open_stream(blob.as_buffer())
+
+
+# -- driver ----------------------------------------------------------------------------------
+
+
+class _StageWatcher(threading.Thread):
+    """Polls Spark's status tracker and reports (step, done, total) tasks of the active stages."""
+
+    def __init__(self, sc: Any, callback: Progress, interval: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.sc, self.callback, self.interval = sc, callback, interval
+        self.step = "scan"
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        tracker = self.sc.statusTracker()
+        while not self._stop_event.wait(self.interval):
+            try:
+                infos = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+            except Exception:  # noqa: BLE001 - the JVM may be shutting down
+                return
+            infos = [i for i in infos if i is not None]
+            if infos:
+                self.callback(self.step, sum(i.numCompletedTasks for i in infos), sum(i.numTasks for i in infos))
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=2)
+
+
+def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str], *,
+               master: str | None = None, inventory: str | os.PathLike[str] | None = None,
+               batches: bool = False, force: bool = False, progress: Progress | None = None,
+               session: Any = None) -> FleetScanResult:
+    """Scan every log dir found in `paths` with Spark; Parquet tables under `out_dir`.
+
+    `session` reuses a SparkSession (tests); otherwise one is started with `master`.
+    """
+    started = time.monotonic()
+    log_dirs, skipped = discover(paths, inventory)
+    out = prepare_output(out_dir, log_dirs, force)
+    info = {"inputs": [vars(d) for d in log_dirs], "skipped": skipped}
+    _write_marker(out, "running", info)
+    units = sorted((u for d in log_dirs for u in log_dir_units(d.broker, d.path)), key=lambda u: -u.size)
+    spark = session or _session(master)
+    watcher = _StageWatcher(spark.sparkContext, progress) if progress else None
+    if watcher:
+        watcher.start()
+    try:
+        _run_job(spark, units, out, batches, watcher)
+    finally:
+        if watcher:
+            watcher.stop()
+    result = FleetScanResult(str(out), log_dirs, skipped, len(units), table_rows(out))
+    result.errors = _error_count(out)
+    result.seconds = time.monotonic() - started
+    _write_marker(out, "complete", {**info, "rows": result.rows, "units": result.units})
+    return result
+
+
+def _session(master: str | None) -> Any:
+    from spark.session import get_session
+    return get_session(master)
+
+
+def _run_job(spark: Any, units: list[Unit], out: Path, with_batches: bool, watcher: _StageWatcher | None) -> None:
+    from pyspark import StorageLevel
+
+    sc = spark.sparkContext
+    n = max(1, min(len(units), sc.defaultParallelism * 4))
+    rdd = sc.parallelize([(json.dumps(u.to_dict()),) for u in units], n)
+    env = (spark.createDataFrame(rdd, "unit string")
+           .mapInArrow(lambda it: scan_units(it, True), ENVELOPE)
+           .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        tables = {name: _decode(env, name) for name in ("partitions", "segments", "findings", "batches")}
+        for name in ("partitions", "segments", "findings") + (("batches",) if with_batches else ()):
+            if watcher:
+                watcher.step = f"scan -> {name}"
+            tables[name].write.mode("overwrite").parquet(str(out / name))
+        if watcher:
+            watcher.step = "replicas"
+        slim = tables["batches"].select(*REPLICA_BATCH_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
+        replicas_frame(spark.read.parquet(str(out / "partitions")), slim) \
+            .write.mode("overwrite").parquet(str(out / "replicas"))
+        slim.unpersist()
+    finally:
+        env.unpersist()
+
+
+REPLICA_BATCH_COLUMNS = ("broker", "topic", "partition", "base_offset", "last_offset", "crc", "count")
+
+
+def _decode(env: Any, name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return env.where(F.col("table") == name).select("data").mapInArrow(
+        decode_blobs, schemas.spark_schema(schemas.TABLES[name]))
+
+
+def replicas_frame(partitions: Any, batches: Any) -> Any:
+    """The `replicas` table: live partitions held by two or more brokers, compared by batch metadata.
+
+    First divergent offset D of a replica set = the smallest base_offset of a kept
+    batch of one replica that another replica's log range [log_start_offset,
+    log_end_offset) covers but which that replica does not hold identically
+    (same base_offset, last_offset and CRC): a different batch, or different
+    batch boundaries, at that offset. Offsets only one replica holds (one log is
+    ahead, or the other's start was deleted by retention) are not divergence.
+    Sides and records at risk: `spark.tasks.assemble_replica_set`.
+    """
+    from pyspark.sql import functions as F
+
+    live = partitions.where(F.col("state") == "live")
+    tp = ["topic", "partition"]
+    multi = live.groupBy(*tp).count().where(F.col("count") >= 2).select(*tp)
+    reps = live.join(multi, tp).select("broker", *tp, "log_start_offset", "log_end_offset",
+                                       "high_watermark", "latest_epoch")
+    kept = batches.join(multi, tp).select(
+        "broker", *tp, "base_offset", "last_offset", "crc", "count")
+    b, o = kept.alias("b"), reps.alias("o")
+    covered = b.join(o, (F.col("b.topic") == F.col("o.topic")) & (F.col("b.partition") == F.col("o.partition"))
+                     & (F.col("b.broker") != F.col("o.broker"))
+                     & (F.col("b.base_offset") >= F.col("o.log_start_offset"))
+                     & (F.col("b.base_offset") < F.col("o.log_end_offset"))).select(
+        F.col("o.broker").alias("other"), "b.topic", "b.partition", "b.base_offset", "b.last_offset", "b.crc")
+    held = kept.select(F.col("broker").alias("other"), *tp, "base_offset", "last_offset", "crc")
+    mismatch = covered.join(held, ["other", *tp, "base_offset", "last_offset", "crc"], "left_anti")
+    div = mismatch.groupBy(*tp).agg(F.min("base_offset").alias("divergent_offset"))
+    k, d = kept.alias("k"), div.alias("d")
+    on_tp = (F.col("k.topic") == F.col("d.topic")) & (F.col("k.partition") == F.col("d.partition"))
+    at_d = k.join(d, on_tp & (F.col("k.base_offset") <= F.col("d.divergent_offset"))
+                  & (F.col("k.last_offset") >= F.col("d.divergent_offset"))).select(
+        "k.broker", "k.topic", "k.partition",
+        F.struct("k.base_offset", "k.last_offset", "k.crc").alias("at_d"))
+    after = (k.join(d, on_tp & (F.col("k.last_offset") >= F.col("d.divergent_offset")))
+             .join(reps.alias("r"), (F.col("r.broker") == F.col("k.broker")) & (F.col("r.topic") == F.col("k.topic"))
+                   & (F.col("r.partition") == F.col("k.partition")))
+             .groupBy("k.broker", "k.topic", "k.partition")
+             .agg(F.sum("k.count").alias("records_from_d"),
+                  F.sum(F.when(F.col("k.base_offset") < F.col("r.high_watermark"), F.col("k.count"))
+                        .otherwise(0)).alias("committed_from_d")))
+    per_replica = (reps.join(div, tp, "left").join(at_d, ["broker", *tp], "left")
+                   .join(after, ["broker", *tp], "left"))
+    grouped = per_replica.groupBy(*tp).agg(F.collect_list(F.struct(
+        "broker", "log_end_offset", "high_watermark", "latest_epoch", "divergent_offset", "at_d",
+        "records_from_d", "committed_from_d")).alias("replicas"))
+    return grouped.mapInArrow(assemble_batches, schemas.spark_schema(schemas.REPLICAS))
+
+
+def assemble_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: grouped per-replica facts -> `replicas` rows."""
+    from spark.tasks import assemble_replica_set
+
+    for rb in batches:
+        rows = [assemble_replica_set(r["topic"], r["partition"], r["replicas"]) for r in rb.to_pylist()]
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, schema=schemas.REPLICAS)
+
+
+# -- counts --------------------------------------------------------------------------------
+
+
+def table_rows(out: Path) -> dict[str, int]:
+    import pyarrow.dataset as ds
+
+    return {name: ds.dataset(str(out / name), format="parquet").count_rows()
+            for name in schemas.TABLES if (out / name).is_dir()}
+
+
+def _error_count(out: Path) -> int:
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    if not (out / "findings").is_dir():
+        return 0
+    sev = ds.dataset(str(out / "findings"), format="parquet").to_table(columns=["severity"]).column("severity")
+    return int(pc.sum(pc.equal(sev, "error")).as_py() or 0)

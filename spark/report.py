@@ -1,0 +1,150 @@
+"""`fleet report`: a fleet scan's health from its Parquet tables, with pyarrow alone (no Spark, instant).
+
+Totals, findings per broker, the worst partitions, divergent replica sets with
+their divergence points, lagging replica sets, damaged segments, and where a
+broker's checkpoints disagree with its logs.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from formats.errors import UnreadableInput
+from spark import schemas
+
+MARKER = "_replog_fleet_scan.json"
+CHECKPOINT_CODES = frozenset({
+    "KAFKA_HW_ABOVE_LEO", "KAFKA_LSO_ABOVE_HW", "KAFKA_RECOVERY_POINT_ABOVE_LEO",
+    "KAFKA_PARTITION_NOT_IN_CHECKPOINT", "KAFKA_CHECKPOINT_WITHOUT_PARTITION", "KAFKA_CHECKPOINT_INVALID",
+    "KAFKA_EPOCH_BEYOND_LOG_END", "KAFKA_EPOCH_CHECKPOINT_MISMATCH", "KAFKA_CHECKPOINT_TMP_LEFTOVER",
+})
+
+
+@dataclass
+class FleetReport:
+    out_dir: str
+    totals: dict[str, int] = field(default_factory=dict)
+    brokers: list[dict[str, Any]] = field(default_factory=list)
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    worst_partitions: list[dict[str, Any]] = field(default_factory=list)
+    divergent: list[dict[str, Any]] = field(default_factory=list)
+    lagging: list[dict[str, Any]] = field(default_factory=list)
+    damaged_segments: list[dict[str, Any]] = field(default_factory=list)
+    checkpoint_disagreements: list[dict[str, Any]] = field(default_factory=list)
+    finding_codes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def has_errors(self) -> bool:
+        return self.totals.get("errors", 0) > 0 or bool(self.divergent)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_table(out_dir: str | Path, name: str) -> pa.Table:
+    """One table of a scan, with its declared schema (empty when the scan wrote no rows)."""
+    path = Path(out_dir) / name
+    schema = schemas.TABLES[name]
+    if not path.is_dir():
+        return schema.empty_table()
+    files = [str(p) for p in sorted(path.glob("*.parquet"))]
+    if not files:
+        return schema.empty_table()
+    return ds.dataset(files, format="parquet").to_table().select(schema.names).cast(schema)
+
+
+def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
+    """Read OUT/<table>/ and summarise; `limit` bounds each list."""
+    out = Path(out_dir)
+    if not (out / MARKER).is_file() or not (out / "partitions").is_dir():
+        raise UnreadableInput(f"{out}: not the output of `replog fleet scan` ({MARKER} or partitions/ missing)")
+    parts, segs = load_table(out, "partitions"), load_table(out, "segments")
+    finds, reps = load_table(out, "findings"), load_table(out, "replicas")
+    rep = FleetReport(str(out))
+    sev = finds.column("severity")
+    rep.totals = {
+        "brokers": len(pc.unique(parts.column("broker"))) if parts.num_rows else 0,
+        "log_dirs": len(pc.unique(parts.column("log_dir"))) if parts.num_rows else 0,
+        "partitions": parts.num_rows, "segments": segs.num_rows,
+        "bytes": int(pc.sum(parts.column("bytes")).as_py() or 0),
+        "replica_sets": reps.num_rows,
+        "divergent_replica_sets": int(pc.sum(pc.is_valid(reps.column("first_divergent_offset"))).as_py() or 0),
+        "damaged_segments": int(pc.sum(segs.column("damaged")).as_py() or 0),
+        "errors": _count(sev, "error"), "warnings": _count(sev, "warning"), "infos": _count(sev, "info")}
+    rep.brokers = _brokers(parts, finds)
+    rep.topics = _topics(parts, reps)
+    rep.finding_codes = dict(sorted(_group_count(finds, "code").items(), key=lambda kv: -kv[1]))
+    rep.worst_partitions = _worst(parts, limit)
+    rows = reps.to_pylist()
+    rep.divergent = sorted((r for r in rows if r["first_divergent_offset"] is not None),
+                           key=lambda r: (-r["records_at_risk"], r["topic"], r["partition"]))[:limit]
+    rep.lagging = sorted((r for r in rows if r["first_divergent_offset"] is None and r["leo_spread"]),
+                         key=lambda r: (-r["leo_spread"], r["topic"], r["partition"]))[:limit]
+    damaged = segs.filter(segs.column("damaged"))
+    rep.damaged_segments = sorted(damaged.select(["broker", "topic", "partition", "path", "size", "valid_bytes",
+                                                  "errors", "warnings"]).to_pylist(),
+                                  key=lambda r: (-r["errors"], r["broker"], r["path"]))[:limit]
+    cp = finds.filter(pc.is_in(finds.column("code"), pa.array(sorted(CHECKPOINT_CODES))))
+    rep.checkpoint_disagreements = cp.select(["broker", "topic", "partition", "code", "severity", "path",
+                                              "offset", "message"]).to_pylist()[:limit * 5]
+    return rep
+
+
+def _count(col: pa.ChunkedArray, value: str) -> int:
+    return int(pc.sum(pc.equal(col, value)).as_py() or 0) if len(col) else 0
+
+
+def _group_count(t: pa.Table, key: str) -> dict[Any, int]:
+    if not t.num_rows:
+        return {}
+    g = t.group_by(key).aggregate([([], "count_all")])
+    return dict(zip(g.column(key).to_pylist(), g.column("count_all").to_pylist()))
+
+
+def _brokers(parts: pa.Table, finds: pa.Table) -> list[dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    if parts.num_rows:
+        g = parts.group_by("broker").aggregate([("partition", "count"), ("bytes", "sum"),
+                                                ("log_dir", "count_distinct")])
+        for r in g.to_pylist():
+            out[r["broker"]] = {"broker": r["broker"], "log_dirs": r["log_dir_count_distinct"],
+                                "partitions": r["partition_count"], "bytes": r["bytes_sum"],
+                                "errors": 0, "warnings": 0, "infos": 0}
+    if finds.num_rows:
+        g = finds.group_by(["broker", "severity"]).aggregate([([], "count_all")])
+        for r in g.to_pylist():
+            row = out.setdefault(r["broker"], {"broker": r["broker"], "log_dirs": 0, "partitions": 0, "bytes": 0,
+                                               "errors": 0, "warnings": 0, "infos": 0})
+            row[r["severity"] + "s"] = r["count_all"]
+    return [out[k] for k in sorted(out)]
+
+
+def _topics(parts: pa.Table, reps: pa.Table) -> list[dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    if parts.num_rows:
+        g = parts.group_by("topic").aggregate([("partition", "count_distinct"), ("bytes", "sum")])
+        for r in g.to_pylist():
+            out[r["topic"]] = {"topic": r["topic"], "partitions": r["partition_count_distinct"],
+                               "bytes": r["bytes_sum"], "max_leo_spread": 0, "max_hw_spread": 0,
+                               "divergent": 0, "records_at_risk": 0}
+    for r in reps.to_pylist():
+        t = out.setdefault(r["topic"], {"topic": r["topic"], "partitions": 0, "bytes": 0, "max_leo_spread": 0,
+                                        "max_hw_spread": 0, "divergent": 0, "records_at_risk": 0})
+        t["max_leo_spread"] = max(t["max_leo_spread"], r["leo_spread"] or 0)
+        t["max_hw_spread"] = max(t["max_hw_spread"], r["hw_spread"] or 0)
+        t["divergent"] += r["first_divergent_offset"] is not None
+        t["records_at_risk"] += r["records_at_risk"] or 0
+    return [out[k] for k in sorted(out)]
+
+
+def _worst(parts: pa.Table, limit: int) -> list[dict[str, Any]]:
+    cols = ["broker", "topic", "partition", "log_end_offset", "high_watermark", "errors", "warnings", "flags"]
+    bad = parts.filter(pc.greater(pc.add(parts.column("errors"), parts.column("warnings")), 0))
+    rows = bad.select(cols).to_pylist()
+    return sorted(rows, key=lambda r: (-r["errors"], -r["warnings"], r["topic"], r["partition"],
+                                       r["broker"]))[:limit]

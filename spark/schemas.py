@@ -1,0 +1,116 @@
+"""The fleet tables: one Arrow schema each, the Spark schemas derived from them.
+
+The Arrow schemas below are the only definition: executors build record
+batches of exactly these types, Spark reads them through `spark_schema`, and
+`fleet report` reads the Parquet files back with pyarrow alone. Types are
+those Spark has (no unsigned integers), so the round trip is lossless.
+Importing this module does not import pyspark.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from formats.kafka.columns import BATCH_SCHEMA
+
+_EPOCH = pa.struct([("epoch", pa.int32()), ("start_offset", pa.int64())])
+_WHERE = [("broker", pa.string()), ("log_dir", pa.string()), ("topic", pa.string()),
+          ("partition", pa.int32())]
+_COUNTS = [("errors", pa.int32()), ("warnings", pa.int32()), ("infos", pa.int32())]
+
+PARTITIONS = pa.schema(_WHERE + [
+    ("path", pa.string()),
+    ("state", pa.string()),                      # live | delete | future | stray
+    ("segments", pa.int32()),
+    ("bytes", pa.int64()),
+    ("log_start_offset", pa.int64()),
+    ("log_end_offset", pa.int64()),
+    ("high_watermark", pa.int64()),              # null: not in replication-offset-checkpoint
+    ("recovery_point", pa.int64()),
+    ("latest_epoch", pa.int32()),
+    ("epoch_history", pa.list_(_EPOCH)),         # leader-epoch-checkpoint; null when absent
+    ("batch_epochs", pa.list_(_EPOCH)),          # epoch changes stamped in the batches
+    ("first_timestamp", pa.int64()),
+    ("max_timestamp", pa.int64()),
+    *_COUNTS,
+    ("flags", pa.list_(pa.string())),            # as `ls` shows them
+])
+
+SEGMENTS = pa.schema(_WHERE + [
+    ("path", pa.string()),
+    ("base_offset", pa.int64()),
+    ("size", pa.int64()),
+    ("batch_count", pa.int64()),
+    ("first_offset", pa.int64()),
+    ("valid_bytes", pa.int64()),                 # broker recovery truncates here
+    ("valid_next_offset", pa.int64()),
+    ("first_timestamp", pa.int64()),
+    ("max_timestamp", pa.int64()),
+    *_COUNTS,
+    ("damaged", pa.bool_()),                     # an error finding, or valid_bytes < size
+])
+
+FINDINGS = pa.schema(_WHERE + [
+    ("code", pa.string()),
+    ("severity", pa.string()),
+    ("path", pa.string()),
+    ("position", pa.int64()),
+    ("offset", pa.int64()),
+    ("message", pa.string()),
+])
+
+REPLICAS = pa.schema([
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("replicas", pa.list_(pa.string())),         # broker names, sorted
+    ("log_end_offsets", pa.list_(pa.int64())),   # in the order of `replicas`
+    ("high_watermarks", pa.list_(pa.int64())),
+    ("latest_epochs", pa.list_(pa.int32())),
+    ("leo_spread", pa.int64()),                  # max - min log end offset
+    ("hw_spread", pa.int64()),                   # max - min known high watermark
+    ("first_divergent_offset", pa.int64()),      # null: the logs agree where they overlap
+    ("kept", pa.list_(pa.string())),             # side whose batches win at the divergence
+    ("diverged", pa.list_(pa.string())),         # replicas holding other batches there
+    ("behind", pa.list_(pa.string())),           # replicas holding nothing there
+    ("records_at_risk", pa.int64()),
+    ("committed_at_risk", pa.int64()),
+])
+
+
+def _sparkable(t: pa.DataType) -> pa.DataType:
+    return pa.int64() if pa.types.is_uint32(t) else pa.int16() if pa.types.is_uint8(t) else t
+
+
+BATCHES = pa.schema(_WHERE + [("kept", pa.bool_())]
+                    + [pa.field(f.name, _sparkable(f.type)) for f in BATCH_SCHEMA])
+
+TABLES: dict[str, pa.Schema] = {"partitions": PARTITIONS, "segments": SEGMENTS, "findings": FINDINGS,
+                                "replicas": REPLICAS, "batches": BATCHES}
+
+
+def empty(schema: pa.Schema) -> pa.Table:
+    return schema.empty_table()
+
+
+def spark_type(t: pa.DataType) -> Any:
+    """The Spark SQL type of one Arrow type (the subset the tables use)."""
+    from pyspark.sql import types as T
+
+    simple = {pa.string(): T.StringType(), pa.int64(): T.LongType(), pa.int32(): T.IntegerType(),
+              pa.int16(): T.ShortType(), pa.int8(): T.ByteType(), pa.bool_(): T.BooleanType(),
+              pa.binary(): T.BinaryType(), pa.float64(): T.DoubleType()}
+    if t in simple:
+        return simple[t]
+    if pa.types.is_list(t):
+        return T.ArrayType(spark_type(t.value_type), True)
+    if pa.types.is_struct(t):
+        return T.StructType([T.StructField(f.name, spark_type(f.type), f.nullable) for f in t])
+    raise TypeError(f"no Spark type for Arrow {t}")
+
+
+def spark_schema(schema: pa.Schema) -> Any:
+    """StructType of a table, derived from its Arrow schema."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(f.name, spark_type(f.type), f.nullable) for f in schema])

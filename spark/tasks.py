@@ -1,0 +1,280 @@
+"""What one executor task does: scan one unit, return Arrow record batches per table.
+
+Pure functions, no Spark: a unit is a partition dir (or a log dir's root
+files) of one broker; the scan is `recovery.kafka.logdir.summarize_partition`,
+the very function behind `ls`, plus the batch metadata walk of
+`formats.kafka.segment` in `column_chunks` of bounded size, so memory stays
+flat whatever the partition holds. `assemble_replica_set` turns the per-replica
+facts Spark has joined into one `replicas` row.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from formats.discovery import is_partition_dir
+from formats.errors import ReplogError
+from formats.findings import Finding, finding
+from formats.fileio import mapped
+from formats.kafka import names
+from formats.kafka.columns import column_chunks
+from formats.kafka.segment import SegmentWalk
+from recovery.kafka import checks_broker, doctor
+from recovery.kafka.checks_broker import PartitionOffsets
+from recovery.kafka.evidence import Evidence
+from recovery.kafka.logdir import (BrokerCheckpoints, PartitionSummary, flags, read_broker_checkpoints,
+                                   summarize_partition)
+from spark import schemas
+
+TableBatch = tuple[str, pa.RecordBatch]
+
+_OFFSET_CHECKPOINTS = ("high_watermarks", "recovery_points", "log_start_offsets", "cleaner_offsets")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One task's input, small enough to ship as JSON.
+
+    `offsets` holds this partition's entries of the root checkpoints read once
+    on the driver: a key per checkpoint file present, its value None when the
+    file does not list the partition.
+    """
+
+    kind: str                  # "partition" | "log_dir"
+    broker: str
+    log_dir: str
+    path: str
+    offsets: dict[str, int | None] = field(default_factory=dict)
+    positions: dict[str, int | None] = field(default_factory=dict)  # of those entries in their files
+    size: int = 0              # bytes on disk, to balance tasks
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Unit:
+        return cls(**d)
+
+
+def log_dir_units(broker: str, log_dir: str) -> list[Unit]:
+    """The units of one log dir: one per partition dir (as `ls`/`doctor` list them), one for the root."""
+    root = Path(log_dir)
+    cps = read_broker_checkpoints(root)
+    units = [Unit("log_dir", broker, str(root), str(root))]
+    for name in sorted(os.listdir(root)):
+        p = root / name
+        if not is_partition_dir(p):
+            continue
+        parsed = names.parse_partition_dir(name)
+        tp = (parsed.topic, parsed.partition)
+        offsets = {attr: getattr(cps, attr).get(tp) for attr in _OFFSET_CHECKPOINTS
+                   if getattr(cps, attr) is not None}
+        positions = {attr: cps.line_positions.get(attr, {}).get(tp) for attr in offsets}
+        units.append(Unit("partition", broker, str(root), str(p), offsets, positions, _dir_bytes(p)))
+    return units
+
+
+def _dir_bytes(p: Path) -> int:
+    try:
+        return sum(e.stat().st_size for e in os.scandir(p) if e.is_file())
+    except OSError:
+        return 0
+
+
+def checkpoints_for(unit: Unit) -> BrokerCheckpoints:
+    """The broker checkpoints as `summarize_partition` would have read them, for this partition."""
+    parsed = names.parse_partition_dir(Path(unit.path).name)
+    tp = (parsed.topic, parsed.partition) if parsed else ("", -1)
+    cps = BrokerCheckpoints(**{attr: ({} if v is None else {tp: v}) for attr, v in unit.offsets.items()})
+    cps.line_positions = {attr: {tp: v} for attr, v in unit.positions.items() if v is not None}
+    return cps
+
+
+def run_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableBatch]:
+    """Every table's rows for one unit; damage is data, so bad input never raises here."""
+    where = _where(unit)
+    try:
+        if unit.kind == "log_dir":
+            yield "findings", findings_batch(where, log_dir_findings(Path(unit.path)))
+            return
+        part = summarize_partition(unit.path, checkpoints_for(unit))
+        found = partition_findings(unit)
+    except (ReplogError, OSError) as e:
+        yield "findings", findings_batch(where, [finding("UNREADABLE_FILE", unit.path, message=str(e))])
+        return
+    except Exception as e:  # noqa: BLE001 - one bad dir must not fail the fleet job
+        yield "findings", findings_batch(where, [finding("INTERNAL_ERROR", unit.path,
+                                                         message=f"{type(e).__name__}: {e}")])
+        return
+    yield "partitions", partition_batch(unit, part, found)
+    yield "segments", segments_batch(where, part, found)
+    yield "findings", findings_batch(where, found)
+    if with_batches:
+        yield from (("batches", b) for b in batch_batches(where, part))
+
+
+class _Unhashed(Evidence):
+    """Doctor's evidence reader without the SHA-256 of every file (a fleet scan keeps no manifest)."""
+
+    def _note(self, path: Path, data: memoryview | bytes) -> None:
+        pass
+
+
+def partition_findings(unit: Unit) -> list[Finding]:
+    """`doctor`'s findings for one partition dir, with this broker's checkpoints."""
+    _, found = doctor.check_partition(_Unhashed(), Path(unit.path), checkpoints_for(unit), Path(unit.log_dir))
+    return found
+
+
+def log_dir_findings(root: Path) -> list[Finding]:
+    """`doctor`'s findings for a log dir's root: its files and checkpoint membership."""
+    ev = _Unhashed()
+    cps = checks_broker.read_checkpoints(ev, root)
+    parts = [PartitionOffsets(str(root / n), p.topic, p.partition, p.state, None, 0)
+             for n in sorted(os.listdir(root)) if is_partition_dir(root / n)
+             for p in [names.parse_partition_dir(n)]]
+    return cps.findings + checks_broker.check_root_files(ev, root) + checks_broker.check_membership(parts, cps, root)
+
+
+def _where(unit: Unit) -> dict[str, Any]:
+    parsed = names.parse_partition_dir(Path(unit.path).name) if unit.kind == "partition" else None
+    return {"broker": unit.broker, "log_dir": unit.log_dir,
+            "topic": parsed.topic if parsed else None, "partition": parsed.partition if parsed else None}
+
+
+# -- rows ----------------------------------------------------------------------------
+
+
+def _counts(found: Iterable[Finding]) -> dict[str, int]:
+    sev = [f.severity.value for f in found]
+    return {"errors": sev.count("error"), "warnings": sev.count("warning"), "infos": sev.count("info")}
+
+
+def _epochs(entries: Iterable[Any] | None) -> list[dict[str, int]] | None:
+    return None if entries is None else [{"epoch": e.epoch, "start_offset": e.start_offset} for e in entries]
+
+
+def partition_row(unit: Unit, part: PartitionSummary, found: list[Finding]) -> dict[str, Any]:
+    """The `partitions` row: the numbers `ls` shows, the finding counts `doctor` gives."""
+    return {**_where(unit), "path": part.path, "state": part.state, "segments": len(part.segments),
+            "bytes": part.bytes, "log_start_offset": part.log_start_offset,
+            "log_end_offset": part.log_end_offset, "high_watermark": part.high_watermark,
+            "recovery_point": part.recovery_point, "latest_epoch": part.latest_epoch,
+            "epoch_history": _epochs(part.epoch_checkpoint),
+            "batch_epochs": _epochs(e for s in part.segments for e in s.epoch_starts),
+            "first_timestamp": part.first_timestamp, "max_timestamp": part.max_timestamp,
+            **_counts(found), "flags": flags(part)}
+
+
+def partition_batch(unit: Unit, part: PartitionSummary, found: list[Finding]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([partition_row(unit, part, found)], schema=schemas.PARTITIONS)
+
+
+def segments_batch(where: dict[str, Any], part: PartitionSummary, found: list[Finding]) -> pa.RecordBatch:
+    """One row per `.log`; finding counts are doctor's findings located in that file."""
+    rows = []
+    for s in part.segments:
+        counts = _counts(f for f in found if f.path == s.path)
+        rows.append({**where, "path": s.path, "base_offset": s.base_offset, "size": s.size,
+                     "batch_count": s.batch_count, "first_offset": s.first_offset,
+                     "valid_bytes": s.valid_bytes, "valid_next_offset": s.valid_next_offset,
+                     "first_timestamp": s.first_timestamp, "max_timestamp": s.max_timestamp, **counts,
+                     "damaged": counts["errors"] > 0 or s.valid_bytes < s.size})
+    return pa.RecordBatch.from_pylist(rows, schema=schemas.SEGMENTS)
+
+
+def findings_batch(where: dict[str, Any], found: list[Finding]) -> pa.RecordBatch:
+    rows = [{**where, "code": f.code, "severity": f.severity.value, "path": f.path,
+             "position": f.position, "offset": f.offset, "message": f.message} for f in found]
+    return pa.RecordBatch.from_pylist(rows, schema=schemas.FINDINGS)
+
+
+def batch_batches(where: dict[str, Any], part: PartitionSummary) -> Iterator[pa.RecordBatch]:
+    """Per-batch metadata of every segment, in bounded chunks, with `kept` = below valid bytes."""
+    for s in part.segments:
+        try:
+            with mapped(s.path) as buf:
+                walk = SegmentWalk(buf, s.path, s.base_offset)
+                kept: list[bool] = []
+
+                def tagged(walk: SegmentWalk = walk, kept: list[bool] = kept) -> Iterator[Any]:
+                    for b in walk.batches():
+                        kept.append(b.end <= walk.valid_bytes)
+                        yield b
+
+                for chunk in column_chunks(s.path, tagged()):
+                    flags_, kept[:] = kept[:chunk.num_rows], kept[chunk.num_rows:]
+                    yield _with_where(where, chunk, flags_)
+        except ReplogError:
+            continue  # unreadable now: summarize_partition already reported the segment
+
+
+def _with_where(where: dict[str, Any], chunk: pa.RecordBatch, kept: list[bool]) -> pa.RecordBatch:
+    n = chunk.num_rows
+    cols = [pa.array([where[k]] * n, schemas.BATCHES.field(k).type) for k in ("broker", "log_dir", "topic",
+                                                                              "partition")]
+    cols.append(pa.array(kept, pa.bool_()))
+    cols += [chunk.column(i).cast(schemas.BATCHES.field(name).type) for i, name in enumerate(chunk.schema.names)]
+    return pa.RecordBatch.from_arrays(cols, schema=schemas.BATCHES)
+
+
+# -- replica sets ----------------------------------------------------------------------
+
+
+def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, Any]]) -> dict[str, Any]:
+    """One `replicas` row from per-replica facts joined by Spark.
+
+    Each replica dict: broker, log_end_offset, high_watermark, latest_epoch, and
+    when the set diverges: divergent_offset (D, the same for all), at_d (the
+    (base_offset, last_offset, crc) of its kept batch covering D, or None),
+    records_from_d (records in its kept batches ending at or after D) and
+    committed_from_d (those of them in batches starting below its high watermark).
+
+    Sides at D: the replica with the latest leader epoch (ties: longest log)
+    is taken as the leader whose log wins, as the epoch protocol would have it.
+    `kept` = replicas holding the leader's batch at D (or, when the leader holds
+    nothing there, those holding nothing); `diverged` = replicas holding another
+    batch there: their log from D on is what follower truncation discards;
+    `behind` = replicas holding nothing at D, which simply lag. records_at_risk is
+    the most records any diverged replica holds from D on; committed_at_risk the
+    most of those below that replica's own high watermark, i.e. records it had
+    reported committed and consumers may have read.
+    """
+    reps = sorted(replicas, key=lambda r: r["broker"])
+    leos = [r["log_end_offset"] for r in reps]
+    hws = [r["high_watermark"] for r in reps]
+    known_hws = [h for h in hws if h is not None]
+    row: dict[str, Any] = {
+        "topic": topic, "partition": partition, "replicas": [r["broker"] for r in reps],
+        "log_end_offsets": leos, "high_watermarks": hws, "latest_epochs": [r["latest_epoch"] for r in reps],
+        "leo_spread": max(leos) - min(leos) if leos else 0,
+        "hw_spread": max(known_hws) - min(known_hws) if known_hws else None,
+        "first_divergent_offset": None, "kept": [], "diverged": [], "behind": [],
+        "records_at_risk": 0, "committed_at_risk": 0}
+    d = next((r.get("divergent_offset") for r in reps if r.get("divergent_offset") is not None), None)
+    if d is None:
+        return row
+    leader = max(reps, key=lambda r: (r["latest_epoch"] if r["latest_epoch"] is not None else -1,
+                                      r["log_end_offset"]))
+    winner = _key(leader.get("at_d"))
+    diverged = [r for r in reps if _key(r.get("at_d")) != winner and r.get("at_d") is not None]
+    row.update(first_divergent_offset=d,
+               kept=[r["broker"] for r in reps if _key(r.get("at_d")) == winner],
+               diverged=[r["broker"] for r in diverged],
+               behind=[r["broker"] for r in reps if r.get("at_d") is None and winner is not None],
+               records_at_risk=max((r.get("records_from_d") or 0 for r in diverged), default=0),
+               committed_at_risk=max((r.get("committed_from_d") or 0 for r in diverged), default=0))
+    return row
+
+
+def _key(at_d: Any) -> tuple[int, int, int] | None:
+    if at_d is None:
+        return None
+    if isinstance(at_d, dict):
+        return (at_d["base_offset"], at_d["last_offset"], at_d["crc"])
+    return tuple(at_d)  # type: ignore[return-value]

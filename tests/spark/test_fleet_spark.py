@@ -1,0 +1,132 @@
+"""`fleet scan` end to end in local[2]: one scan of two fleets, checked against the planted defects
+and against single-process `ls` (summarize_partition) and `doctor` (diagnose) on the same dirs."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from recovery.kafka.doctor import diagnose
+from recovery.kafka.logdir import summarize_log_dir
+from spark.fleet import MARKER, prepare_output, LogDir
+from spark.report import fleet_report, load_table
+from tests.spark.fleet_builder import BROKERS, build_fleet
+from toolkit.views import ls_rows
+
+pytestmark = pytest.mark.spark
+LS_FIELDS = ("topic", "partition", "state", "segments", "bytes", "log_start_offset", "log_end_offset",
+             "high_watermark", "recovery_point", "latest_epoch", "first_timestamp", "max_timestamp", "flags")
+
+
+@pytest.fixture(scope="module")
+def session():
+    from spark.java import java_problem
+    if java_problem():
+        pytest.skip(java_problem())
+    from spark.session import get_session
+    spark = get_session("local[2]")
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture(scope="module")
+def scan(session, tmp_path_factory: pytest.TempPathFactory):
+    """Sample generator's fleet as g1..g3 and the test builder's as b1..b3, named by an inventory."""
+    from samples.kafka_fleet import generate_kafka_fleet
+    from spark.fleet import scan_fleet
+
+    root = tmp_path_factory.mktemp("fleetscan")
+    manifest = generate_kafka_fleet(root / "gen", seed=7)
+    planted = build_fleet(root / "fx")
+    inv = root / "inventory.txt"
+    inv.write_text("# broker=path\n" + "".join(f"g{i}={root / 'gen' / f'broker-{i}'}\n" for i in (1, 2, 3))
+                   + "".join(f"b{b}={root / 'fx' / f'broker-{b}'}\n" for b in BROKERS))
+    steps: list[str] = []
+    result = scan_fleet([], root / "out", inventory=inv, batches=True, session=session,
+                        progress=lambda step, done, total: steps.append(step))
+    log_dirs = {d.broker: Path(d.path) for d in result.log_dirs}
+    return root / "out", result, manifest, planted, log_dirs
+
+
+def _g(name: str) -> str:
+    return "g" + name.removeprefix("broker-")
+
+
+def test_scan_wrote_every_table(scan) -> None:
+    out, result, *_ = scan
+    assert (out / MARKER).is_file()
+    assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches"}
+    assert result.rows["partitions"] == len(load_table(out, "partitions")) > 30
+    assert result.errors > 0 and len(result.log_dirs) == 6
+
+
+def test_partitions_equal_ls(scan) -> None:
+    out, _, _, _, log_dirs = scan
+    parts = load_table(out, "partitions").to_pylist()
+    for broker, path in log_dirs.items():
+        mine = sorted(({k: r[k] for k in LS_FIELDS} for r in parts if r["broker"] == broker),
+                      key=lambda r: (r["topic"], r["partition"]))
+        theirs = sorted(({k: r[k] for k in LS_FIELDS} for r in ls_rows(summarize_log_dir(path).partitions)),
+                        key=lambda r: (r["topic"], r["partition"]))
+        assert mine == theirs, broker
+
+
+def test_findings_equal_doctor(scan) -> None:
+    out, _, _, _, log_dirs = scan
+    finds = load_table(out, "findings").to_pylist()
+    for broker, path in log_dirs.items():
+        mine = Counter((r["code"], r["path"], r["position"], r["offset"]) for r in finds if r["broker"] == broker)
+        theirs = Counter((f.code, f.path, f.position, f.offset) for f in diagnose([path]).findings
+                         if f.code != "INPUT_CHANGED")
+        assert mine == theirs, broker
+
+
+def test_every_planted_defect_found(scan) -> None:
+    out, _, manifest, planted, _ = scan
+    found = {(r["broker"], None if r["topic"] is None else f"{r['topic']}-{r['partition']}", r["code"])
+             for r in load_table(out, "findings").to_pylist()}
+    for d in manifest.damage:
+        if d.partition is None:
+            assert any(b == _g(d.broker) and c == d.code for b, _, c in found), d
+        else:
+            assert (_g(d.broker), d.partition, d.code) in found, d
+    for broker, topic, partition, code in planted.damage:
+        assert (f"b{broker}", f"{topic}-{partition}", code) in found
+
+
+def test_every_planted_divergence_found(scan) -> None:
+    out, _, manifest, planted, _ = scan
+    reps = {(r["topic"], r["partition"]): r for r in load_table(out, "replicas").to_pylist()}
+    for d in manifest.divergences:
+        row = reps[(d.topic, d.partition)]
+        if d.kind == "divergence":
+            assert row["first_divergent_offset"] == d.first_divergent_offset
+            assert row["diverged"] == sorted(map(_g, d.diverged_replicas))
+            assert row["records_at_risk"] == d.records_at_risk
+        else:
+            assert row["first_divergent_offset"] is None and row["leo_spread"] > 0
+            leos = dict(zip(row["replicas"], row["log_end_offsets"]))
+            assert {_g(b) for b in d.lagging_replicas} <= {b for b, v in leos.items() if v == min(leos.values())}
+    for tp, offset in planted.divergences.items():
+        row = reps[tp]
+        assert row["first_divergent_offset"] == offset
+        assert row["diverged"] == [f"b{b}" for b in planted.diverged[tp]]
+    lagging = reps[next(iter(planted.lag))]
+    assert lagging["first_divergent_offset"] is None and lagging["leo_spread"] == 39
+    planted_tps = ({(d.topic, d.partition) for d in manifest.divergences if d.kind == "divergence"}
+                   | set(planted.divergences))
+    assert {tp for tp, r in reps.items() if r["first_divergent_offset"] is not None} == planted_tps
+
+
+def test_report_reads_the_scan(scan) -> None:
+    out, *_ = scan
+    rep = fleet_report(out)
+    assert rep.totals["divergent_replica_sets"] == len(rep.divergent) >= 3 and rep.has_errors
+
+
+def test_force_replaces_only_a_previous_scan(scan, tmp_path: Path) -> None:
+    out, result, *_ = scan
+    assert prepare_output(out, result.log_dirs, force=True) == out.resolve() and not any(out.iterdir())
+    with pytest.raises(Exception, match="overlap"):
+        prepare_output(Path(result.log_dirs[0].path) / "x", [LogDir("1", result.log_dirs[0].path)], force=False)
