@@ -151,9 +151,12 @@ def write_manifest_check(target: Path, roots: list[Path]) -> None:
 
 
 def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt: Any) -> int:
+    from formats.discovery import is_rocketmq_store
     from recovery.kafka.recover import recover_partition
     from toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json, write_jsonl
 
+    if is_rocketmq_store(partition_dir):
+        return _recover_store(partition_dir, out, force, fmt)
     result = recover_partition(partition_dir, out, salvage=salvage, force=force)
     fmt = resolve(fmt)
     if fmt is Format.json:
@@ -163,3 +166,18 @@ def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt:
     else:
         print_recover(result)
     return EXIT_CLEAN if result.verified else EXIT_FINDINGS
+
+
+def _recover_store(store: Path, out: Path, force: bool, fmt: Any) -> int:
+    """RocketMQ: the broker's abnormal recovery, consume queues and index rebuilt, into OUT."""
+    from recovery.rocketmq.recover import recover_store
+    from toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json
+
+    result = recover_store(store, out, force=force)
+    if resolve(fmt) is Format.table:
+        Console().print(f"recovered RocketMQ store [bold]{store}[/] → {result['output']}: commitlog truncated "
+                        f"to {result['truncated_to']}, {len(result.get('findings', []))} findings")
+    else:
+        write_json(result)
+    errors = [f for f in result.get("verification", {}).get("findings", []) if f.get("severity") == "error"]
+    return EXIT_FINDINGS if errors else EXIT_CLEAN

@@ -1,0 +1,322 @@
+"""`diagnose_store`: every defect of a RocketMQ store, located (rocketmq.md §2-§7, §13).
+
+Commitlog findings come from the format walker (CRCs, sizes, magic, physical
+offset field, BLANK filler, file names and continuity, dirty tail); this module
+adds what needs the whole store: where the broker's recovery would end the log,
+queue offsets per queue, consume-queue entries against the messages they point
+at, index chains and entries, checkpoint timestamps against the data, the
+epoch file, config files and the abort marker. Damage in one file never stops
+the others from being checked.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from formats.errors import FormatError, UnreadableInput
+from formats.fileio import mapped, read_small
+from formats.findings import Finding, Severity, finding
+from formats.rocketmq import config_json
+from formats.rocketmq.checkpoint import check_checkpoint
+from formats.rocketmq.commitlog import file_name
+from formats.rocketmq.consumequeue import CQ_STORE_UNIT_SIZE, CQEntry, is_ext_address, walk_consumequeue
+from formats.rocketmq.epoch_file import parse_epoch_file, read_epoch_file
+from formats.rocketmq.index_file import DEFAULT_HASH_SLOT_NUM, HEADER_SIZE, ENTRY_SIZE, SLOT_SIZE, \
+    IndexFile, index_key_hash
+from recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
+
+_SEARCH_LIMIT = 1 << 20   # index files up to this size get their slot count searched for
+
+
+def diagnose_store(path: str | os.PathLike[str], *, hash_slot_num: int | None = None
+                   ) -> tuple[list[Finding], list[Path]]:
+    """Findings about the store under `path` and every file read to make them.
+
+    `hash_slot_num` is the broker's `maxHashSlotNum`; None infers it per index
+    file. Raises `UnreadableInput` when `path` is not a RocketMQ store.
+    """
+    model = load_store(path)
+    read = list(model.files_read)
+    out = list(model.walk_findings)
+    out += recovery_findings(model)
+    out += queue_offset_findings(model)
+    out += consume_queue_findings(model)
+    for p in model.layout.index_files:
+        read.append(p)
+        out += index_findings(model, p, hash_slot_num)
+    out += checkpoint_findings(model)
+    out += abort_findings(model)
+    epoch_out, epoch_read = epoch_findings(model)
+    out += epoch_out
+    read += epoch_read
+    for p in model.layout.config_files:
+        read.append(p)
+        out += config_findings(p)
+    seen: set[Path] = set()
+    files = [p for p in read if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
+    return out, files
+
+
+def recovery_findings(model: StoreModel) -> Iterator[Finding]:
+    """Where the broker's recovery would end the log, when decodable records lie past it."""
+    if model.max_offset >= model.walk_end or not model.files:
+        return
+    already = {(f.code, f.offset) for f in model.walk_findings}
+    valid = [m for m in model.beyond if m.crc_valid]
+    where = model.file_at(model.max_offset) or model.files[-1]
+    if ("ROCKETMQ_DIRTY_TAIL", model.max_offset) in already and not valid:
+        return
+    yield finding("ROCKETMQ_DIRTY_TAIL", str(where[1]), position=model.max_offset - where[0],
+                  offset=model.max_offset, severity=Severity.ERROR if valid else None,
+                  message=f"the broker's recovery ends the log at {model.max_offset}; "
+                          f"{len(model.beyond)} decodable messages ({model.walk_end - model.max_offset} bytes) "
+                          f"after it are dropped, {len(valid)} of them with a valid CRC",
+                  dropped_messages=len(model.beyond), valid_dropped=len(valid))
+
+
+def queue_offset_findings(model: StoreModel) -> Iterator[Finding]:
+    """Queue offsets of each queue must go up by one along the log."""
+    for (topic, qid), msgs in model.queue_heads().items():
+        for prev, m in zip(msgs, msgs[1:]):
+            if m.queue_offset != prev.queue_offset + 1:
+                yield finding("ROCKETMQ_QUEUE_OFFSET_GAP", m.file, position=m.position, offset=m.physical_offset,
+                              message=f"{topic}/{qid}: queue offset {m.queue_offset} follows "
+                                      f"{prev.queue_offset} (expected {prev.queue_offset + 1})",
+                              topic=topic, queue_id=qid, expected=prev.queue_offset + 1, actual=m.queue_offset)
+
+
+def _entry_problem(e: CQEntry, m: MessageRef | None, topic: str, qid: int) -> str | None:
+    if m is None:
+        return f"no message starts at commitlog offset {e.commitlog_offset}"
+    if m.size != e.size:
+        return f"size {e.size} but the message at {e.commitlog_offset} is {m.size} bytes"
+    if (m.topic, m.queue_id) != (topic, qid):
+        return f"points at a message of {m.topic}/{m.queue_id}"
+    if m.queue_offset != e.queue_offset:
+        return f"queue offset {e.queue_offset} but the message says {m.queue_offset}"
+    if not is_ext_address(e.tags_code) and e.tags_code != m.cq_tags_code:
+        return f"tag code {e.tags_code} but the message's tag code is {m.cq_tags_code}"
+    return None
+
+
+def consume_queue_findings(model: StoreModel) -> Iterator[Finding]:
+    """Walk every queue; each entry must point at a matching message inside the recovered log."""
+    by_off = model.by_offset()
+    stale = {m.physical_offset: m for m in model.beyond}
+    heads = model.queue_heads()
+    for (topic, qid), state in model.queues.items():
+        d = model.layout.root / "consumequeue" / topic / str(qid)
+        for item in walk_consumequeue(state.files, file_size=state.file_size or None):
+            if isinstance(item, Finding):
+                yield item
+                continue
+            e = item
+            if not e.is_valid or e.is_placeholder or e.commitlog_offset < model.min_offset:
+                continue
+            path = str(d / file_name(e.queue_offset * CQ_STORE_UNIT_SIZE - e.position))
+            if e.commitlog_offset >= model.max_offset:
+                yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", path, position=e.position, offset=e.queue_offset,
+                              severity=Severity.WARNING,
+                              message=f"{topic}/{qid}: entry points at {e.commitlog_offset}, at or past the "
+                                      f"recovered log end {model.max_offset}; the broker drops it"
+                                      + (" (a stale message is still there)" if e.commitlog_offset in stale else ""))
+                continue
+            problem = _entry_problem(e, by_off.get(e.commitlog_offset), topic, qid)
+            if problem:
+                yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", path, position=e.position, offset=e.queue_offset,
+                              message=f"{topic}/{qid}: {problem}", commitlog_offset=e.commitlog_offset)
+    for (topic, qid), msgs in heads.items():
+        state = model.queues.get((topic, qid))
+        behind = [m for m in msgs if state is None or m.queue_offset >= state.max_offset]
+        if behind:
+            yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", str(model.layout.root / "consumequeue" / topic / str(qid)),
+                          offset=behind[0].queue_offset, severity=Severity.INFO,
+                          message=f"{topic}/{qid}: {len(behind)} messages (queue offsets {behind[0].queue_offset}"
+                                  f"..{behind[-1].queue_offset}) have no consume-queue entry yet; the broker "
+                                  "dispatches them at start", messages=len(behind))
+
+
+def infer_hash_slot_num(buf: bytes | memoryview) -> int | None:
+    """The `maxHashSlotNum` an index file was written with, judged from its chains.
+
+    The file does not store it; the default is tried first, then slots:entries
+    of 1:4 (the default ratio), then every geometry that fits (small files only).
+    A count is accepted when every written entry is reachable from its own slot.
+    """
+    n = len(buf)
+    candidates = [DEFAULT_HASH_SLOT_NUM]
+    if (n - HEADER_SIZE) % (SLOT_SIZE + 4 * ENTRY_SIZE) == 0:
+        candidates.append((n - HEADER_SIZE) // (SLOT_SIZE + 4 * ENTRY_SIZE))
+    if n <= _SEARCH_LIMIT:
+        candidates += range(1, (n - HEADER_SIZE) // SLOT_SIZE + 1)
+    for s in candidates:
+        rest = n - HEADER_SIZE - s * SLOT_SIZE
+        if s <= 0 or rest < 2 * ENTRY_SIZE or rest % ENTRY_SIZE:
+            continue
+        if _chains_consistent(IndexFile(buf, hash_slot_num=s)):
+            return s
+    return None
+
+
+def fallback_slots(n: int) -> int | None:
+    """The default geometry when it fits the size, else slots:entries of 1:4."""
+    if n >= HEADER_SIZE + DEFAULT_HASH_SLOT_NUM * SLOT_SIZE + ENTRY_SIZE \
+            and (n - HEADER_SIZE - DEFAULT_HASH_SLOT_NUM * SLOT_SIZE) % ENTRY_SIZE == 0:
+        return DEFAULT_HASH_SLOT_NUM
+    if n > HEADER_SIZE and (n - HEADER_SIZE) % (SLOT_SIZE + 4 * ENTRY_SIZE) == 0:
+        return (n - HEADER_SIZE) // (SLOT_SIZE + 4 * ENTRY_SIZE)
+    return None
+
+
+def _chains_consistent(f: IndexFile) -> bool:
+    """Every written entry sits in exactly the chain of its own slot, linked backwards."""
+    if not 1 <= f.header.index_count <= f.index_num or f.header.hash_slot_count > f.hash_slot_num:
+        return False
+    count, reached = f.used_count, 0
+    for i, v in enumerate(f.slot_table()):
+        if v <= 0:
+            continue
+        if v >= count:
+            return False
+        for e in f.chain(i):
+            if e.key_hash % f.hash_slot_num != i or not 0 <= e.prev_index < e.number:
+                return False
+            reached += 1
+    return reached == count - 1
+
+
+def index_findings(model: StoreModel, path: Path, hash_slot_num: int | None) -> Iterator[Finding]:
+    """Structure (header counts, slots, chains) and every entry against the message it names."""
+    try:
+        with mapped(path) as buf:
+            yield from _index_buffer(model, buf, str(path), hash_slot_num)
+    except UnreadableInput as e:
+        yield finding("UNREADABLE_FILE", str(path), message=str(e))
+
+
+def _index_buffer(model: StoreModel, buf: memoryview, path: str, hash_slot_num: int | None) -> Iterator[Finding]:
+    if len(buf) < HEADER_SIZE:
+        yield finding("ROCKETMQ_INDEX_INVALID", path, position=0, message=f"{len(buf)} bytes: no 40-byte header")
+        return
+    slots = hash_slot_num or infer_hash_slot_num(buf)
+    if slots is None:
+        slots = fallback_slots(len(buf))
+        yield finding("ROCKETMQ_INDEX_INVALID", path, position=0,
+                      message="no slot count makes the hash chains consistent (corrupt slots or chains)"
+                              + (f"; checking with {slots} slots" if slots else ""))
+        if slots is None:
+            return
+    try:
+        f = IndexFile(buf, hash_slot_num=slots)
+    except FormatError as e:
+        yield finding("ROCKETMQ_INDEX_INVALID", path, position=e.position, message=e.message)
+        return
+    yield from f.check(path)
+    entries_at = HEADER_SIZE + slots * SLOT_SIZE
+    reached: set[int] = set()
+    table = f.slot_table()
+    for i, v in enumerate(table):
+        if v <= 0:
+            continue
+        for e in f.chain(i):   # chain() takes a hash; i % slots == i
+            reached.add(e.number)
+            if e.key_hash % slots != i:
+                yield finding("ROCKETMQ_INDEX_INVALID", path, position=entries_at + e.number * ENTRY_SIZE,
+                              message=f"entry {e.number} hashes to slot {e.key_hash % slots} but sits in the "
+                                      f"chain of slot {i}")
+    by_off = model.by_offset()
+    last = None
+    for e in f.entries():
+        last = e
+        pos = entries_at + e.number * ENTRY_SIZE
+        if e.number not in reached:
+            yield finding("ROCKETMQ_INDEX_INVALID", path, position=pos,
+                          message=f"entry {e.number} is not reachable from its slot; lookups never find it")
+        if e.phy_offset < model.min_offset:
+            continue
+        if e.phy_offset >= model.max_offset:
+            yield finding("ROCKETMQ_INDEX_INVALID", path, position=pos, offset=e.phy_offset,
+                          severity=Severity.WARNING,
+                          message=f"entry {e.number} points at {e.phy_offset}, past the log end "
+                                  f"{model.max_offset} (index files survive truncation)")
+            continue
+        m = by_off.get(e.phy_offset)
+        if m is None or e.key_hash not in {index_key_hash(k) for k in m.keys}:
+            yield finding("ROCKETMQ_INDEX_INVALID", path, position=pos, offset=e.phy_offset,
+                          severity=Severity.WARNING,
+                          message=f"entry {e.number}: " + ("no message starts at this offset" if m is None
+                                                           else "none of the message's keys has this hash"))
+    if last is not None and f.header.end_phy_offset != last.phy_offset:
+        yield finding("ROCKETMQ_INDEX_INVALID", path, position=24,
+                      message=f"header end offset {f.header.end_phy_offset} != last entry's {last.phy_offset}")
+
+
+def checkpoint_findings(model: StoreModel) -> Iterator[Finding]:
+    """The file itself, then its timestamps and confirm offset against the log."""
+    p = model.layout.checkpoint
+    if p is None:
+        return
+    try:
+        data = read_small(p, limit=1 << 20)
+    except UnreadableInput as e:
+        yield finding("UNREADABLE_FILE", str(p), message=str(e))
+        return
+    yield from check_checkpoint(data, str(p))
+    cp = model.checkpoint
+    if cp is None:
+        return
+    newest = max((m.store_timestamp for m in model.messages), default=0)
+    newest_cq = max((m.store_timestamp for m in model.messages if m.dispatched), default=0)
+    for pos, name, value, limit in ((0, "physicMsgTimestamp", cp.physic_msg_timestamp, newest),
+                                    (8, "logicsMsgTimestamp", cp.logics_msg_timestamp, newest_cq),
+                                    (16, "indexMsgTimestamp", cp.index_msg_timestamp, newest)):
+        if value > limit:
+            yield finding("ROCKETMQ_CHECKPOINT_AHEAD", str(p), position=pos,
+                          message=f"{name} {value} is later than the newest message in the log ({limit}): "
+                                  "data the broker had flushed is missing", value=value, newest=limit)
+    if cp.confirm_phy_offset > model.max_offset:
+        yield finding("ROCKETMQ_CHECKPOINT_AHEAD", str(p), position=32, offset=cp.confirm_phy_offset,
+                      message=f"confirmPhyOffset {cp.confirm_phy_offset} is past the log end {model.max_offset}")
+
+
+def abort_findings(model: StoreModel) -> Iterator[Finding]:
+    if model.abort.present and model.layout.abort is not None:
+        pid = f" (broker PID {model.abort.pid})" if model.abort.pid is not None else ""
+        yield finding("ROCKETMQ_ABORT_PRESENT", str(model.layout.abort), position=0,
+                      message=f"abort file present{pid}: the last shutdown was not clean; the broker runs the "
+                              "abnormal recovery", pid=model.abort.pid, previous_pid=model.abort.bak_pid)
+
+
+def epoch_findings(model: StoreModel) -> tuple[list[Finding], list[Path]]:
+    main = model.layout.epoch_file
+    bak = model.layout.root / "epochFileCheckpoint.bak"
+    if main is None:
+        return [], []
+    read = [main] + ([bak] if bak.is_file() else [])
+    out = []
+    try:
+        text = read_small(main, limit=16 << 20).decode("utf-8", "replace")
+        parse_epoch_file(text)
+    except (FormatError, UnreadableInput) as e:
+        out.append(finding("ROCKETMQ_EPOCH_FILE_INVALID", str(main), position=getattr(e, "position", None),
+                           message=f"{e}" + ("; the broker falls back to epochFileCheckpoint.bak"
+                                             if bak.is_file() else "")))
+    try:
+        entries, _ = read_epoch_file(main)
+    except (FormatError, UnreadableInput):
+        return out, read
+    for e in entries:
+        if e.start_offset > model.max_offset:
+            out.append(finding("ROCKETMQ_EPOCH_FILE_INVALID", str(main), offset=e.start_offset,
+                               severity=Severity.WARNING,
+                               message=f"epoch {e.epoch} starts at {e.start_offset}, past the log end "
+                                       f"{model.max_offset}"))
+    return out, read
+
+
+def config_findings(path: Path) -> Iterator[Finding]:
+    try:
+        config_json.loads(read_small(path))
+    except (FormatError, UnreadableInput) as e:
+        yield finding("ROCKETMQ_CONFIG_INVALID", str(path), position=getattr(e, "position", None), message=str(e))

@@ -1,0 +1,462 @@
+"""Offline replay of RocketMQ HA between on-disk stores: classic and auto-switch (rocketmq.md §8-§10).
+
+A deterministic state machine over `StoreModel`s, no writes: each slave
+reports its max physical offset; the master picks the first transfer position;
+frames are cut at `haTransferBatchSize`, segment ends and (auto-switch) epoch
+ends; the slave checks each frame's offset against its own end. Classic HA
+never truncates and never compares content, so a slave ahead of the master, or
+one whose bytes diverged, stalls: the replay reports the stall and its cause and
+leaves the slave as it is, with the plan an operator would apply (truncate to
+the common prefix). Auto-switch HA searches the consistent point over the two
+epoch lists, truncates the slave there, then transfers. Every step is an event.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from formats.errors import FormatError, ReplogError, UnreadableInput
+from formats.fileio import mapped, read_small
+from formats.rocketmq import commitlog as cl
+from formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_offsets
+from recovery.kafka.protocol import Transcript
+from recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
+
+CLASSIC, AUTOSWITCH = "classic", "autoswitch"
+HA_TRANSFER_BATCH_SIZE = 32768        # haTransferBatchSize
+FRAME_EVENTS = 16                     # frames shown one by one; the rest are summed up
+LOST_LISTED = 1000                    # lost messages listed one by one in the JSON
+
+
+@dataclass
+class Plan:
+    """What the slave ends up with: its own bytes below `keep_to`, the master's in [fetch_from, fetch_to)."""
+
+    keep_to: int
+    fetch_from: int
+    fetch_to: int
+    epochs: list[EpochEntry]
+    confirm_offset: int | None
+
+    @property
+    def end(self) -> int:
+        return self.fetch_to if self.fetch_to > self.fetch_from else self.keep_to
+
+
+@dataclass
+class ReplicaOutcome:
+    model: StoreModel
+    role: str                                   # "master" | "slave"
+    status: str                                 # in_sync | fetched | truncated | stalled | manual | master
+    diverged_at: int | None = None
+    truncated_to: int | None = None
+    lost: list[MessageRef] = field(default_factory=list)
+    frames: int = 0
+    fetched_bytes: int = 0
+    stall: dict[str, Any] | None = None
+    plan: Plan | None = None                    # what the replay leaves (None: unchanged)
+    repair_plan: Plan | None = None             # what `repair` writes (differs only for a stall)
+    repair_lost: list[MessageRef] = field(default_factory=list)
+    max_offset_after: int = 0
+    min_offset_after: int = 0
+    confirm_after: int | None = None
+    epochs_after: list[EpochEntry] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.model
+        return {
+            "name": m.name, "path": m.path, "role": self.role, "status": self.status,
+            "log_start_offset_before": m.min_offset, "log_end_offset_before": m.max_offset,
+            "high_watermark_before": m.confirm_offset, "truncated_to": self.truncated_to,
+            "log_start_offset_after": self.min_offset_after, "log_end_offset_after": self.max_offset_after,
+            "high_watermark_after": self.confirm_after, "diverged_at": self.diverged_at,
+            "lost": lost_summary(self.lost),
+            "fetched": {"bytes": self.fetched_bytes, "frames": self.frames},
+            "stall": self.stall,
+            "repair_plan": None if self.repair_plan is None or self.repair_plan == self.plan else {
+                "truncate_to": self.repair_plan.keep_to, "fetch_from": self.repair_plan.fetch_from,
+                "fetch_to": self.repair_plan.fetch_to, "lost": lost_summary(self.repair_lost)},
+            "epochs_before": [[e.epoch, e.start_offset] for e in m.epochs],
+            "epochs_after": [[e.epoch, e.start_offset] for e in self.epochs_after],
+            "abort_present": m.abort.present,
+        }
+
+
+@dataclass
+class HAReplayResult:
+    protocol: str
+    master: str
+    explanation: str
+    replicas: list[ReplicaOutcome]
+    transcript: Transcript
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"system": "rocketmq", "protocol": self.protocol, "leader": self.master,
+                "leader_election": {"unclean": False, "explanation": self.explanation},
+                "replicas": [r.to_dict() for r in self.replicas], "events": self.transcript.events}
+
+    @property
+    def stalled(self) -> bool:
+        return any(r.stall for r in self.replicas)
+
+
+def lost_summary(msgs: list[MessageRef]) -> dict[str, Any]:
+    """The contract's `lost` plus RocketMQ detail: per queue, and each message (topic, queue, keys)."""
+    queues: dict[tuple[str, int], list[MessageRef]] = {}
+    for m in msgs:
+        queues.setdefault((m.topic, m.queue_id), []).append(m)
+    return {
+        "records": len(msgs), "first_offset": msgs[0].physical_offset if msgs else None,
+        "last_offset": msgs[-1].physical_offset if msgs else None, "bytes": sum(m.size for m in msgs),
+        "queues": [{"topic": t, "queue_id": q, "count": len(ms), "first_queue_offset": ms[0].queue_offset,
+                    "last_queue_offset": ms[-1].queue_offset} for (t, q), ms in sorted(queues.items())],
+        "messages": [{"physical_offset": m.physical_offset, "size": m.size, "topic": m.topic,
+                      "queue_id": m.queue_id, "queue_offset": m.queue_offset, "keys": m.user_keys(),
+                      "store_timestamp": m.store_timestamp} for m in msgs[:LOST_LISTED]],
+        "messages_listed": min(len(msgs), LOST_LISTED),
+    }
+
+
+# --- comparison -------------------------------------------------------------------------------
+
+def compare_logs(slave: StoreModel, master: StoreModel) -> tuple[int | None, int]:
+    """(first physical offset where the overlapping ranges differ, end of their common prefix).
+
+    RocketMQ itself never compares (§10.2 step 4): this is the forensic check.
+    Records are the same when their metadata and CRCs agree at the same offset.
+    """
+    lo, hi = max(slave.min_offset, master.min_offset), min(slave.max_offset, master.max_offset)
+    s_by = {m.physical_offset: m for m in slave.messages if m.physical_offset >= lo}
+    m_by = {m.physical_offset: m for m in master.messages if lo <= m.physical_offset < hi}
+    bad = [off for off, m in s_by.items() if off < hi and (m.end > hi or off not in m_by
+                                                           or m_by[off].signature != m.signature)]
+    bad += [off for off in m_by if off not in s_by]
+    diverged = min(bad) if bad else None
+    limit = diverged if diverged is not None else hi
+    prefix = max([lo] + [m.end for off, m in s_by.items() if off < limit and m.end <= limit])
+    if diverged is None:
+        prefix = max(prefix, hi) if hi >= lo else prefix
+    return diverged, prefix
+
+
+def is_offset_aligned(store: StoreModel, offset: int) -> bool:
+    """`DefaultMessageStore#isOffsetAligned`: the record at `offset` validates with CRC (a BLANK does)."""
+    where = store.file_at(offset)
+    if where is None:
+        return True
+    try:
+        with mapped(where[1]) as buf:
+            msg = cl.read_message(buf, offset - where[0], file_start=where[0], check_crc=True)
+    except (FormatError, UnreadableInput):
+        return False
+    return msg.kind == "blank" or msg.crc_valid
+
+
+def find_consistent_point(local: list[EpochRange], master: list[EpochRange]) -> int:
+    """`EpochFileCache#findConsistentPoint`: highest local epoch also on the master with the same start."""
+    by_epoch = {e.epoch: e for e in master}
+    for e in reversed(local):
+        m = by_epoch.get(e.epoch)
+        if m is not None and m.start_offset == e.start_offset:
+            return min(e.end_offset, m.end_offset)
+    return -1
+
+
+# --- leader -------------------------------------------------------------------------------------
+
+def broker_id(model: StoreModel) -> int | None:
+    """brokerId from `brokerIdentity` (`cluster#broker#id[#code]`), None if absent or unreadable."""
+    p = model.layout.broker_identity
+    if p is None:
+        return None
+    try:
+        parts = read_small(p, limit=4096).decode("utf-8", "replace").strip().split("#")
+        return int(parts[2]) if len(parts) >= 3 else None
+    except (UnreadableInput, ValueError):
+        return None
+
+
+def choose_master(stores: Sequence[StoreModel], protocol: str, leader: str | None) -> tuple[StoreModel, str]:
+    names = [s.name for s in stores]
+    if leader is not None:
+        if leader not in names:
+            raise ReplogError(f"--leader {leader!r} is not one of {', '.join(names)}")
+        return next(s for s in stores if s.name == leader), f"{leader} chosen by the user"
+    if protocol == AUTOSWITCH:
+        best = max(stores, key=lambda s: (s.last_epoch if s.last_epoch is not None else -1, s.max_offset,
+                                          -stores.index(s)))
+        return best, (f"{best.name} has the highest (epoch, max offset) = ({best.last_epoch}, {best.max_offset}), "
+                      "the controller's preference among in-sync replicas")
+    for s in stores:
+        if s.name.lower() == "master":
+            return s, f"{s.name} is named master"
+    for s in stores:
+        if broker_id(s) == 0:
+            return s, f"{s.name} has brokerId 0 in its brokerIdentity"
+    return stores[0], f"{stores[0].name} is the first store given (classic HA has no election; use --leader)"
+
+
+# --- transfer -----------------------------------------------------------------------------------
+
+@dataclass
+class _Slave:
+    """Mutable replay state of one slave."""
+
+    name: str
+    min_offset: int
+    max_offset: int
+    epochs: list[EpochEntry]
+
+
+def _frame_sizes(master: StoreModel, start: int, epochs: list[EpochRange] | None
+                 ) -> list[tuple[int, int, EpochRange | None]]:
+    """(offset, size, header epoch) of each frame from `start` to the master's max offset.
+
+    A frame stops at the batch size, at the end of the master's segment and at the
+    end of the current epoch; a frame that reaches an epoch's end already carries
+    the next epoch in its header (§9.5).
+    """
+    out: list[tuple[int, int, EpochRange | None]] = []
+    nxt, fs = start, master.file_size
+    i = next((k for k, e in enumerate(epochs) if e.start_offset <= nxt < e.end_offset), None) if epochs else None
+    while nxt < master.max_offset:
+        size = min(HA_TRANSFER_BATCH_SIZE, fs - nxt % fs, master.max_offset - nxt)
+        cur = None
+        if epochs and i is not None:
+            while nxt >= epochs[i].end_offset and i + 1 < len(epochs):
+                i += 1
+            if nxt < epochs[i].end_offset:
+                size = min(size, epochs[i].end_offset - nxt)
+            if nxt + size == epochs[i].end_offset and i + 1 < len(epochs):
+                i += 1
+            cur = epochs[i]
+        out.append((nxt, size, cur))
+        nxt += size
+    return out
+
+
+def _transfer(master: StoreModel, s: _Slave, start: int, out: ReplicaOutcome, log: Transcript,
+              epochs: list[EpochRange] | None) -> None:
+    """Master frames from `start`; the slave checks each offset and appends (§8.3-§8.4, §9.5)."""
+    frames = _frame_sizes(master, start, epochs)
+    last_epoch = s.epochs[-1].epoch if s.epochs else None
+    for n, (off, size, ep) in enumerate(frames):
+        if s.max_offset != 0 and s.max_offset != off:   # never true by construction; kept as the broker's check
+            log.add("offset_check", s.name, ok=False, slave_max_offset=s.max_offset, frame_offset=off)
+            return
+        if s.max_offset == 0:
+            s.min_offset = off - off % master.file_size
+        detail: dict[str, Any] = {"offset": off, "size": size}
+        if ep is not None:
+            detail |= {"epoch": ep.epoch, "epoch_start_offset": ep.start_offset}
+        if n < FRAME_EVENTS:
+            log.add("transfer", master.name, to=s.name, **detail)
+        if ep is not None and ep.epoch != last_epoch:
+            last_epoch = ep.epoch
+            if not s.epochs or (ep.epoch > s.epochs[-1].epoch and ep.start_offset > s.epochs[-1].start_offset):
+                s.epochs.append(EpochEntry(ep.epoch, ep.start_offset))
+                log.add("epoch_append", s.name, epoch=ep.epoch, start_offset=ep.start_offset)
+        s.max_offset = off + size
+        out.frames += 1
+        out.fetched_bytes += size
+    if frames:
+        log.add("append", s.name, first_offset=frames[0][0], end_offset=s.max_offset, frames=len(frames),
+                bytes=out.fetched_bytes, frames_not_shown=max(0, len(frames) - FRAME_EVENTS))
+    log.add("report", s.name, slave_max_offset=s.max_offset)
+
+
+def _lost(slave: StoreModel, master: StoreModel, point: int) -> list[MessageRef]:
+    """Slave messages at or past `point` that the master does not hold identically at the same offset."""
+    m_by = master.by_offset()
+    return [m for m in slave.messages if m.physical_offset >= point
+            and (m.physical_offset not in m_by or m_by[m.physical_offset].signature != m.signature)]
+
+
+def replay_classic(master: StoreModel, slave: StoreModel, log: Transcript) -> ReplicaOutcome:
+    """§8 and §10.2: report, first transfer position, frames; a stall when offsets cannot meet."""
+    out = ReplicaOutcome(slave, "slave", "in_sync")
+    out.diverged_at, prefix = compare_logs(slave, master)
+    s = _Slave(slave.name, slave.min_offset if slave.max_offset else 0, slave.max_offset, list(slave.epochs))
+    log.add("report", s.name, slave_max_offset=s.max_offset)
+    fs = master.file_size
+    start = s.max_offset if s.max_offset != 0 else master.max_offset - master.max_offset % fs
+    rule = "the slave's reported offset" if s.max_offset else "slave empty: start of the master's last file"
+    log.add("decide", master.name, to=s.name, transfer_from=start, rule=rule)
+    stall = None
+    if s.max_offset > master.max_offset:
+        stall = {"cause": "slave_ahead", "explanation": (
+            f"the slave's max offset {s.max_offset} is past the master's {master.max_offset}: the master only "
+            "sends heartbeats and classic HA never truncates" + (
+                f"; the logs also differ from {out.diverged_at}" if out.diverged_at is not None else ""))}
+    elif s.max_offset and s.max_offset < master.min_offset:
+        stall = {"cause": "slave_behind_master_min_offset", "explanation": (
+            f"the slave's max offset {s.max_offset} is below the master's first file ({master.min_offset}): "
+            "the master has nothing to send")}
+    elif out.diverged_at is not None:
+        inside = not any(m.physical_offset == s.max_offset for m in master.messages) \
+            and s.max_offset < master.max_offset
+        stall = {"cause": "diverged", "explanation": (
+            f"the slave's bytes differ from the master's from {out.diverged_at}; classic HA checks only the "
+            f"offset ({s.max_offset} matches), so the master would append its bytes after the slave's own "
+            "history" + (" starting inside one of its records, and the slave's dispatch would stop there"
+                         if inside else "") + "; replog does not apply that transfer")}
+    if stall is not None:
+        out.status, out.stall = "stalled", stall
+        log.add("stall", s.name, **stall, diverged_at=out.diverged_at)
+        _keep_as_is(out)
+        keep = prefix if s.max_offset and s.max_offset >= master.min_offset else 0
+        keep = keep if keep >= master.min_offset else 0
+        fetch_from = keep if keep else master.max_offset - master.max_offset % fs
+        out.repair_plan = Plan(keep, fetch_from, master.max_offset, list(slave.epochs), slave.confirm_offset)
+        out.repair_lost = _lost(slave, master, keep) if keep else list(slave.messages)
+        log.add("repair_plan", s.name, truncate_to=keep, fetch_from=fetch_from, fetch_to=master.max_offset,
+                rule="operator fix: cut at the common prefix, then fetch as a fresh report would")
+        return out
+    _transfer(master, s, start, out, log, None)
+    out.status = "fetched" if out.frames else "in_sync"
+    out.plan = out.repair_plan = Plan(slave.max_offset if slave.max_offset else 0, start, s.max_offset,
+                                      list(slave.epochs), slave.confirm_offset)
+    out.max_offset_after, out.min_offset_after = s.max_offset, s.min_offset
+    out.confirm_after, out.epochs_after = slave.confirm_offset, s.epochs
+    return out
+
+
+def _keep_as_is(out: ReplicaOutcome) -> None:
+    m = out.model
+    out.max_offset_after, out.min_offset_after = m.max_offset, m.min_offset
+    out.confirm_after, out.epochs_after = m.confirm_offset, list(m.epochs)
+
+
+def _master_confirm(master: StoreModel) -> int:
+    return master.confirm_offset if master.confirm_offset is not None else master.max_offset
+
+
+def replay_autoswitch(master: StoreModel, slave: StoreModel, log: Transcript, *,
+                      sync_from_last_file: bool = False) -> ReplicaOutcome:
+    """§9.4-§9.5 and §10.3: handshake, consistent point, truncation, transfer with epoch frames."""
+    out = ReplicaOutcome(slave, "slave", "in_sync")
+    out.diverged_at, _ = compare_logs(slave, master)
+    s = _Slave(slave.name, slave.min_offset if slave.max_offset else 0, slave.max_offset, list(slave.epochs))
+    log.add("handshake", s.name, slave_max_offset=s.max_offset, local_epochs=[[e.epoch, e.start_offset] for e in s.epochs])
+    m_ranges = with_end_offsets(master.epochs, master.max_offset)
+    log.add("handshake", master.name, to=s.name, master_max_offset=master.max_offset,
+            epochs=[[e.epoch, e.start_offset] for e in master.epochs])
+    if not s.epochs:
+        point = s.max_offset
+        log.add("consistent_point", s.name, point=point, rule="no local epochs: no truncation and no content check")
+    else:
+        point = find_consistent_point(with_end_offsets(s.epochs, s.max_offset), m_ranges)
+        log.add("consistent_point", s.name, point=point,
+                rule="highest local epoch the master has with the same start offset; min of the two ends")
+    if point < 0:
+        out.status, out.stall = "manual", {"cause": "no_consistent_point", "explanation": (
+            "no local epoch appears on the master with the same start offset: the handshake fails and the "
+            "slave retries forever; an operator must intervene")}
+        return _autoswitch_stall(out, master, slave, log)
+    if point < s.max_offset:
+        if not is_offset_aligned(slave, point):
+            out.status, out.stall = "manual", {"cause": "offset_not_aligned", "explanation": (
+                f"no valid record starts at {point} on the slave: \"offset is not align, truncate failed, "
+                "need manual fix\"")}
+            return _autoswitch_stall(out, master, slave, log)
+        out.lost = _lost(slave, master, point)
+        removed = [m for m in slave.messages if m.physical_offset >= point]
+        s.max_offset, out.truncated_to = point, point
+        s.epochs = [e for e in s.epochs if e.start_offset < point]
+        log.add("truncate", s.name, offset=point, messages_removed=len(removed),
+                bytes_removed=slave.max_offset - point, lost=len(out.lost),
+                epochs_after=[[e.epoch, e.start_offset] for e in s.epochs])
+        if point < slave.min_offset:
+            s.max_offset = s.min_offset = 0
+    fs = master.file_size
+    if s.max_offset:
+        start, rule = s.max_offset, "the slave's reported offset"
+    elif sync_from_last_file:
+        start, rule = master.max_offset - master.max_offset % fs, "slave empty, syncFromLastFile: master's last file"
+    else:
+        start, rule = master.min_offset, "slave empty: the master's min offset"
+    log.add("decide", master.name, to=s.name, transfer_from=start, rule=rule)
+    if start > master.max_offset or start < master.min_offset:
+        out.status, out.stall = "stalled", {"cause": "slave_ahead" if start > master.max_offset
+                                            else "slave_behind_master_min_offset",
+                                            "explanation": f"transfer position {start} is outside the master's "
+                                                           f"[{master.min_offset}, {master.max_offset}]: heartbeats only"}
+        return _autoswitch_stall(out, master, slave, log)
+    if out.diverged_at is not None and out.truncated_to is None and out.diverged_at < s.max_offset:
+        log.add("warning", s.name, diverged_at=out.diverged_at,
+                note="the slave's own bytes differ from the master's and no truncation removes them")
+    _transfer(master, s, start, out, log, m_ranges or None)
+    confirm = min(_master_confirm(master), s.max_offset)
+    log.add("confirm_update", s.name, confirm_offset=confirm)
+    out.status = "truncated" if out.truncated_to is not None else ("fetched" if out.frames else "in_sync")
+    keep = out.truncated_to if out.truncated_to is not None else slave.max_offset
+    out.plan = out.repair_plan = Plan(keep if keep > slave.min_offset else 0, start, s.max_offset, s.epochs,
+                                      confirm)
+    out.max_offset_after, out.min_offset_after = s.max_offset, s.min_offset
+    out.confirm_after, out.epochs_after = confirm, s.epochs
+    return out
+
+
+def _autoswitch_stall(out: ReplicaOutcome, master: StoreModel, slave: StoreModel, log: Transcript) -> ReplicaOutcome:
+    log.add("stall", slave.name, **out.stall)   # type: ignore[arg-type]
+    _keep_as_is(out)
+    _, prefix = compare_logs(slave, master)
+    keep = prefix if prefix >= master.min_offset and slave.max_offset else 0
+    fetch_from = keep if keep else master.min_offset
+    epochs = [e for e in master.epochs if e.start_offset < master.max_offset]
+    out.repair_plan = Plan(keep, fetch_from, master.max_offset, epochs, _master_confirm(master))
+    out.repair_lost = _lost(slave, master, keep) if keep else list(slave.messages)
+    log.add("repair_plan", slave.name, truncate_to=keep, fetch_from=fetch_from, fetch_to=master.max_offset,
+            rule="operator fix: cut at the common prefix, then fetch")
+    return out
+
+
+def replay_stores(stores: Sequence[StoreModel], leader: str | None = None, protocol: str = CLASSIC
+                  ) -> HAReplayResult:
+    """Replay every slave against the master, in the order given."""
+    if protocol not in (CLASSIC, AUTOSWITCH):
+        raise ReplogError(f"unknown protocol {protocol!r} for RocketMQ: use classic or autoswitch")
+    names = [s.name for s in stores]
+    if len(set(names)) != len(names):
+        raise ReplogError(f"store names must be unique: {names}")
+    sizes = {s.file_size for s in stores if s.files}
+    if len(sizes) > 1:
+        raise ReplogError(f"the stores use different commitlog file sizes {sorted(sizes)}")
+    master, why = choose_master(stores, protocol, leader)
+    log = Transcript()
+    log.add("master", master.name, max_offset=master.max_offset, min_offset=master.min_offset,
+            confirm_offset=master.confirm_offset, epochs=[[e.epoch, e.start_offset] for e in master.epochs],
+            file_size=master.file_size)
+    results = []
+    for s in stores:
+        if s is master:
+            r = ReplicaOutcome(s, "master", "master")
+            _keep_as_is(r)
+            r.plan = r.repair_plan = Plan(s.max_offset, s.max_offset, s.max_offset, list(s.epochs), s.confirm_offset)
+        elif protocol == CLASSIC:
+            r = replay_classic(master, s, log)
+        else:
+            r = replay_autoswitch(master, s, log)
+        results.append(r)
+    return HAReplayResult(protocol, master.name, why, results, log)
+
+
+def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str | None = None) -> HAReplayResult:
+    """Load `[NAME=]PATH` stores and replay them (protocol default: classic)."""
+    from recovery.kafka.replay import parse_named
+
+    if len(specs) < 2:
+        raise ReplogError("replay needs at least two stores (a master and a slave)")
+    stores = []
+    seen: dict[str, int] = {}
+    for spec in specs:
+        name, path = parse_named(spec)
+        model = load_store(path, name or Path(path).resolve().name)
+        seen[model.name] = seen.get(model.name, 0) + 1
+        if seen[model.name] > 1:
+            model.name = f"{model.name}-{seen[model.name]}"
+        stores.append(model)
+    return replay_stores(stores, leader, protocol or CLASSIC)
+

@@ -1,0 +1,240 @@
+"""`recover_store`: what the broker's abnormal recovery keeps, written to a new store dir.
+
+The commit log is copied byte-for-byte up to the recovered end (rocketmq.md
+§7.3-§7.4; the dirty tail and later files are not copied, the rest of the last
+file is zeros), then consume queues and index files are rebuilt from the
+messages as dispatch would build them (§7.5), the checkpoint is written to
+match, config files are copied, and the result is checked with `diagnose_store`.
+`write_store` is shared with HA repair: it lays out any list of byte pieces.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from formats.fileio import atomic_write, fsync_dir, mapped
+from formats.findings import Finding, Severity
+from formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
+from formats.rocketmq.commitlog import file_name
+from formats.rocketmq.consumequeue import DEFAULT_FILE_SIZE as CQ_DEFAULT_FILE_SIZE
+from formats.rocketmq.consumequeue import write_queue
+from formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
+from formats.rocketmq.index_file import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, IndexWriter
+from recovery.outputs import mark_complete, prepare_output
+from recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
+
+_CHUNK = 8 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """`length` bytes of `source` from `position`, to land at commitlog offset `offset`."""
+
+    source: str
+    position: int
+    length: int
+    offset: int
+
+
+def prefix_pieces(model: StoreModel, end: int) -> list[Piece]:
+    """The model's own bytes below commitlog offset `end`."""
+    out = []
+    for start, path in model.files:
+        if start >= end:
+            break
+        length = min(model.file_size, end - start, path.stat().st_size)
+        if length > 0:
+            out.append(Piece(str(path), 0, length, start))
+    return out
+
+
+def write_commitlog(directory: Path, pieces: Iterable[Piece], file_size: int, file_starts: Iterable[int]) -> list[Path]:
+    """Full-size segment files at `file_starts`, filled from `pieces` (zeros elsewhere).
+
+    Streams through read-only maps (1 GiB segments never sit in memory); each file
+    goes to a temporary name, is fsynced and renamed, as `atomic_write` does.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    by_file: dict[int, list[Piece]] = {s: [] for s in file_starts}
+    for p in pieces:
+        start = p.offset - p.offset % file_size
+        if p.offset + p.length > start + file_size:
+            raise ValueError(f"piece at {p.offset} crosses the segment boundary at {start + file_size}")
+        by_file.setdefault(start, []).append(p)
+    written = []
+    for start in sorted(by_file):
+        target = directory / file_name(start)
+        tmp = target.with_name(target.name + ".replog-tmp")
+        with open(tmp, "wb") as out:
+            for p in by_file[start]:
+                out.seek(p.offset - start)
+                with mapped(p.source) as buf:
+                    for i in range(p.position, p.position + p.length, _CHUNK):
+                        out.write(buf[i:min(i + _CHUNK, p.position + p.length)])
+            out.truncate(file_size)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+        written.append(target)
+    fsync_dir(directory)
+    return written
+
+
+def index_geometry(model: StoreModel) -> tuple[int, int] | None:
+    """(hash slots, entry capacity) of the input's index files, or None if it has none usable."""
+    from recovery.rocketmq.doctor import fallback_slots, infer_hash_slot_num
+    for p in model.layout.index_files:
+        with mapped(p) as buf:
+            slots = infer_hash_slot_num(buf) or fallback_slots(len(buf))
+            if slots is not None:
+                return slots, (len(buf) - HEADER_SIZE - slots * SLOT_SIZE) // ENTRY_SIZE
+    return None
+
+
+def cq_file_size(model: StoreModel) -> int:
+    sizes = [q.file_size for q in model.queues.values() if q.file_size > 0 and q.file_size % 20 == 0]
+    return max(set(sizes), key=sizes.count) if sizes else CQ_DEFAULT_FILE_SIZE
+
+
+def rebuild_consume_queues(root: Path, messages: list[MessageRef], file_size: int) -> int:
+    """Dispatch every NOT_TYPE/COMMIT message into its queue, like `putMessagePositionInfo`.
+
+    Entries are appended in log order; one whose queue offset is below the next
+    expected is already built and skipped. A queue that starts above 0 gets placeholders.
+    """
+    queues: dict[tuple[str, int], list[MessageRef]] = {}
+    for m in messages:
+        if not m.dispatched:
+            continue
+        q = queues.setdefault((m.topic, m.queue_id), [])
+        if q and m.queue_offset < q[-1].queue_offset + 1:
+            continue
+        q.append(m)
+    for (topic, qid), msgs in queues.items():
+        write_queue(root, topic, qid, [(m.physical_offset, m.size, m.cq_tags_code) for m in msgs],
+                    file_size=file_size, start_queue_offset=msgs[0].queue_offset)
+    return len(queues)
+
+
+def _index_name(ts: int, taken: set[str]) -> str:
+    ms = max(ts, 0)
+    while True:
+        t = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+        name = t.strftime("%Y%m%d%H%M%S") + f"{t.microsecond // 1000:03d}"
+        if name not in taken:
+            taken.add(name)
+            return name
+        ms += 1
+
+
+def rebuild_index(root: Path, messages: list[MessageRef], slots: int, capacity: int) -> tuple[int, int]:
+    """Index files with the broker's `putKey` rules; returns (files, end timestamp of the last)."""
+    d = root / "index"
+    d.mkdir(parents=True, exist_ok=True)
+    writers: list[IndexWriter] = []
+    for m in messages:
+        if not m.indexed or not m.keys:
+            continue
+        for key in m.keys:
+            if not writers or writers[-1].is_full:
+                prev = writers[-1] if writers else None
+                writers.append(IndexWriter(hash_slot_num=slots, index_num=capacity,
+                                           inherit_end_phy_offset=prev.end_phy_offset if prev else 0,
+                                           inherit_end_timestamp=prev.end_timestamp if prev else 0))
+            writers[-1].put_key(key, m.physical_offset, m.store_timestamp)
+    taken: set[str] = set()
+    for w in writers:
+        atomic_write(d / _index_name(w.begin_timestamp, taken), w.to_bytes())
+    return len(writers), writers[-1].end_timestamp if writers else 0
+
+
+def copy_metadata(source: StoreModel, root: Path) -> list[str]:
+    """config/*.json (and .bak) and brokerIdentity, copied as they are."""
+    copied = []
+    cfg = source.layout.root / "config"
+    if cfg.is_dir():
+        (root / "config").mkdir(exist_ok=True)
+        for p in sorted(cfg.iterdir()):
+            if p.is_file() and (p.suffix == ".json" or p.name.endswith(".json.bak")):
+                atomic_write(root / "config" / p.name, p.read_bytes())
+                copied.append(f"config/{p.name}")
+    ident = source.layout.broker_identity
+    if ident is not None:
+        atomic_write(root / ident.name, ident.read_bytes())
+        copied.append(ident.name)
+    return copied
+
+
+def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *,
+                epochs: list[EpochEntry] | None, confirm_offset: int, file_size: int | None = None,
+                file_starts: Iterable[int] | None = None, like: StoreModel | None = None) -> dict[str, Any]:
+    """A complete store under `root`: commitlog from `pieces` up to `end`, then rebuilt CQs, index, checkpoint.
+
+    `source` supplies the geometry (segment, CQ and index sizes), the metadata
+    copied across, and the checkpoint's master flushed offset; `like` (the
+    master, for a slave) supplies the geometry `source` does not show.
+    """
+    fs = file_size or source.file_size
+    starts = list(file_starts) if file_starts is not None else sorted({p.offset - p.offset % fs for p in pieces})
+    if not starts:
+        starts = [end - end % fs]
+    write_commitlog(root / "commitlog", pieces, fs, starts)
+    rebuilt = load_store(root, abnormal=False)
+    messages = [m for m in rebuilt.messages if m.end <= end]
+    cq_source = source if source.queues or like is None else like
+    queues = rebuild_consume_queues(root, messages, cq_file_size(cq_source))
+    geometry = index_geometry(source) or (index_geometry(like) if like is not None else None)
+    index_files, index_end = rebuild_index(root, messages, *geometry) if geometry else (0, 0)
+    newest = max((m.store_timestamp for m in messages), default=0)
+    newest_cq = max((m.store_timestamp for m in messages if m.dispatched), default=0)
+    master_flushed = source.checkpoint.master_flushed_offset if source.checkpoint else 0
+    write_checkpoint(root / "checkpoint", Checkpoint(newest, newest_cq, index_end, master_flushed,
+                                                     max(0, min(confirm_offset, end))))
+    if epochs:
+        write_epoch_file(root / "epochFileCheckpoint", epochs)
+    copied = copy_metadata(source, root)
+    return {"commitlog_files": len(starts), "messages": len(messages), "consume_queues": queues,
+            "index_files": index_files,
+            "index_note": None if geometry else "the input has no index file to take the broker's geometry from; "
+                                                "no index written",
+            "copied": copied}
+
+
+def _summary(findings: list[Finding]) -> dict[str, int]:
+    return {s: sum(1 for f in findings if f.severity is sev)
+            for s, sev in (("errors", Severity.ERROR), ("warnings", Severity.WARNING), ("infos", Severity.INFO))}
+
+
+def recover_store(store: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False) -> dict[str, Any]:
+    """Run the broker's abnormal recovery offline and write the recovered store to `out`.
+
+    The input is only read. Returns the contract's recover shape (offsets are
+    commitlog physical offsets) plus what was dropped, rebuilt and verified.
+    """
+    from recovery.rocketmq.doctor import diagnose_store
+
+    before, _ = diagnose_store(store)
+    model = load_store(store, abnormal=True)
+    root = prepare_output(out, [store], force)
+    end = model.max_offset
+    truncated = end < model.walk_end
+    epochs = [e for e in model.epochs if not truncated or e.start_offset < end]
+    starts = [s for s, _ in model.files if s <= end] or [end - end % model.file_size]
+    confirm = model.confirm_offset if model.confirm_offset is not None else 0
+    rebuilt = write_store(root, model, prefix_pieces(model, end), end, epochs=epochs, confirm_offset=confirm,
+                          file_starts=starts)
+    after, _ = diagnose_store(root)
+    mark_complete(root, f"replog recover: {store} up to {end}")
+    return {
+        "output": str(root), "truncated_to": end, "valid_bytes": end - model.min_offset,
+        "log_end_offset_before": model.walk_end, "scan_start": model.scan_start,
+        "dropped": {"messages": len(model.beyond), "bytes": max(0, model.walk_end - end),
+                    "files": [str(p) for s, p in model.files if s > end]},
+        "salvaged": [], "findings": [f.to_dict() for f in before], "rebuilt": rebuilt,
+        "verification": {"findings": [f.to_dict() for f in after], "summary": _summary(after)},
+    }
+

@@ -1,0 +1,291 @@
+"""A RocketMQ store as a model: message metadata, recovered log end, queues, checkpoint, epochs.
+
+Bodies stay on disk: each message keeps only where it is and what identifies it
+(rocketmq.md §2.2). `max_offset` is what the broker's abnormal recovery keeps
+(§7.2-§7.4): the scan starts at the segment the checkpoint selects, validates
+records with body CRC on, and stops at the first record that fails (a BLANK
+moves to the next file). Everything at or after it is the dirty tail.
+"""
+from __future__ import annotations
+
+import os
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from formats.errors import FormatError, UnreadableInput
+from formats.fileio import mapped
+from formats.findings import Finding
+from formats.rocketmq import commitlog as cl
+from formats.rocketmq.abort import AbortMarker, read_abort
+from formats.rocketmq.checkpoint import Checkpoint, read_checkpoint
+from formats.rocketmq.consumequeue import read_entries
+from formats.rocketmq.epoch_file import EpochEntry, read_epoch_file
+from formats.rocketmq.index_file import message_keys
+from formats.rocketmq.store import StoreLayout, detect_store
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+# messageDelayLevel default: level n (1-based) -> delay in ms
+DELAY_LEVELS_MS = {i + 1: int(t[:-1]) * _UNITS[t[-1]] for i, t in enumerate(
+    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".split())}
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """Metadata of one commitlog record; `physical_offset` is where it really is."""
+
+    physical_offset: int
+    size: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    body_crc: int
+    crc_valid: bool
+    store_timestamp: int
+    born_timestamp: int
+    sys_flag: int
+    tags_code: int
+    keys: tuple[str, ...]          # index keys, `topic#key` (UNIQ_KEY, then KEYS words)
+    props_crc: int                 # zlib.crc32 of the raw properties: part of the identity
+    file: str
+    position: int
+    offset_field: int              # the PHYSICALOFFSET field as stored
+    delay_level: int = 0           # DELAY property (schedule topic)
+
+    @property
+    def end(self) -> int:
+        return self.physical_offset + self.size
+
+    @property
+    def transaction(self) -> int:
+        return self.sys_flag & cl.TRANSACTION_MASK
+
+    @property
+    def dispatched(self) -> bool:
+        """PREPARED and ROLLBACK messages get no consume-queue entry (§2.4)."""
+        return self.transaction not in (cl.TRANSACTION_PREPARED, cl.TRANSACTION_ROLLBACK)
+
+    @property
+    def indexed(self) -> bool:
+        return self.transaction != cl.TRANSACTION_ROLLBACK
+
+    @property
+    def signature(self) -> tuple[object, ...]:
+        """What two replicas must agree on for a record to be the same record."""
+        return (self.size, self.body_crc, self.topic, self.queue_id, self.queue_offset,
+                self.store_timestamp, self.born_timestamp, self.sys_flag, self.props_crc)
+
+    @property
+    def cq_tags_code(self) -> int:
+        """The consume-queue tag slot: delivery time for the schedule topic, else the tag hash (§2.9)."""
+        if self.topic == SCHEDULE_TOPIC and self.delay_level > 0:
+            return self.store_timestamp + DELAY_LEVELS_MS.get(self.delay_level, 1000)
+        return self.tags_code
+
+    def user_keys(self) -> list[str]:
+        return [k.split("#", 1)[1] for k in self.keys]
+
+
+@dataclass
+class QueueState:
+    """One `consumequeue/<topic>/<queueId>` as found on disk."""
+
+    topic: str
+    queue_id: int
+    files: list[Path]
+    file_size: int
+    min_offset: int | None = None      # first real (non-placeholder) queue offset
+    max_offset: int = 0                # next queue offset (logical end / 20)
+    max_physic_offset: int = 0         # offset + size of the last valid entry
+
+
+@dataclass
+class StoreModel:
+    name: str
+    path: str
+    layout: StoreLayout
+    file_size: int
+    files: list[tuple[int, Path]]                 # (start offset, path), 20-digit names only
+    messages: list[MessageRef]                    # records below max_offset, in log order
+    beyond: list[MessageRef]                      # decodable records at or past max_offset (stale)
+    walk_findings: list[Finding]
+    max_offset: int
+    scan_start: int                               # first byte the recovery scan validated
+    walk_end: int                                 # end of the last decodable record anywhere
+    checkpoint: Checkpoint | None
+    epochs: list[EpochEntry]
+    abort: AbortMarker
+    queues: dict[tuple[str, int], QueueState] = field(default_factory=dict)
+    files_read: list[Path] = field(default_factory=list)
+
+    @property
+    def min_offset(self) -> int:
+        return self.files[0][0] if self.files else 0
+
+    @property
+    def confirm_offset(self) -> int | None:
+        """checkpoint byte 32 (5.1.1+); None when zero ("unknown") or absent."""
+        if self.checkpoint is None or self.checkpoint.confirm_phy_offset <= 0:
+            return None
+        return self.checkpoint.confirm_phy_offset
+
+    @property
+    def last_epoch(self) -> int | None:
+        return self.epochs[-1].epoch if self.epochs else None
+
+    def by_offset(self) -> dict[int, MessageRef]:
+        return {m.physical_offset: m for m in self.messages}
+
+    def file_at(self, offset: int) -> tuple[int, Path] | None:
+        for start, path in self.files:
+            if start <= offset < start + self.file_size:
+                return start, path
+        return None
+
+    def queue_heads(self) -> dict[tuple[str, int], list[MessageRef]]:
+        """Dispatched messages per (topic, queue id), in log order."""
+        out: dict[tuple[str, int], list[MessageRef]] = defaultdict(list)
+        for m in self.messages:
+            if m.dispatched:
+                out[(m.topic, m.queue_id)].append(m)
+        return out
+
+
+def to_ref(msg: cl.Message, path: str) -> MessageRef:
+    keys = tuple(message_keys(msg.topic, msg.properties)) if msg.kind == "message" else ()
+    return MessageRef(msg.commitlog_offset, msg.size, msg.topic, msg.queue_id, msg.queue_offset, msg.body_crc,
+                      msg.crc_valid, msg.store_timestamp, msg.born_timestamp, msg.sys_flag, msg.tags_code, keys,
+                      zlib.crc32(msg.properties_raw), path, msg.position, msg.physical_offset,
+                      _delay_level(msg.properties.get("DELAY")))
+
+
+def _delay_level(text: str | None) -> int:
+    return int(text) if text and text.isdigit() and len(text) < 10 else 0
+
+
+def recovery_start(files: list[tuple[int, Path]], cp: Checkpoint | None, abnormal: bool) -> int:
+    """Index of the segment the broker's recovery scan starts at (§7.2, 4.x-5.3.1 rules).
+
+    Normal: the third from last. Abnormal: the newest whose first record is a
+    message with `0 < storeTs <= checkpoint.minTimestamp`; otherwise the first.
+    """
+    if not abnormal:
+        return max(0, len(files) - 3)
+    limit = cp.min_timestamp if cp is not None else 0
+    for i in range(len(files) - 1, -1, -1):
+        try:
+            with mapped(files[i][1]) as buf:
+                msg = cl.read_message(buf, 0, file_start=files[i][0])
+        except (FormatError, UnreadableInput):
+            continue
+        if msg.kind == "message" and 0 < msg.store_timestamp <= limit:
+            return i
+    return 0
+
+
+def recovery_scan(files: list[tuple[int, Path]], start_index: int) -> int:
+    """`processOffset` of `CommitLog#recoverAbnormally` from `files[start_index]` (§7.3)."""
+    if not files:
+        return 0
+    for i in range(start_index, len(files)):
+        start, path = files[i]
+        pos = 0
+        try:
+            with mapped(path) as buf:
+                while True:
+                    try:
+                        msg = cl.read_message(buf, pos, file_start=start, check_crc=True)
+                    except FormatError:
+                        return start + pos
+                    if msg.kind == "blank":
+                        break
+                    if not msg.crc_valid:
+                        return start + pos
+                    pos += msg.size
+        except UnreadableInput:
+            return start + pos
+        if i == len(files) - 1:
+            return start + pos   # BLANK in the last file: the log ends at the BLANK
+    return files[-1][0]
+
+
+def _read_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tuple[str, int], QueueState]:
+    out = {}
+    for (topic, qid), qfiles in layout.consume_queues.items():
+        sizes = [p.stat().st_size for p in qfiles]
+        state = QueueState(topic, qid, qfiles, cl.infer_file_size(sizes) or 0)
+        for p in qfiles:
+            files_read.append(p)
+            try:
+                with mapped(p) as buf:
+                    entries = read_entries(buf, file_start=int(p.name))
+            except (UnreadableInput, FormatError):
+                continue
+            for e in entries:
+                if not e.is_valid:
+                    break
+                if e.is_placeholder:
+                    continue
+                if state.min_offset is None:
+                    state.min_offset = e.queue_offset
+                state.max_offset = e.queue_offset + 1
+                state.max_physic_offset = max(state.max_physic_offset, e.commitlog_offset + e.size)
+        out[(topic, qid)] = state
+    return out
+
+
+def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnormal: bool | None = None) -> StoreModel:
+    """Model of the store under `path`; raises `UnreadableInput` when it is not a RocketMQ store.
+
+    `abnormal` None follows the abort file, as the broker does; recovery always
+    asks for the abnormal scan (CRC-checked from the checkpoint's segment).
+    """
+    layout = detect_store(path)
+    if layout is None:
+        raise UnreadableInput(f"{path}: not a RocketMQ store (no commitlog/ segments or checkpoint)")
+    if layout.dledger:
+        raise UnreadableInput(f"{path}: a DLedger commit log, which replog does not handle")
+    files_read: list[Path] = []
+    files = [(s, p) for s, p in cl.commitlog_files(layout.commitlog_dir) if s >= 0] \
+        if layout.commitlog_dir.is_dir() else []
+    while len(files) > 1 and files[-1][1].stat().st_size == 0:
+        files.pop()  # the broker deletes an empty last file at load
+    file_size = cl.infer_file_size(p.stat().st_size for _, p in files) or cl.DEFAULT_FILE_SIZE
+    cp = None
+    if layout.checkpoint is not None:
+        files_read.append(layout.checkpoint)
+        try:
+            cp = read_checkpoint(layout.checkpoint)
+        except (FormatError, UnreadableInput):
+            cp = None
+    abort = read_abort(layout.root)
+    files_read += [p for p in (layout.abort, layout.abort_bak) if p is not None]
+    if abnormal is None:
+        abnormal = abort.present
+    start_idx = recovery_start(files, cp, abnormal)
+    max_offset = recovery_scan(files, start_idx)
+    messages, beyond, findings = [], [], []
+    walk_end = files[0][0] if files else 0
+    path_of = {s: str(p) for s, p in files}
+    for item in cl.walk_commitlog([p for _, p in files], file_size=file_size):
+        if isinstance(item, Finding):
+            findings.append(item)
+            continue
+        ref = to_ref(item, path_of.get(item.file_start, ""))
+        walk_end = max(walk_end, ref.end)
+        (messages if ref.end <= max_offset else beyond).append(ref)
+    files_read += [p for _, p in files]
+    epochs: list[EpochEntry] = []
+    if layout.epoch_file is not None:
+        files_read.append(layout.epoch_file)
+        try:
+            epochs, _ = read_epoch_file(layout.epoch_file)
+        except (FormatError, UnreadableInput):
+            epochs = []
+    queues = _read_queues(layout, files_read)
+    return StoreModel(name or Path(path).resolve().name, str(path), layout, file_size, files, messages, beyond,
+                      findings, max_offset, files[start_idx][0] if files else 0, walk_end, cp, epochs, abort,
+                      queues, files_read)
+
