@@ -17,11 +17,19 @@ from formats.errors import UnreadableInput
 EMPTY = memoryview(b"")
 
 
+# Files up to this size are read (pread) instead of mapped. A mapped page that a
+# concurrent truncation cuts away raises SIGBUS and kills the process (a live
+# broker truncating its active segment); a read just comes back short. Larger
+# files stay mapped so memory stays flat: that residual risk is documented.
+READ_INSTEAD_OF_MAP = 16 << 20
+
+
 @contextlib.contextmanager
 def mapped(path: str | os.PathLike[str]) -> Iterator[memoryview]:
     """Map a file read-only; yields a memoryview (empty for empty files).
 
-    Memory stays flat whatever the size: pages are read on demand.
+    Memory stays flat whatever the size: pages are read on demand. Files of
+    at most `READ_INSTEAD_OF_MAP` bytes are read into memory instead (SIGBUS-safe).
     """
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -31,6 +39,13 @@ def mapped(path: str | os.PathLike[str]) -> Iterator[memoryview]:
         size = os.fstat(fd).st_size
         if size == 0:
             yield EMPTY
+            return
+        if size <= READ_INSTEAD_OF_MAP:
+            try:
+                data = os.pread(fd, size, 0)  # may come back short if the file shrank meanwhile
+            except OSError as e:
+                raise UnreadableInput(f"cannot read {path}: {e.strerror}") from None
+            yield memoryview(data)
             return
         try:
             mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
@@ -56,7 +71,10 @@ def read_small(path: str | os.PathLike[str], limit: int = 64 << 20) -> bytes:
             size = os.fstat(f.fileno()).st_size
             if size > limit:
                 raise UnreadableInput(f"{path}: {size} bytes is too large for this kind of file")
-            return f.read(limit + 1)
+            data = f.read(size + 1)  # sized by the file: read(limit) would allocate 64 MiB per small file
+            if len(data) > size:  # it grew since fstat: read on, still bounded by the limit
+                data += f.read(limit + 1 - len(data))
+            return data
     except OSError as e:
         raise UnreadableInput(f"cannot read {path}: {e.strerror}") from None
 
@@ -69,6 +87,20 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+# Test hook for the crash-safety tests (tests/reliability/test_crash.py): with
+# REPLOG_TEST_KILL_AFTER_WRITES=N the process dies like `kill -9` in its (N+1)th
+# atomic write, after the temporary file is written and before the rename.
+_KILL_AFTER_WRITES = os.environ.get("REPLOG_TEST_KILL_AFTER_WRITES")
+_writes_started = 0
+
+
+def _test_crash_point() -> None:
+    global _writes_started
+    _writes_started += 1
+    if _KILL_AFTER_WRITES is not None and _writes_started > int(_KILL_AFTER_WRITES):
+        os._exit(137)
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     """Write `data` to `path` atomically (tmp, fsync, rename, dir fsync), then verify."""
     target = Path(path)
@@ -77,6 +109,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
+    _test_crash_point()
     os.replace(tmp, target)
     fsync_dir(target.parent)
     with open(target, "rb") as f:

@@ -16,6 +16,8 @@ damage into a finding. Framings:
 """
 from __future__ import annotations
 
+import functools
+
 import struct
 import zlib
 
@@ -282,7 +284,6 @@ def _lz4(data: bytes, magic: int) -> bytes:
 
 # --- zstd --------------------------------------------------------------------------
 
-_ZSTD_MAX_RATIO_PER_BYTE = 1 << 16  # an RLE block: 4 input bytes -> 128 KiB
 
 
 def _zstd_window(limit: int) -> int:
@@ -294,28 +295,63 @@ def _zstd_window(limit: int) -> int:
 
 
 def _unzstd(data: memoryview, limit: int) -> bytes:
-    """Feed input in slices small enough that one call cannot pass the limit."""
-    dctx = zstandard.ZstdDecompressor(max_window_size=_zstd_window(limit))
+    """One bounded pass in C; the frames' block headers are walked first because
+    the stream reader stops silently where a frame is cut short."""
+    _check_zstd_frames(data)
+    dctx = _zstd_decompressor(_zstd_window(limit))
     out = bytearray()
-    pos, end = 0, len(data)
-    dobj, fed = dctx.decompressobj(), False
     try:
-        while pos < end:
-            step = max(16, (limit - len(out)) // _ZSTD_MAX_RATIO_PER_BYTE)
-            chunk = data[pos:pos + step]
-            pos += len(chunk)
-            out += dobj.decompress(chunk)
-            fed = True
-            if len(out) > limit:
-                raise _bomb(ZSTD, limit)
-            if dobj.eof:
-                pos -= len(dobj.unused_data)
-                dobj, fed = dctx.decompressobj(), False
+        with dctx.stream_reader(data, read_across_frames=True) as reader:
+            while chunk := reader.read(1 << 20):
+                out += chunk
+                if len(out) > limit:
+                    raise _bomb(ZSTD, limit)
     except zstandard.ZstdError as e:
         raise _bad(f"zstd stream corrupt: {e}") from None
-    if fed:
-        raise _bad("zstd frame truncated")
     return bytes(out)
+
+
+@functools.lru_cache(maxsize=8)
+def _zstd_decompressor(max_window: int) -> zstandard.ZstdDecompressor:
+    """Contexts are costly to create and hold no state between stream readers: reuse them."""
+    return zstandard.ZstdDecompressor(max_window_size=max_window)
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_FCS_SIZES = (0, 2, 4, 8)
+_DICT_ID_SIZES = (0, 1, 2, 4)
+
+
+def _check_zstd_frames(data: memoryview) -> None:
+    """Every frame (and skippable frame) is complete and the frames fill the payload exactly."""
+    pos, end = 0, len(data)
+    if end == 0:
+        raise _bad("empty zstd payload")
+    while pos < end:
+        if end - pos < 8:
+            raise _bad(f"zstd frame truncated at byte {pos}")
+        magic = int.from_bytes(data[pos:pos + 4], "little")
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
+            pos += 8 + int.from_bytes(data[pos + 4:pos + 8], "little")
+            continue
+        if magic != _ZSTD_MAGIC:
+            raise _bad(f"no zstd frame magic at byte {pos}")
+        fhd = data[pos + 4]
+        single = fhd >> 5 & 1
+        fcs = _FCS_SIZES[fhd >> 6] or (1 if single else 0)
+        pos += 5 + (0 if single else 1) + _DICT_ID_SIZES[fhd & 3] + fcs
+        last = 0
+        while not last:
+            if pos + 3 > end:
+                raise _bad(f"zstd frame truncated at byte {pos}")
+            header = int.from_bytes(data[pos:pos + 3], "little")
+            last, kind, size = header & 1, header >> 1 & 3, header >> 3
+            if kind == 3:
+                raise _bad(f"reserved zstd block type at byte {pos}")
+            pos += 3 + (1 if kind == 1 else size)
+        pos += 4 if fhd >> 2 & 1 else 0
+    if pos != end:
+        raise _bad("zstd frame truncated")
 
 
 def _zstd(data: bytes) -> bytes:

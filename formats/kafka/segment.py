@@ -71,27 +71,33 @@ class SegmentWalk:
     first_offset: int | None = None
     next_offset: int | None = None  # last offset + 1 of the last batch seen
     zero_tail: bool = False
+    _prev_last: int | None = field(default=None, repr=False)  # highest last offset so far
+    _broken: bool = field(default=False, repr=False)          # an invalid batch was met
 
     def batches(self) -> Iterator[BatchInfo]:
         """Yield every batch whose framing can be read, valid or not."""
-        buf, end = self.buf, len(self.buf) if self.limit is None else min(self.limit, len(self.buf))
-        pos, prev_last, broken = 0, None, False
+        end = len(self.buf) if self.limit is None else min(self.limit, len(self.buf))
+        pos, self._prev_last, self._broken = 0, None, False
         while pos < end:
             info = self._read_at(pos, end)
             if info is None:
                 break
-            ok = self._check(info, prev_last)
-            if ok and not broken:
-                self.valid_bytes = info.end
-            broken = broken or not ok
-            prev_last = info.last_offset if prev_last is None else max(prev_last, info.last_offset)
-            self.batch_count += 1
-            if self.first_offset is None:
-                self.first_offset = info.base_offset
-            self.next_offset = info.next_offset
+            self._step(info)
             pos = info.end
             yield info
         self.end_position = pos
+
+    def _step(self, info: BatchInfo) -> None:
+        """Account for one batch: its findings, the recovery truncation point, the counters."""
+        ok = self._check(info, self._prev_last)
+        if ok and not self._broken:
+            self.valid_bytes = info.end
+        self._broken = self._broken or not ok
+        self._prev_last = info.last_offset if self._prev_last is None else max(self._prev_last, info.last_offset)
+        self.batch_count += 1
+        if self.first_offset is None:
+            self.first_offset = info.base_offset
+        self.next_offset = info.next_offset
 
     def walk(self) -> SegmentWalk:
         """Consume the walk for its side effects (findings, counters)."""
@@ -143,7 +149,8 @@ class SegmentWalk:
         except FormatError as err:
             self.findings.append(from_error(err, self.path))
             size = int.from_bytes(self.buf[pos + 8:pos + 12], "big", signed=True) + 12
-            return BatchInfo(pos, size, self.buf[pos + 16], offset, offset, 0, -1, 0, False, 0, 0,
+            magic = int.from_bytes(self.buf[pos + 16:pos + 17], "big", signed=True)
+            return BatchInfo(pos, size, magic, offset, offset, 0, -1, 0, False, 0, 0,
                              -1, -1, -1, -1, -1, -1, False, False, False)
         base, count = e.offset, 1
         if e.codec and e.crc_valid:

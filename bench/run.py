@@ -1,0 +1,159 @@
+"""Run every contender on every input in one process, best-of-N, and report.
+
+Timings are wall-clock (`time.perf_counter`), best of N after one warm-up run
+(which also pays numba's first-call cost, measured separately as `first_call_s`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import inputs, peers
+
+MiB = 1 << 20
+
+
+def peak_rss_mib() -> float:
+    """Peak resident set of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def machine() -> dict[str, Any]:
+    return {"uname": " ".join(platform.uname()), "nproc": os.cpu_count(), "python": platform.python_version()}
+
+
+def best_of(fn: peers.Runner, buf: bytes, path: str, repeat: int, budget: float) -> tuple[float, int]:
+    """Best time of up to `repeat` runs after a warm-up; slow contenders stop once over `budget` s."""
+    start = time.perf_counter()
+    count = fn(buf, path)
+    spent = time.perf_counter() - start
+    times = []
+    for _ in range(repeat):
+        if times and spent > budget:
+            break
+        t = time.perf_counter()
+        fn(buf, path)
+        times.append(time.perf_counter() - t)
+        spent += times[-1]
+    return min(times), count
+
+
+def first_call_seconds() -> dict[str, float]:
+    """Import + first call of the kernels in a fresh interpreter (numba cache warm or cold)."""
+    code = ("import time; t=time.perf_counter(); from formats.kafka import fastwalk, fastrecords; "
+            "from bench.inputs import SHAPES, build_segment; d,_,_=build_segment(SHAPES[0], 1<<16); "
+            "i=time.perf_counter(); t0=time.perf_counter(); tab,_,_=fastwalk.fast_batch_columns(d,'p',0); "
+            "w=time.perf_counter()-t0; t0=time.perf_counter(); fastrecords.record_columns(d,'p',tab); "
+            "r=time.perf_counter()-t0; print(i-t, w, r)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    imp, walk, dec = map(float, out.stdout.split())
+    return {"import": round(imp, 3), "walk": round(walk, 3), "decode": round(dec, 3)}
+
+
+def scan_rss(path: Path) -> float:
+    """Peak RSS (MiB) of a fresh process that mmaps `path` and walks it in column chunks.
+
+    VmHWM, not ru_maxrss: a child's ru_maxrss starts from its parent's peak at fork.
+    """
+    code = ("import mmap,resource,sys; from formats.kafka.fastwalk import FastWalk; "
+            "f=open(sys.argv[1],'rb'); m=mmap.mmap(f.fileno(),0,access=mmap.ACCESS_READ); "
+            "w=FastWalk(memoryview(m),sys.argv[1],0); [None for _ in w.column_chunks()]; "
+            "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]/1024)")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    return round(float(out.stdout), 1)
+
+
+def run(size_mb: float, repeat: int, budget: float) -> dict[str, Any]:
+    report: dict[str, Any] = {"machine": machine(), "size_mb": size_mb, "repeat": repeat, "inputs": {},
+                              "results": [], "ratios": {}}
+    report["first_call_s"] = first_call_seconds()
+    with tempfile.TemporaryDirectory(prefix="replog-bench-") as tmp:
+        files = inputs.write_inputs(Path(tmp), int(size_mb * MiB))
+        for name, (path, batches, records) in files.items():
+            buf = path.read_bytes()
+            report["inputs"][name] = {"bytes": len(buf), "batches": batches, "records": records}
+            for task, impls in peers.TASKS.items():
+                for impl, fn in impls.items():
+                    report["results"].append(_measure(task, name, impl, fn, buf, str(path), records, repeat, budget))
+            del buf
+        report["scan_peak_rss_mib"] = {"input": "large", "bytes": files["large"][0].stat().st_size,
+                                       "peak_rss_mib": scan_rss(files["large"][0])}
+    report["ratios"] = ratios(report["results"])
+    report["peak_rss_mib"] = round(peak_rss_mib(), 1)
+    return report
+
+
+def _measure(task: str, name: str, impl: str, fn: peers.Runner, buf: bytes, path: str, records: int,
+             repeat: int, budget: float) -> dict[str, Any]:
+    row: dict[str, Any] = {"task": task, "input": name, "impl": impl}
+    try:
+        seconds, count = best_of(fn, buf, path, repeat, budget)
+    except Exception as err:  # noqa: BLE001 - a peer lacking a codec is reported, not fatal
+        row.update(error=f"{type(err).__name__}: {err}"[:120])
+        return row
+    if count not in (-1, records):
+        row["error"] = f"saw {count} records, input has {records}"
+    row.update(seconds=round(seconds, 6), mb_s=round(len(buf) / seconds / 1e6, 1),
+               records_s=None if count == -1 else round(records / seconds), peak_rss_mib=round(peak_rss_mib(), 1))
+    return row
+
+
+def ratios(results: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float | None]]]:
+    """replog's speed over each peer's, per task and input (>1: replog is faster)."""
+    speed = {(r["task"], r["input"], r["impl"]): r.get("mb_s") for r in results}
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    for (task, name, impl), mine in speed.items():
+        if impl != "replog":
+            continue
+        for peer in peers.PEERS:
+            if (task, name, peer) in speed:
+                other = speed[(task, name, peer)]
+                ratio = round(mine / other, 2) if mine and other else None
+                out.setdefault(task, {}).setdefault(name, {})[peer] = ratio
+    return out
+
+
+def render_table(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    console = Console()
+    table = Table(title=f"replog bench — {report['machine']['uname']}, {report['machine']['nproc']} cpus")
+    for col in ("task", "input", "impl", "MB/s", "records/s", "replog ×", "peak RSS MiB"):
+        table.add_column(col, justify="left" if col in ("task", "input", "impl") else "right")
+    for r in report["results"]:
+        ratio = report["ratios"].get(r["task"], {}).get(r["input"], {}).get(r["impl"])
+        table.add_row(r["task"], r["input"], r["impl"], r.get("error") or f"{r['mb_s']:,.0f}",
+                      "" if r.get("records_s") is None else f"{r['records_s']:,}",
+                      "" if ratio is None else f"{ratio:.2f}", f"{r.get('peak_rss_mib', '')}")
+    console.print(table)
+    console.print(f"first call (import, walk, decode) s: {report['first_call_s']}")
+    console.print(f"chunked mmap scan peak RSS: {report['scan_peak_rss_mib']}")
+    console.print(f"process peak RSS: {report['peak_rss_mib']} MiB")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--quick", action="store_true", help="small inputs, one timed run: a few seconds")
+    parser.add_argument("--size", type=float, default=None, help="MB per input (default 32; --quick 0.25)")
+    parser.add_argument("--repeat", type=int, default=None, help="best of N (default 5; --quick 1)")
+    args = parser.parse_args(argv)
+    size = args.size if args.size is not None else (0.25 if args.quick else 32)
+    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 5)
+    report = run(size, repeat, budget=1.0 if args.quick else 6.0)
+    if args.format == "json":
+        print(json.dumps(report, indent=2))
+    else:
+        render_table(report)
+    return 0

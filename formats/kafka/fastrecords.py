@@ -1,0 +1,395 @@
+"""Fast record decode: v2 records as Arrow columns through a numba kernel.
+
+The kernel parses every record of a run of v2 batches (uncompressed: straight
+from the mmap; compressed: from the batches' decompressed payloads, joined)
+into offset, timestamp, attributes, sequence and key/value/header positions;
+key, value and header bytes are then gathered into Arrow binary columns, or
+left as positions (`RecordColumns`) for callers that need only some of them.
+The kernel is conservative: a batch it has any doubt about (malformed, or a
+value outside int64/int32) is handed to the reference `segment.batch_records`,
+which gives the exact rows or the exact error. Speed never changes an answer.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from formats.errors import FormatError
+from formats.findings import Finding, from_error
+from formats.kafka import batch as v2
+from formats.kafka import codecs
+from formats.kafka.fastwalk import HAVE_NUMBA, as_uint8, intrinsic, njit
+
+if HAVE_NUMBA:
+    from numba import types
+    from numba.core import cgutils
+from formats.kafka.segment import BatchInfo, batch_records
+
+HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
+RECORD_SCHEMA = pa.schema([
+    ("position", pa.int64()),       # the position of the record's batch
+    ("offset", pa.int64()),
+    ("timestamp", pa.int64()),
+    ("attributes", pa.uint8()),
+    ("sequence", pa.int32()),
+    ("key", pa.binary()),
+    ("value", pa.binary()),
+    ("headers", pa.list_(HEADER_TYPE)),
+])
+CHUNK_BYTES = 64 << 20  # decompressed payload held at once
+_INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
+
+
+# --- kernels --------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _varint(data, pos, stop, max_bytes):  # pragma: no cover - compiled
+    """Zig-zag varint at pos within [pos, stop): (value, next pos, ok); not ok on any doubt."""
+    result = np.int64(0)
+    shift = 0
+    start = pos
+    while pos < stop:
+        b = np.int64(data[pos])
+        pos += 1
+        if shift == 63 and (b & 0x7F) > 1:
+            return 0, pos, False  # beyond 64 bits: the reference decides
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            half = (result >> 1) & 0x7FFFFFFFFFFFFFFF
+            return (~half if result & 1 else half), pos, True
+        shift += 7
+        if pos - start >= max_bytes:
+            return 0, pos, False
+    return 0, pos, False
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _field(data, pos, stop):  # pragma: no cover - compiled
+    """A length-prefixed field: (start, length or -1 for null, next pos, ok)."""
+    n, pos, ok = _varint(data, pos, stop, 5)
+    if not ok:
+        return 0, 0, pos, False
+    if n < 0:
+        return pos, -1, pos, True
+    if pos + n > stop:
+        return 0, 0, pos, False
+    return pos, n, pos + n, True
+
+
+@njit(cache=True, nogil=True)
+def records_kernel(data, starts, stops, counts, bases, base_ts, max_ts, log_append, base_seq, first,
+                   ok, offset, timestamp, attributes, sequence, key_pos, key_len, value_pos, value_len,
+                   header_pos, header_count):  # pragma: no cover - compiled
+    """Parse the records of every batch b into rows first[b]..; ok[b] False on any doubt."""
+    for b in range(len(starts)):
+        pos, stop, n = starts[b], stops[b], counts[b]
+        good = True
+        row = first[b]
+        for _ in range(n):
+            length, pos, good = _varint(data, pos, stop, 5)
+            end = pos + length
+            if not good or length < 6 or end > stop:
+                good = False
+                break
+            attributes[row] = data[pos]
+            ts_delta, pos, good = _varint(data, pos + 1, end, 10)
+            if not good:
+                break
+            delta, pos, good = _varint(data, pos, end, 5)
+            if not good:
+                break
+            key_pos[row], key_len[row], pos, good = _field(data, pos, end)
+            if not good:
+                break
+            value_pos[row], value_len[row], pos, good = _field(data, pos, end)
+            if not good:
+                break
+            hc, pos, good = _varint(data, pos, end, 5)
+            if not good or hc < 0 or hc > end - pos:
+                good = False
+                break
+            header_pos[row] = pos
+            header_count[row] = hc
+            for _h in range(hc):
+                _s, kn, pos, good = _field(data, pos, end)
+                if not good or kn < 0:
+                    good = False
+                    break
+                _s, _vn, pos, good = _field(data, pos, end)
+                if not good:
+                    break
+            if not good or pos != end:
+                good = False
+                break
+            base = bases[b]
+            if (delta > 0 and base > 9223372036854775807 - delta) or (delta < 0 and base < -9223372036854775808 - delta):
+                good = False
+                break
+            offset[row] = base + delta
+            if log_append[b]:
+                timestamp[row] = max_ts[b]
+            else:
+                t0 = base_ts[b]
+                if (ts_delta > 0 and t0 > 9223372036854775807 - ts_delta) or (ts_delta < 0 and t0 < -9223372036854775808 - ts_delta):
+                    good = False
+                    break
+                timestamp[row] = t0 + ts_delta
+            s = base_seq[b]
+            if s < 0:
+                sequence[row] = -1
+            else:
+                seq = delta - (2147483647 - s) - 1 if s > 2147483647 - delta else s + delta
+                if seq < -2147483648 or seq > 2147483647:
+                    good = False
+                    break
+                sequence[row] = seq
+            row += 1
+        ok[b] = good and pos == stop
+
+
+@njit(cache=True, nogil=True)
+def headers_kernel(data, header_pos, header_count, hkey_pos, hkey_len, hval_pos, hval_len):  # pragma: no cover
+    """Positions of every header of every record (already validated by `records_kernel`)."""
+    h = 0
+    for r in range(len(header_pos)):
+        pos = header_pos[r]
+        for _ in range(header_count[r]):
+            hkey_pos[h], hkey_len[h], pos, _ok = _field(data, pos, len(data))
+            hval_pos[h], hval_len[h], pos, _ok = _field(data, pos, len(data))
+            h += 1
+
+
+@intrinsic
+def _copy(typingctx, dst, dst_at, src, src_at, n):  # pragma: no cover - compiled
+    """memcpy(dst + dst_at, src + src_at, n) on uint8 arrays (bounds checked by the caller)."""
+    def codegen(context, builder, signature, args):
+        d = context.make_array(signature.args[0])(context, builder, args[0])
+        s = context.make_array(signature.args[2])(context, builder, args[2])
+        cgutils.raw_memcpy(builder, builder.gep(d.data, [args[1]]), builder.gep(s.data, [args[3]]), args[4], 1)
+        return context.get_dummy_value()
+    return types.void(dst, dst_at, src, src_at, n), codegen
+
+
+@njit(cache=True, nogil=True)
+def gather_kernel(data, pos, length, out_offsets, out):  # pragma: no cover - compiled
+    """Copy data[pos[i]:pos[i]+length[i]] back to back into `out` (nulls, length -1, are empty)."""
+    o = 0
+    for i in range(len(pos)):
+        out_offsets[i] = o
+        n = length[i]
+        if n > 0:
+            _copy(out, o, data, pos[i], n)
+            o += n
+    out_offsets[len(pos)] = o
+
+
+# --- columns --------------------------------------------------------------------
+
+
+@dataclass
+class RecordColumns:
+    """Records of a run of batches as positions into `data`; bytes gathered on demand."""
+
+    data: np.ndarray
+    position: np.ndarray
+    offset: np.ndarray
+    timestamp: np.ndarray
+    attributes: np.ndarray
+    sequence: np.ndarray
+    key_pos: np.ndarray
+    key_len: np.ndarray
+    value_pos: np.ndarray
+    value_len: np.ndarray
+    header_pos: np.ndarray
+    header_count: np.ndarray
+
+    def binary(self, pos: np.ndarray, length: np.ndarray) -> pa.Array:
+        """Gather one byte column (length -1 is null) into an Arrow binary array."""
+        n = len(pos)
+        total = int(np.maximum(length, 0).sum())
+        offsets = np.empty(n + 1, dtype=np.int64)
+        out = np.empty(total, dtype=np.uint8)
+        gather_kernel(self.data, pos, length, offsets, out)
+        validity = pa.array(length >= 0).buffers()[1] if (length < 0).any() else None
+        arr = pa.Array.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(out)])
+        return arr.cast(pa.binary()) if total < 2**31 else arr
+
+    def keys(self) -> pa.Array:
+        return self.binary(self.key_pos, self.key_len)
+
+    def values(self) -> pa.Array:
+        return self.binary(self.value_pos, self.value_len)
+
+    def headers(self) -> pa.Array:
+        """The headers column: list<struct<key: string, value: binary>>."""
+        total = int(self.header_count.sum())
+        cols = [np.zeros(total, dtype=np.int64) for _ in range(4)]
+        if total:
+            headers_kernel(self.data, self.header_pos, self.header_count, *cols)
+        list_offsets = np.zeros(len(self.header_count) + 1, dtype=np.int32)
+        np.cumsum(self.header_count, out=list_offsets[1:])
+        hkey = _utf8(self.binary(cols[0], cols[1]))
+        struct = pa.StructArray.from_arrays([hkey, self.binary(cols[2], cols[3])], fields=list(HEADER_TYPE))
+        return pa.ListArray.from_arrays(pa.array(list_offsets), struct)
+
+    def to_table(self) -> pa.Table:
+        """Every column, bytes materialised (`RECORD_SCHEMA`)."""
+        arrays = [pa.array(self.position), pa.array(self.offset), pa.array(self.timestamp),
+                  pa.array(self.attributes), pa.array(self.sequence), self.keys(), self.values(),
+                  self.headers()]
+        return pa.Table.from_arrays(arrays, schema=RECORD_SCHEMA)
+
+
+def _utf8(arr: pa.Array) -> pa.Array:
+    """Header keys as strings, invalid UTF-8 replaced as the reference decoder does."""
+    try:
+        return arr.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in arr.to_pylist()],
+                        pa.string())
+
+
+# --- driver ---------------------------------------------------------------------
+
+_NEEDED = ("position", "size", "magic", "codec", "count", "base_offset", "timestamp_type",
+           "first_timestamp", "max_timestamp", "base_sequence")
+
+
+def record_columns(buf: bytes | memoryview, path: str, batches: pa.Table) -> tuple[pa.Table, list[Finding]]:
+    """All records of the `batches` rows (a `BATCH_SCHEMA` table), in order, and one
+    finding per batch whose records cannot be decoded (the reference's own error)."""
+    tables, findings = [], []
+    for table, found in iter_record_columns(buf, path, batches):
+        tables.append(table)
+        findings += found
+    return pa.concat_tables(tables) if tables else RECORD_SCHEMA.empty_table(), findings
+
+
+def iter_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table,
+                        chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[pa.Table, list[Finding]]]:
+    """`record_columns` in pieces of at most ~`chunk_bytes` of payload, so memory stays flat."""
+    cols = {name: batches.column(name).to_numpy() for name in _NEEDED}
+    decodable = ((cols["magic"] == 2) & (cols["size"] >= v2.HEADER_SIZE)) | (cols["magic"] == 0) | (cols["magic"] == 1)
+    rows = np.flatnonzero(decodable)
+    arr = as_uint8(buf)
+    weight = cols["size"][rows].astype(np.int64) * np.where(cols["codec"][rows] == 0, 1, 8)
+    ends = np.searchsorted(np.cumsum(weight), np.arange(1, len(rows) + 1) * chunk_bytes, side="right")
+    lo = 0
+    for hi in ends.tolist():
+        hi = max(hi, lo + 1)
+        if lo >= len(rows):
+            break
+        yield _decode_run(arr, buf, path, batches, cols, rows[lo:hi])
+        lo = hi
+
+
+def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, batches: pa.Table,
+                cols: dict[str, np.ndarray], rows: np.ndarray) -> tuple[pa.Table, list[Finding]]:
+    """Decode one run of batch rows: the kernel where it can, the reference elsewhere."""
+    fast = (cols["magic"][rows] == 2) if HAVE_NUMBA else np.zeros(len(rows), dtype=bool)
+    data, starts, stops = arr, cols["position"][rows] + v2.HEADER_SIZE, cols["position"][rows] + cols["size"][rows]
+    compressed = fast & (cols["codec"][rows] != 0)
+    if compressed.any():
+        data, starts, stops, fast = _decompress(arr, rows, cols, starts, stops, fast)
+    counts = np.where(fast, cols["count"][rows], 0).astype(np.int64)
+    fast &= (counts >= 0) & (counts <= (stops - starts) // v2.MIN_RECORD_SIZE)
+    counts[~fast] = 0
+    first = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=first[1:])
+    rc = _run_kernel(data, rows, cols, starts, stops, counts, first)
+    ok = rc.pop("ok") & fast
+    keep = np.repeat(ok, counts)
+    table = RecordColumns(data, position=np.repeat(cols["position"][rows], counts)[keep],
+                          **{k: v[keep] for k, v in rc.items()}).to_table()
+    return _merge_reference(buf, path, batches, rows, ok, table)
+
+
+def _run_kernel(data: np.ndarray, rows: np.ndarray, cols: dict[str, np.ndarray], starts: np.ndarray,
+                stops: np.ndarray, counts: np.ndarray, first: np.ndarray) -> dict[str, np.ndarray]:
+    total = int(first[-1])
+    out = {"ok": np.zeros(len(rows), dtype=np.bool_)}
+    for name, dtype in (("offset", np.int64), ("timestamp", np.int64), ("attributes", np.uint8),
+                        ("sequence", np.int32), ("key_pos", np.int64), ("key_len", np.int64),
+                        ("value_pos", np.int64), ("value_len", np.int64), ("header_pos", np.int64),
+                        ("header_count", np.int64)):
+        out[name] = np.zeros(total, dtype=dtype)
+    if len(rows) and HAVE_NUMBA:
+        records_kernel(data, starts.astype(np.int64), stops.astype(np.int64), counts,
+                       cols["base_offset"][rows], cols["first_timestamp"][rows], cols["max_timestamp"][rows],
+                       cols["timestamp_type"][rows] == v2.LOG_APPEND_TIME,
+                       cols["base_sequence"][rows].astype(np.int64), first, *out.values())
+    return out
+
+
+def _decompress(arr: np.ndarray, rows: np.ndarray, cols: dict[str, np.ndarray], starts: np.ndarray,
+                stops: np.ndarray, fast: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Join every fast batch's (decompressed) payload into one buffer; failures go to the reference."""
+    parts, new_starts, new_stops, pos = [], np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64), 0
+    fast = fast.copy()
+    for i in np.flatnonzero(fast).tolist():
+        raw = arr[starts[i]:stops[i]]
+        codec = int(cols["codec"][rows[i]])
+        if codec:
+            try:
+                raw = codecs.decompress(codec, memoryview(raw), magic=v2.MAGIC)
+            except FormatError:
+                fast[i] = False
+                continue
+        parts.append(raw)
+        new_starts[i], pos = pos, pos + len(raw)
+        new_stops[i] = pos
+    data = np.frombuffer(b"".join(bytes(p) if isinstance(p, np.ndarray) else p for p in parts), dtype=np.uint8)
+    return data, new_starts, new_stops, fast
+
+
+def _merge_reference(buf: bytes | memoryview, path: str, batches: pa.Table, rows: np.ndarray,
+                     ok: np.ndarray, table: pa.Table) -> tuple[pa.Table, list[Finding]]:
+    """Splice in, in batch order, the rows of batches the kernel left to the reference."""
+    if ok.all():
+        return table, []
+    pieces, findings, done = [], [], 0
+    counts = np.zeros(len(rows), dtype=np.int64)
+    counts[ok] = batches.column("count").to_numpy()[rows[ok]]
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    for i in np.flatnonzero(~ok).tolist():
+        pieces.append(table.slice(done, int(starts[i]) - done))
+        done = int(starts[i])
+        info = BatchInfo(*[batches.column(name)[int(rows[i])].as_py() for name in BatchInfo._fields])
+        piece, found = reference_rows(buf, path, info)
+        pieces.append(piece)
+        findings += found
+    pieces.append(table.slice(done))
+    return pa.concat_tables(pieces), findings
+
+
+def reference_rows(buf: bytes | memoryview, path: str, info: BatchInfo) -> tuple[pa.Table, list[Finding]]:
+    """One batch through the reference decoder, as rows or as a finding."""
+    try:
+        records = batch_records(buf, info)
+        return pa.Table.from_pylist([{
+            "position": info.position, "offset": r.offset, "timestamp": r.timestamp,
+            "attributes": r.attributes, "sequence": r.sequence, "key": r.key, "value": r.value,
+            "headers": [{"key": k, "value": v} for k, v in r.headers]} for r in records],
+            schema=RECORD_SCHEMA), []
+    except FormatError as err:
+        return RECORD_SCHEMA.empty_table(), [from_error(err, path)]
+    except (OverflowError, pa.ArrowInvalid) as err:
+        return RECORD_SCHEMA.empty_table(), [from_error(FormatError(
+            "KAFKA_RECORDS_UNDECODABLE", f"a record value is outside 64 bits: {err}",
+            info.position, info.base_offset), path)]
+
+
+def reference_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table) -> tuple[pa.Table, list[Finding]]:
+    """The same as `record_columns` through the reference decoder alone (the tests' oracle)."""
+    tables, findings = [], []
+    for row in batches.select(list(BatchInfo._fields)).to_pylist():
+        info = BatchInfo(**row)
+        if (info.magic == 2 and info.size >= v2.HEADER_SIZE) or info.magic in (0, 1):
+            table, found = reference_rows(buf, path, info)
+            tables.append(table)
+            findings += found
+    return (pa.concat_tables(tables) if tables else RECORD_SCHEMA.empty_table()), findings
