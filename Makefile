@@ -40,5 +40,8 @@ test: $(VENV)/.installed-test java
 bench: $(VENV)/.installed-test
 	$(PY) -m bench
 
+fuzz: $(VENV)/.installed-test
+	$(PY) -m tests.fuzz --seconds $${FUZZ_SECONDS:-60}
+
 clean:
 	rm -rf $(VENV) $(SAMPLES) out

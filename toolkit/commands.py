@@ -87,7 +87,9 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
         files = export(result, export_lost, force=force)
         stderr_note(f"saved {len(files)} files of records that would be lost under {export_lost}")
     if html is not None:
-        atomic_write(html, replay_html(result).encode())
+        from recovery.outputs import evidence_roots, prepare_file_output
+        atomic_write(prepare_file_output(html, evidence_roots(r.replica.path for r in result.replicas)),
+                     replay_html(result).encode())
     fmt = resolve(fmt)
     if fmt is Format.table:
         print_replay(result, Console(highlight=False))

@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from formats.errors import UnsafeOutput
 from formats.fileio import atomic_write
 from formats.findings import Finding, Severity
 from formats.kafka import names
+from recovery.outputs import prepare_file_output
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
@@ -106,11 +106,7 @@ def tool_version() -> str:
 
 def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path]) -> None:
     """SHA-256 of every input, tool version, UTC time and command line; written atomically."""
-    resolved = target.resolve()
-    for root in roots:
-        r = root.resolve()
-        if resolved == r or resolved.is_relative_to(r):
-            raise UnsafeOutput(f"manifest {target} would be written inside the input {root}")
+    target = prepare_file_output(target, roots)
     doc = {"tool": "replog", "version": tool_version(),
            "created_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
            "command_line": list(sys.argv), "inputs": inputs}
@@ -143,11 +139,7 @@ def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any) -> int:
 
 def write_manifest_check(target: Path, roots: list[Path]) -> None:
     """Refuse a manifest inside an input tree before any work is done."""
-    resolved = target.resolve()
-    for root in roots:
-        r = root.resolve()
-        if resolved == r or resolved.is_relative_to(r):
-            raise UnsafeOutput(f"manifest {target} would be written inside the input {root}")
+    prepare_file_output(target, roots)
 
 
 def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt: Any) -> int:

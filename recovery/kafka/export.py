@@ -10,13 +10,13 @@ from formats.fileio import atomic_write
 from formats.kafka import names
 from recovery.kafka.repair import read_batches
 from recovery.kafka.replay import ReplayResult
-from recovery.outputs import mark_complete, prepare_output
+from recovery.outputs import evidence_roots, mark_complete, prepare_output
 
 
 def export_lost(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:
     """Per replica with losses: `NAME/<first offset>.log` (the batches as they are on disk)
     and `NAME/lost.jsonl` (every record, keys and values in hex). Returns the files written."""
-    root = prepare_output(out, [r.replica.path for r in result.replicas], force)
+    root = prepare_output(out, evidence_roots(r.replica.path for r in result.replicas), force)
     written: list[str] = []
     for r in result.replicas:
         if not r.lost:

@@ -29,7 +29,7 @@ from typing import Any
 
 from crc32c import crc32c
 
-from formats.errors import FormatError, UnreadableInput, UnsafeOutput
+from formats.errors import FormatError, UnreadableInput
 from formats.fileio import atomic_write, fsync_dir, mapped, read_small
 from formats.findings import Finding, finding
 from formats.kafka import batch as v2
@@ -41,9 +41,10 @@ from formats.kafka.segment import BatchInfo, SegmentWalk
 from recovery.kafka.epoch_cache import EpochCache
 from recovery.kafka.logdir import BrokerCheckpoints, read_broker_checkpoints
 from recovery.kafka.producer_state import ProducerEntry, ProducerState
+from recovery import outputs
 from recovery.kafka.rebuild import rebuild_indexes
 
-COMPLETE_MARKER = ".replog-complete"
+COMPLETE_MARKER = outputs.COMPLETE_MARKER
 _MAX_V2_BATCH = 1 << 30
 _HEADER = struct.Struct(">qiibI")
 
@@ -94,15 +95,7 @@ class RecoverResult:
 
 def check_output(out_dir: Path, inputs: list[Path], force: bool) -> None:
     """Refuse an output inside (or containing) an input tree, or a non-empty one without force."""
-    out = out_dir.resolve()
-    for src in inputs:
-        s = src.resolve()
-        if out == s or out.is_relative_to(s) or s.is_relative_to(out):
-            raise UnsafeOutput(f"output {out_dir} overlaps the input {src}; choose a directory outside it")
-    if out.exists() and not out.is_dir():
-        raise UnsafeOutput(f"output {out_dir} exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise UnsafeOutput(f"output {out_dir} is not empty; use --force to replace it")
+    outputs.check_output(out_dir, inputs, force)
 
 
 # --- reading the input --------------------------------------------------------------

@@ -20,7 +20,7 @@ from recovery.kafka.doctor import diagnose
 from recovery.kafka.replay import ReplayResult
 from recovery.kafka.replica import BatchRef, Replica, load_replica
 from recovery.kafka.writer import DEFAULT_SEGMENT_BYTES, write_partition
-from recovery.outputs import mark_complete, prepare_output
+from recovery.outputs import evidence_roots, mark_complete, prepare_output
 
 
 @dataclass
@@ -73,8 +73,7 @@ def repair(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = F
            segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> list[RepairedReplica]:
     """Write every replica's final state under `out/NAME/` and prove the result:
     each reloads as a prefix of (or equal to) the leader and doctor finds no error in it."""
-    inputs = [r.replica.path for r in result.replicas]
-    root = prepare_output(out, inputs, force)
+    root = prepare_output(out, evidence_roots(r.replica.path for r in result.replicas), force)
     written = {r.replica.name: write_replica(r.final, root / r.replica.name, segment_bytes) for r in result.replicas}
     reloaded = {name: load_replica(path, name) for name, path in written.items()}
     doctor = {name: diagnose([root / name]) for name in written}

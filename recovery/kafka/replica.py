@@ -8,6 +8,7 @@ repair can copy them later.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -79,7 +80,9 @@ class Replica:
 
 
 def default_name(path: Path) -> str:
-    """Broker id from the parent log dir's meta.properties, else the log dir's name."""
+    """Broker id from the parent log dir's meta.properties, else the log dir's name
+    (made safe as a directory name: it names the replica's output dir)."""
+    path = path.resolve()
     meta = path.parent / names.META_PROPERTIES
     if meta.is_file():
         try:
@@ -88,7 +91,7 @@ def default_name(path: Path) -> str:
                 return f"broker-{props.node_id}"
         except (FormatError, UnreadableInput):
             pass
-    return path.parent.name or path.name
+    return re.sub(r"[^A-Za-z0-9._-]", "_", path.parent.name or path.name).strip(".") or "replica"
 
 
 def load_replica(path: str | os.PathLike[str], name: str | None = None) -> Replica:

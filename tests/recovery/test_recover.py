@@ -133,6 +133,11 @@ def test_unsafe_outputs_are_refused(tmp_path: Path) -> None:
     (busy / "keep").write_text("x")
     with pytest.raises(UnsafeOutput):
         recover_partition(pdir, busy)
-    res = recover_partition(pdir, busy, force=True)
-    assert res.verified and not (busy / "keep").exists() and (busy / COMPLETE_MARKER).exists()
-    assert not list(tmp_path.glob(".busy.replog-*"))
+    with pytest.raises(UnsafeOutput):
+        recover_partition(pdir, busy, force=True)  # not replog's: never deleted, even with --force
+    assert (busy / "keep").read_text() == "x"
+    done = tmp_path / "done"
+    recover_partition(pdir, done)
+    res = recover_partition(pdir, done, force=True)  # a previous replog output is replaced
+    assert res.verified and (done / COMPLETE_MARKER).exists()
+    assert not list(tmp_path.glob(".done.replog-*"))

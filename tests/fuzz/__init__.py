@@ -1,0 +1,1 @@
+"""Fuzzing every parser of replog: `python -m tests.fuzz --seconds N` (or `make fuzz`)."""

@@ -1,0 +1,93 @@
+"""The two sides of the live-broker test, each run as its own process (helpers, not tests).
+
+`python -m tests.reliability.live_partition write PDIR SECONDS SEED`: appends
+batches to the active (last) segment of PDIR and now and then truncates it to
+an earlier batch boundary, as a broker's follower truncation does, until the
+time is up. `... read PDIR SECONDS`: walks and summarises the partition over
+and over and prints one JSON line: rounds, the findings seen on sealed
+segments, the codes seen on the active one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+from formats.kafka import batch as v2
+from formats.kafka import names
+
+TS = 1_700_000_000_000
+
+
+def _batch(offset: int, rng: random.Random) -> bytes:
+    n = rng.randint(1, 20)
+    recs = [v2.Record(offset + i, TS + offset + i, b"k%d" % (offset + i), rng.randbytes(rng.randint(10, 400)))
+            for i in range(n)]
+    return v2.build_batch(recs, base_offset=offset, partition_leader_epoch=5)
+
+
+def write(pdir: Path, seconds: float, seed: int) -> None:
+    rng = random.Random(seed)
+    active = sorted(pdir.glob("*.log"))[-1]
+    base = names.parse_segment_file_name(active.name).base_offset
+    ends = [(0, base)]                     # (byte position, next offset) at every batch boundary
+    deadline = time.monotonic() + seconds
+    fd = os.open(active, os.O_WRONLY)
+    try:
+        while time.monotonic() < deadline:
+            if rng.random() < 0.15 and len(ends) > 1:
+                pos, nxt = ends[rng.randrange(len(ends) - 1)]   # follower truncation
+                os.ftruncate(fd, pos)
+                ends = [e for e in ends if e[0] <= pos]
+            else:
+                pos, nxt = ends[-1]
+                data = _batch(nxt, rng)
+                cut = rng.randint(1, len(data)) if rng.random() < 0.3 else len(data)
+                os.pwrite(fd, data[:cut], pos)               # a torn append, completed next round
+                if cut == len(data):
+                    from formats.kafka.segment import SegmentWalk
+                    info = next(SegmentWalk(data, "<w>").batches())
+                    ends.append((pos + len(data), info.next_offset))
+                else:
+                    os.pwrite(fd, data[cut:], pos + cut)
+                    info_end = pos + len(data)
+                    from formats.kafka.segment import SegmentWalk
+                    ends.append((info_end, next(SegmentWalk(data, "<w>").batches()).next_offset))
+            if ends[-1][0] > 2 << 20:
+                os.ftruncate(fd, 0)
+                ends = [(0, base)]
+            time.sleep(rng.uniform(0, 0.002))
+    finally:
+        os.close(fd)
+
+
+def read(pdir: Path, seconds: float) -> dict:
+    from recovery.kafka.logdir import summarize_partition
+    from recovery.kafka.replica import load_replica
+    segs = sorted(pdir.glob("*.log"))
+    active = str(segs[-1])
+    sealed_findings: list[dict] = []
+    active_codes: set[str] = set()
+    rounds = 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        part = summarize_partition(pdir)
+        rep = load_replica(pdir, "live")
+        for f in list(part.findings) + list(rep.findings) + [f for s in part.segments for f in s.findings]:
+            if f.path == active:
+                active_codes.add(f.code)
+            elif f.path.endswith(".log"):
+                sealed_findings.append(f.to_dict())
+        rounds += 1
+    return {"rounds": rounds, "sealed_findings": sealed_findings[:20], "active_codes": sorted(active_codes)}
+
+
+if __name__ == "__main__":
+    mode, pdir, seconds = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
+    if mode == "write":
+        write(pdir, seconds, int(sys.argv[4]))
+    else:
+        print(json.dumps(read(pdir, seconds)))
