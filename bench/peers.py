@@ -31,57 +31,54 @@ def replog_decode(buf: bytes, path: str) -> int:
     return records.num_rows
 
 
+def _walk(memory_records: type) -> Runner:
+    """What a peer's `MemoryRecords` consumer path does per batch, minus the records."""
+    def walk(buf: bytes, path: str) -> int:
+        records, n = memory_records(buf), 0
+        while records.has_next():
+            b = records.next_batch()
+            if not b.validate_crc():
+                raise ValueError("crc")
+            (b.base_offset, b.next_offset, b.crc, b.attributes, b.first_timestamp, b.max_timestamp,
+             b.producer_id, b.producer_epoch, b.base_sequence)
+            n += b.next_offset - b.base_offset
+        return n
+    return walk
+
+
+def _decode(memory_records: type) -> Runner:
+    """Every record's offset, timestamp, key, value and headers, through a peer's reader."""
+    def decode(buf: bytes, path: str) -> int:
+        records, n = memory_records(buf), 0
+        while records.has_next():
+            b = records.next_batch()
+            if not b.validate_crc():
+                raise ValueError("crc")
+            for r in b:
+                (r.offset, r.timestamp, r.key, r.value, r.headers)
+                n += 1
+        return n
+    return decode
+
+
 def aiokafka_walk(buf: bytes, path: str) -> int:
-    """What aiokafka's `MemoryRecords` consumer path does per batch, minus the records."""
     from aiokafka.record.memory_records import MemoryRecords
-    records, n = MemoryRecords(buf), 0
-    while records.has_next():
-        b = records.next_batch()
-        if not b.validate_crc():
-            raise ValueError("crc")
-        (b.base_offset, b.next_offset, b.crc, b.attributes, b.first_timestamp, b.max_timestamp,
-         b.producer_id, b.producer_epoch, b.base_sequence)
-        n += b.next_offset - b.base_offset
-    return n
+    return _walk(MemoryRecords)(buf, path)
 
 
 def aiokafka_decode(buf: bytes, path: str) -> int:
     from aiokafka.record.memory_records import MemoryRecords
-    records, n = MemoryRecords(buf), 0
-    while records.has_next():
-        b = records.next_batch()
-        if not b.validate_crc():
-            raise ValueError("crc")
-        for r in b:
-            (r.offset, r.timestamp, r.key, r.value, r.headers)
-            n += 1
-    return n
+    return _decode(MemoryRecords)(buf, path)
 
 
 def kafka_python_walk(buf: bytes, path: str) -> int:
     from kafka.record.memory_records import MemoryRecords
-    records, n = MemoryRecords(buf), 0
-    while records.has_next():
-        b = records.next_batch()
-        if not b.validate_crc():
-            raise ValueError("crc")
-        (b.base_offset, b.next_offset, b.crc, b.attributes, b.first_timestamp, b.max_timestamp,
-         b.producer_id, b.producer_epoch, b.base_sequence)
-        n += b.next_offset - b.base_offset
-    return n
+    return _walk(MemoryRecords)(buf, path)
 
 
 def kafka_python_decode(buf: bytes, path: str) -> int:
     from kafka.record.memory_records import MemoryRecords
-    records, n = MemoryRecords(buf), 0
-    while records.has_next():
-        b = records.next_batch()
-        if not b.validate_crc():
-            raise ValueError("crc")
-        for r in b:
-            (r.offset, r.timestamp, r.key, r.value, r.headers)
-            n += 1
-    return n
+    return _decode(MemoryRecords)(buf, path)
 
 
 def ceiling(buf: bytes, path: str) -> int:

@@ -58,3 +58,29 @@ def from_error(err: FormatError, path: str, **details: Any) -> Finding:
     """Turn a strict parser's `FormatError` into a finding at the same place."""
     return finding(err.code, path, position=err.position, offset=err.offset,
                    message=err.message, **details)
+
+
+class FindingSink:
+    """Collects findings up to `limit`, then only counts: one garbage 10 MiB index
+    would otherwise give a million findings. The last kept one says how many were left out."""
+
+    def __init__(self, path: str, limit: int = 1000) -> None:
+        self.path, self.limit = path, limit
+        self.items: list[Finding] = []
+        self.dropped = 0
+
+    def add(self, code: str, position: int | None = None, offset: int | None = None, message: str = "",
+            **details: Any) -> None:
+        if len(self.items) < self.limit:
+            self.items.append(finding(code, self.path, position=position, offset=offset, message=message,
+                                      **details))
+        else:
+            self.dropped += 1
+
+    def result(self) -> list[Finding]:
+        if self.dropped:
+            last = self.items[-1]
+            self.items[-1] = finding(last.code, last.path, position=last.position, offset=last.offset,
+                                     message=f"{last.message} ({self.dropped} more findings not listed)",
+                                     severity=last.severity, **last.details, suppressed=self.dropped)
+        return self.items

@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from formats.findings import Finding, Severity, finding
+from formats.findings import Finding, FindingSink, Severity, finding
 from formats.kafka.offset_index import OffsetIndexEntry
 from formats.kafka.segment import BatchInfo
 from formats.kafka.time_index import TimeIndexEntry
@@ -28,29 +28,10 @@ from formats.kafka.txn_index import AbortedTxn
 MAX_FINDINGS = 100  # per index file; one corrupt 10 MiB index would give a million
 
 
-class _Sink:
-    def __init__(self, path: str) -> None:
-        self.path, self.items, self.dropped = path, [], 0
-
-    def add(self, code: str, position: int, offset: int | None, message: str, **kw) -> None:
-        if len(self.items) < MAX_FINDINGS:
-            self.items.append(finding(code, self.path, position=position, offset=offset, message=message, **kw))
-        else:
-            self.dropped += 1
-
-    def result(self) -> list[Finding]:
-        if self.dropped:
-            last = self.items[-1]
-            self.items[-1] = finding(last.code, last.path, position=last.position, offset=last.offset,
-                                     message=f"{last.message} ({self.dropped} more not listed)",
-                                     severity=last.severity, suppressed=self.dropped)
-        return self.items
-
-
 def check_offset_index(batches: Sequence[BatchInfo], entries: Sequence[OffsetIndexEntry], *,
                        base_offset: int, log_size: int, path: str = "") -> list[Finding]:
     """Every `.index` entry against the batches (in file order) of its `.log`."""
-    sink = _Sink(path)
+    sink = FindingSink(path, MAX_FINDINGS)
     starts = [b.position for b in batches]
     lasts = [b.last_offset for b in batches]
     framed_end = batches[-1].end if batches else 0
@@ -85,7 +66,7 @@ def check_offset_index(batches: Sequence[BatchInfo], entries: Sequence[OffsetInd
 def check_time_index(batches: Sequence[BatchInfo], entries: Sequence[TimeIndexEntry], *,
                      base_offset: int, path: str = "") -> list[Finding]:
     """Every `.timeindex` entry against the max timestamps of the batches."""
-    sink = _Sink(path)
+    sink = FindingSink(path, MAX_FINDINGS)
     data = list(batches)
     firsts = [b.base_offset for b in data]
     running: list[int] = []
@@ -124,7 +105,7 @@ def check_txn_index(expected: Sequence[AbortedTxn], actual: Sequence[AbortedTxn]
     Missing or extra entries are errors; a different first offset or LSO is a
     warning (they depend on transactions that may start before the log start).
     """
-    sink = _Sink(path)
+    sink = FindingSink(path, MAX_FINDINGS)
     want = {e.last_offset: e for e in expected}
     have = {e.last_offset: (slot, e) for slot, e in enumerate(actual)}
     for last, (slot, e) in have.items():

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import construct as cs
 
-from formats.findings import Finding, finding
+from formats.findings import Finding, FindingSink, finding
 
 ENTRY = cs.Struct(
     "relative_offset" / cs.Int32sb,  # offset - segment base offset
@@ -23,7 +23,6 @@ ENTRY = cs.Struct(
 ENTRY_STRUCT = struct.Struct(">ii")
 ENTRY_SIZE = ENTRY_STRUCT.size  # 8
 INT32_MAX = 2**31 - 1
-MAX_FINDINGS = 1000  # per file; a garbage 10 MiB file would otherwise yield a million
 _SCAN_CHUNK = 1 << 16
 
 
@@ -38,29 +37,6 @@ class IndexRead(NamedTuple):
     entries: list
     zero_tail_entries: int
     findings: list[Finding]
-
-
-class FindingSink:
-    """Collects findings up to `MAX_FINDINGS`, counting the ones left out."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.items: list[Finding] = []
-        self.dropped = 0
-
-    def add(self, code: str, **kw) -> None:
-        if len(self.items) < MAX_FINDINGS:
-            self.items.append(finding(code, self.path, **kw))
-        else:
-            self.dropped += 1
-
-    def result(self) -> list[Finding]:
-        if self.dropped:
-            last = self.items[-1]
-            self.items[-1] = finding(last.code, last.path, position=last.position, offset=last.offset,
-                                     message=f"{last.message} ({self.dropped} more findings not listed)",
-                                     severity=last.severity, suppressed=self.dropped, **last.details)
-        return self.items
 
 
 def end_of_data(buf, limit: int) -> int:

@@ -12,8 +12,7 @@ from typing import NamedTuple
 
 import construct as cs
 
-from formats.findings import Finding
-from formats.kafka.offset_index import FindingSink
+from formats.findings import Finding, FindingSink
 
 ENTRY = cs.Struct(
     "version" / cs.Int16sb,             # 0; the broker reads the first byte only

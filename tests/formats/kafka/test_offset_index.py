@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formats.findings import FindingSink
 from formats.kafka import offset_index as oi
 from formats.kafka.names import parse_segment_file_name
 
@@ -121,7 +122,7 @@ def test_preallocated_10mib_tail_is_counted_without_entries():
 def test_findings_are_capped():
     data = b"".join(oi.ENTRY_STRUCT.pack(100 - i, 100 - i) for i in range(1, 99)) * 30
     read = oi.read_offset_index(data, 0)
-    assert len(read.findings) == oi.MAX_FINDINGS
+    assert len(read.findings) == FindingSink(".").limit
     assert read.findings[-1].details["suppressed"] > 0
 
 
