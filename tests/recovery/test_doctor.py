@@ -1,6 +1,8 @@
 """doctor: each planted defect is found with its code, position and offset; clean dirs are clean."""
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import struct
 from pathlib import Path
 
@@ -238,7 +240,7 @@ def test_overlapping_segments(tmp_path: Path) -> None:
                                   "sagarrao-3broker/c030fc1ce/kafka-logs-1", "jeongrae-kraft/c441d190",
                                   "donaldy-kafka271-zk", "iechenyb-zk"])
 def test_real_broker_dirs_have_no_errors(name: str) -> None:
-    root = Path("/work/shared/realdata") / name
+    root = REALDATA / name
     if not root.is_dir():
         pytest.skip("real data not present")
     before = tree_hashes(root)
@@ -249,7 +251,7 @@ def test_real_broker_dirs_have_no_errors(name: str) -> None:
 
 
 def test_real_epoch_at_log_end_is_legal() -> None:
-    pdir = Path("/work/shared/realdata/sagarrao-3broker/c8d7c180e/kafka-logs-2/my_topic-2")
+    pdir = REALDATA / "sagarrao-3broker/c8d7c180e/kafka-logs-2/my_topic-2"
     if not pdir.is_dir():
         pytest.skip("real data not present")
     report = diagnose([pdir])

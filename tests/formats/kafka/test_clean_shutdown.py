@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,6 @@ from hypothesis import strategies as st
 from formats.errors import FormatError
 from formats.kafka import clean_shutdown as csd
 
-REALDATA = Path("/work/shared/realdata")
 
 
 @given(st.none() | st.integers(-(2**63), 2**63 - 1))

@@ -1,6 +1,8 @@
 """The fast walk and fast record decode give exactly the reference's answers."""
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import os
 from pathlib import Path
 
@@ -15,7 +17,6 @@ from formats.kafka import fastrecords, fastwalk, legacy
 from formats.kafka.fastwalk import FastWalk, fast_batch_columns, reference_batch_columns
 from tests.formats.kafka.segments import TS, marker
 
-REALDATA = Path(__file__).resolve().parents[4] / "shared" / "realdata"
 pytestmark = pytest.mark.skipif(not fastwalk.HAVE_NUMBA, reason="numba not installed: nothing fast to compare")
 
 

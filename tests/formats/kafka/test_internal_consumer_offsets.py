@@ -1,6 +1,8 @@
 """`__consumer_offsets` key/value decoders and encoders, on generated and real broker records."""
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import json
 from collections import Counter
 from pathlib import Path
@@ -20,7 +22,6 @@ from formats.kafka.internal.protocol import Message
 from formats.kafka.segment import SegmentWalk, batch_records
 from tests.formats.kafka.test_internal_protocol import message_values, struct_values
 
-REALDATA = Path("/work/shared/realdata")
 
 
 def _key_data(version: int) -> st.SearchStrategy:

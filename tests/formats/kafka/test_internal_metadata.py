@@ -1,6 +1,8 @@
 """KRaft metadata record and control value decoders/encoders, on generated records and real metadata logs."""
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import json
 import struct
 from collections import Counter
@@ -20,7 +22,6 @@ from formats.kafka.internal.protocol import parse_versions
 from formats.kafka.segment import SegmentWalk, batch_records
 from tests.formats.kafka.test_internal_protocol import message_values
 
-REALDATA = Path("/work/shared/realdata")
 TOPIC_ID = "gSnfpEbtQfSDpxM2lhEn9A"
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import random
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,7 +13,6 @@ from hypothesis import strategies as st
 from formats.errors import FormatError
 from formats.kafka import meta_properties as mp
 
-REALDATA = Path("/work/shared/realdata")
 TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x2FFFF, exclude_categories=("Cs",)), max_size=20)
 IDS = st.sampled_from(["3tZY1iwAzpFlSVBhblXsrQ", "XHhkr4tkSsD900pOQ8pPfg", None])
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 from pathlib import Path
 
 import pytest
@@ -8,7 +10,6 @@ from hypothesis import strategies as st
 
 from formats.kafka import names as nm
 
-REALDATA = Path("/work/shared/realdata")
 TOPICS = st.text("abcXYZ019._-", min_size=1, max_size=40).filter(nm.is_valid_topic_name)
 
 

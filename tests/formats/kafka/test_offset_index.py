@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import os
 import random
 from pathlib import Path
@@ -12,7 +14,6 @@ from formats.findings import FindingSink
 from formats.kafka import offset_index as oi
 from formats.kafka.names import parse_segment_file_name
 
-REALDATA = Path("/work/shared/realdata")
 
 
 def codes(read):

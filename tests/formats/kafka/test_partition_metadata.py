@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import random
 import uuid
 from pathlib import Path
@@ -11,7 +13,6 @@ from hypothesis import strategies as st
 from formats.errors import FormatError
 from formats.kafka import partition_metadata as pm
 
-REALDATA = Path("/work/shared/realdata")
 
 
 @given(st.integers(0, 2**31 - 1), st.uuids(version=None).filter(lambda u: u.int != 0))

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import random
 from pathlib import Path
 
@@ -11,7 +13,6 @@ from hypothesis import strategies as st
 from formats.errors import FormatError
 from formats.kafka import producer_snapshot as ps
 
-REALDATA = Path("/work/shared/realdata")
 
 
 def ints(bits):

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import random
 from pathlib import Path
 
@@ -10,7 +12,6 @@ from hypothesis import strategies as st
 from formats.errors import FormatError
 from formats.kafka import quorum_state as qs
 
-REALDATA = Path("/work/shared/realdata")
 I32 = st.integers(-(2**31), 2**31 - 1)
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import random
 from pathlib import Path
 
@@ -10,7 +12,6 @@ from hypothesis import strategies as st
 from formats.kafka import time_index as ti
 from formats.kafka.names import parse_segment_file_name
 
-REALDATA = Path("/work/shared/realdata")
 
 
 def codes(findings):

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import random
 from pathlib import Path
 
@@ -9,7 +11,6 @@ from hypothesis import strategies as st
 
 from formats.kafka import txn_index as tx
 
-REALDATA = Path("/work/shared/realdata")
 I64 = st.integers(-(2**63), 2**63 - 1)
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import dataclasses
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from formats.rocketmq.checkpoint import (
     write_checkpoint,
 )
 
-REAL = Path("/work/shared/realdata/rocketmq-shaoxubao/store")
+REAL = REALDATA / "rocketmq-shaoxubao" / "store"
 i64 = st.integers(-2**63, 2**63 - 1)
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import struct
 import zlib
 from pathlib import Path
@@ -16,7 +18,7 @@ from formats.rocketmq.commitlog import (
     walk_commitlog,
 )
 
-REAL = Path("/work/shared/realdata")
+REAL = REALDATA
 REAL_COMMITLOGS = [REAL / "rocketmq-shaoxubao/store/unit_test_store/commitlog/00000000000000000000",
                    REAL / "rocketmq-apache-pr-unit-store/commitlog/00000000000000000000"]
 

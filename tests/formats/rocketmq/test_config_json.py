@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import json
 from pathlib import Path
 
@@ -10,7 +12,7 @@ from hypothesis import strategies as st
 from formats.errors import FormatError
 from formats.rocketmq.config_json import dumps, load_config, loads, write_config
 
-REAL = Path("/work/shared/realdata")
+REAL = REALDATA
 
 keys = st.one_of(st.integers(-2**40, 2**40), st.text(max_size=8))
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),

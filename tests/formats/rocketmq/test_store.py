@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from formats.rocketmq.consumequeue import write_queue
 from formats.rocketmq.index_file import build_index
 from formats.rocketmq.store import detect_store, is_rocketmq_store, scan_store
 
-REAL = Path("/work/shared/realdata")
+REAL = REALDATA
 
 
 def test_detects_written_store(tmp_path: Path) -> None:

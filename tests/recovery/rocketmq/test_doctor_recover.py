@@ -1,6 +1,8 @@
 """RocketMQ doctor and recover on stores built by the format writers, one damage kind at a time."""
 from __future__ import annotations
 
+from tests.realdata import REALDATA
+
 import struct
 from pathlib import Path
 
@@ -224,7 +226,7 @@ def test_random_damage_never_raises(store: Built, tmp_path: Path) -> None:
 
 
 def test_real_unit_test_store_reads_clean() -> None:
-    root = Path("/work/shared/realdata/rocketmq-apache-pr-unit-store")
+    root = REALDATA / "rocketmq-apache-pr-unit-store"
     if not root.exists():
         pytest.skip("real data absent")
     findings, files = diagnose_store(root)
