@@ -147,28 +147,18 @@ def stderr_note(message: str) -> None:
 
 
 def run_samples(out: Any, seed: int, force: bool) -> int:
-    """Generate the sample Kafka fleet under OUT/kafka; `--force` replaces only a previous generation."""
-    import shutil
+    """Generate the sample Kafka fleet under OUT/kafka and RocketMQ stores under OUT/rocketmq;
+    `--force` replaces only a previous generation."""
     from pathlib import Path
 
     from rich.table import Table
 
-    from formats.errors import UnsafeOutput
     from samples.kafka_fleet import generate_kafka_fleet
-    from samples.manifest import MANIFEST_NAME, is_manifest
+    from samples.manifest import MANIFEST_NAME
+    from samples.rocketmq_fleet import generate_rocketmq_samples
 
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UnsafeOutput(f"{out} exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()):
-        previous = [d for d in (out, out / "kafka")
-                    if (d / MANIFEST_NAME).is_file() and is_manifest((d / MANIFEST_NAME).read_bytes())]
-        if not force:
-            raise UnsafeOutput(f"{out} is not empty; --force replaces a previous sample generation")
-        if not previous:
-            raise UnsafeOutput(f"{out} holds no {MANIFEST_NAME} of a previous generation; refusing to touch it")
-        for d in previous[:1]:
-            shutil.rmtree(d)
+    _clear_previous_samples(out, force)
     manifest = generate_kafka_fleet(out / "kafka", seed=seed)
     console = Console(highlight=False)
     table = Table(title=f"sample Kafka fleet in {out / 'kafka'} (seed {seed})")
@@ -183,4 +173,30 @@ def run_samples(out: Any, seed: int, force: bool) -> int:
     console.print(f"{len(manifest.damage)} damage items and {len(manifest.divergences)} replica divergences "
                   f"planted; {manifest.file_count} files, {manifest.total_bytes:,} bytes. "
                   f"See {out / 'kafka' / MANIFEST_NAME} and README.txt.")
+    planted = generate_rocketmq_samples(out / "rocketmq")
+    console.print(f"RocketMQ: a diverged master/slave pair and a store with {len(planted['damage'])} planted "
+                  f"defects in {out / 'rocketmq'}.")
     return EXIT_CLEAN
+
+
+def _clear_previous_samples(out: Any, force: bool) -> None:
+    """Refuse a non-empty OUT unless --force and every part of it is a previous generation."""
+    import shutil
+
+    from formats.errors import UnsafeOutput
+    from samples.manifest import MANIFEST_NAME, is_manifest
+
+    if out.exists() and not out.is_dir():
+        raise UnsafeOutput(f"{out} exists and is not a directory")
+    if not (out.is_dir() and any(out.iterdir())):
+        return
+    if not force:
+        raise UnsafeOutput(f"{out} is not empty; --force replaces a previous sample generation")
+    ours = {"kafka": lambda data: is_manifest(data), "rocketmq": lambda data: b"replog samples (rocketmq)" in data}
+    parts = {child.name: child for child in out.iterdir()}
+    for name, child in parts.items():
+        marker = child / MANIFEST_NAME
+        if name not in ours or not marker.is_file() or not ours[name](marker.read_bytes()):
+            raise UnsafeOutput(f"{child} is not part of a previous sample generation; refusing to touch {out}")
+    for child in parts.values():
+        shutil.rmtree(child)
