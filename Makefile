@@ -33,7 +33,7 @@ run: $(VENV)/.installed-run java
 	$(REPLOG) replay b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2
 	$(REPLOG) doctor $(SAMPLES)/rocketmq/damaged || test $$? -eq 1
 	$(REPLOG) replay master=$(SAMPLES)/rocketmq/master slave=$(SAMPLES)/rocketmq/slave --protocol autoswitch
-	$(REPLOG) fleet scan $(SAMPLES)/kafka --out $(FLEET_OUT) --force
+	$(REPLOG) fleet scan $(SAMPLES)/kafka --out $(FLEET_OUT) --force || test $$? -eq 1
 	$(REPLOG) fleet report $(FLEET_OUT) || test $$? -eq 1
 
 test: $(VENV)/.installed-test java
