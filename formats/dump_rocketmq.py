@@ -9,7 +9,7 @@ from typing import Any
 from formats.fileio import mapped, read_small
 from formats.findings import Finding
 from formats.render import render_bytes
-from formats.rocketmq import checkpoint, commitlog, config_json, consumequeue, epoch_file, index_file
+from formats.rocketmq import checkpoint, commitlog, commitlog_walk, config_json, consumequeue, epoch_file, index_file
 
 Entry = dict[str, Any]
 
@@ -20,7 +20,7 @@ def _finding(f: Finding) -> Entry:
 
 def commitlog_entries(path: Path, value_decoder: str, with_body: bool) -> Iterator[Entry]:
     """The contract's `message` entries for one commitlog file, with findings in file order."""
-    for item in commitlog.walk_commitlog([path], file_size=path.stat().st_size):
+    for item in commitlog_walk.walk_commitlog([path], file_size=path.stat().st_size):
         if isinstance(item, Finding):
             yield _finding(item)
         elif item.kind == "blank":

@@ -1,4 +1,4 @@
-"""CommitLog messages (V1/V2), BLANK fillers, mapped-file walker and writer.
+"""CommitLog messages (V1/V2), BLANK fillers, mapped-file naming and the writer (the walker is `commitlog_walk`).
 
 `MESSAGE` (construct) is the declarative source of truth for one record
 (rocketmq.md §2.2: `MessageExtEncoder#encode`, `CommitLog#checkMessageAndReturnSize`);
@@ -14,15 +14,14 @@ import re
 import struct
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import construct as cs
 
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import atomic_write, mapped
-from formats.findings import Finding, finding
+from formats.errors import FormatError
+from formats.fileio import atomic_write
 
 MAGIC_V1 = -626843481      # 0xDAA320A7, topic length is a signed byte
 MAGIC_V2 = -626843477      # 0xDAA320AB, topic length is an i16 (5.1.0+)
@@ -485,138 +484,3 @@ def infer_file_size(sizes: Iterable[int]) -> int | None:
     if not counts:
         return None
     return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
-
-
-def walk_commitlog(source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
-                   file_size: int | None = None, check_crc: bool = True
-                   ) -> Iterator[Message | Finding]:
-    """Walk every record of a commit log, yielding messages and findings in file order.
-
-    Damage does not stop the walk: after an undecodable region the walker resyncs
-    on the next record that decodes with a valid CRC and a matching physical
-    offset. Bytes that cannot be resynced end the file (a dirty tail in the last one).
-    Files are read through read-only maps; nothing is modified.
-    """
-    files = commitlog_files(source)
-    sizes = {p: _size_of(p) for _, p in files}
-    if file_size is None:
-        file_size = infer_file_size(sizes.values()) or DEFAULT_FILE_SIZE
-    while files and sizes[files[-1][1]] == 0 and len(files) > 1:
-        files.pop()  # an empty last file is deleted by the broker at load
-    prev_start: int | None = None
-    for i, (start, path) in enumerate(files):
-        yield from _check_file(path, start, sizes[path], file_size, prev_start)
-        if start < 0:
-            continue
-        prev_start = start
-        yield from _walk_file(path, start, is_last=i == len(files) - 1, check_crc=check_crc)
-
-
-def _size_of(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return -1
-
-
-def _check_file(path: Path, start: int, size: int, file_size: int,
-                prev_start: int | None) -> Iterator[Finding]:
-    if start < 0:
-        yield finding("ROCKETMQ_FILE_NAME_MISMATCH", str(path),
-                      message=f"{path.name}: not a 20-digit commitlog offset; file skipped")
-        return
-    if size != file_size and size >= 0:
-        yield finding("ROCKETMQ_FILE_NAME_MISMATCH", str(path), offset=start,
-                      message=f"file is {size} bytes, expected {file_size}; the broker refuses to load it",
-                      expected_size=file_size, actual_size=size)
-    if start % file_size:
-        yield finding("ROCKETMQ_FILE_NAME_MISMATCH", str(path), offset=start,
-                      message=f"start offset {start} is not a multiple of the file size {file_size}")
-    if prev_start is not None and start != prev_start + file_size:
-        yield finding("ROCKETMQ_FILE_GAP", str(path), offset=prev_start + file_size,
-                      message=f"expected the next file at {prev_start + file_size}, found {start}",
-                      expected_start=prev_start + file_size, actual_start=start)
-
-
-def _walk_file(path: Path, start: int, *, is_last: bool, check_crc: bool) -> Iterator[Message | Finding]:
-    try:
-        with mapped(path) as buf:
-            yield from _walk_buffer(buf, str(path), start, is_last, check_crc)
-    except UnreadableInput as e:
-        yield finding("UNREADABLE_FILE", str(path), offset=start, message=str(e))
-
-
-def _walk_buffer(buf: memoryview | bytes, path: str, start: int, is_last: bool,
-                 check_crc: bool) -> Iterator[Message | Finding]:
-    n = len(buf)
-    pos = 0
-    while pos < n:
-        try:
-            msg = read_message(buf, pos, file_start=start, check_crc=check_crc)
-        except FormatError as e:
-            nxt = yield from _damage(buf, path, start, pos, e, is_last, check_crc)
-            if nxt is None:
-                return
-            pos = nxt
-            continue
-        if msg.kind == "blank":
-            if msg.size != n - pos:
-                yield finding("ROCKETMQ_BLANK_INVALID", path, position=pos, offset=start + pos,
-                              message=f"BLANK at {pos} declares {msg.size} bytes, {n - pos} are left")
-            return
-        yield from _message_findings(msg, path)
-        yield msg
-        pos += msg.size
-    if not is_last:
-        yield finding("ROCKETMQ_BLANK_INVALID", path, position=n, offset=start + n,
-                      message="file ends without a BLANK filler; the broker's recovery stops here")
-
-
-def _message_findings(msg: Message, path: str) -> Iterator[Finding]:
-    where = dict(position=msg.position, offset=msg.commitlog_offset)
-    if not msg.crc_valid:
-        yield finding("ROCKETMQ_BODY_CRC_MISMATCH", path, **where,
-                      message=f"stored body CRC {msg.body_crc} != {java_crc32(msg.body)}")
-    if msg.prop_crc_valid is False:
-        yield finding("ROCKETMQ_PROPERTY_CRC_MISMATCH", path, **where)
-    if msg.physical_offset != msg.commitlog_offset:
-        yield finding("ROCKETMQ_PHYSICAL_OFFSET_MISMATCH", path, **where,
-                      message=f"physical offset field {msg.physical_offset} != {msg.commitlog_offset}",
-                      physical_offset=msg.physical_offset)
-
-
-def _damage(buf: memoryview | bytes, path: str, start: int, pos: int, err: FormatError,
-            is_last: bool, check_crc: bool) -> Generator[Finding, None, int | None]:
-    """Report undecodable bytes at `pos`; return where to go on, or None to end the file."""
-    nonzero = _NONZERO.search(buf, pos)
-    if nonzero is None:  # zeros to the end: the unwritten part of the file
-        if not is_last:
-            yield finding("ROCKETMQ_BLANK_INVALID", path, position=pos, offset=start + pos,
-                          message=f"zeros from {pos} to the end and no BLANK filler; "
-                                  "the broker's recovery stops here")
-        return None
-    nxt = _resync(buf, pos, start)
-    if nxt is None and is_last:
-        yield finding("ROCKETMQ_DIRTY_TAIL", path, position=pos, offset=start + pos,
-                      message=f"undecodable bytes after the last valid message ({err.message})",
-                      cause=err.code, first_nonzero=nonzero.start())
-        return None
-    yield finding(err.code, path, position=pos, offset=start + pos, message=err.message,
-                  skipped_bytes=(nxt if nxt is not None else len(buf)) - pos)
-    return nxt
-
-
-def _resync(buf: memoryview | bytes, pos: int, start: int) -> int | None:
-    """Next position after `pos` where a trustworthy record (or the file's BLANK) starts."""
-    n = len(buf)
-    for m in _MAGIC_RE.finditer(buf, pos + 5):
-        cand = m.start() - 4
-        try:
-            msg = read_message(buf, cand, file_start=start)
-        except FormatError:
-            continue
-        if msg.kind == "blank" and cand + msg.size == n:
-            return cand
-        if msg.kind == "message" and msg.crc_valid and msg.physical_offset == start + cand:
-            return cand
-    return None

@@ -30,7 +30,7 @@ CQ_ENTRY = cs.Struct(
 ENTRY = struct.Struct(">qiq")
 CQ_STORE_UNIT_SIZE = ENTRY.size  # 20
 DEFAULT_FILE_SIZE = 300_000 * CQ_STORE_UNIT_SIZE   # mappedFileSizeConsumeQueue
-PLACEHOLDER = (0, 0x7FFFFFFF, 0)                    # ConsumeQueue#fillPreBlank
+PRE_BLANK = (0, 0x7FFFFFFF, 0)                    # ConsumeQueue#fillPreBlank
 _ZERO_ENTRY = bytes(CQ_STORE_UNIT_SIZE)
 _NAME_RE = re.compile(r"^\d{20}$")
 _NONZERO = re.compile(b"[^\x00]")
@@ -60,9 +60,9 @@ class CQEntry:
     position: int
 
     @property
-    def is_placeholder(self) -> bool:
+    def is_pre_blank(self) -> bool:
         """`fillPreBlank` filler written before the first real entry of a queue."""
-        return (self.commitlog_offset, self.size, self.tags_code) == PLACEHOLDER
+        return (self.commitlog_offset, self.size, self.tags_code) == PRE_BLANK
 
     @property
     def is_valid(self) -> bool:
@@ -200,7 +200,7 @@ def build_files(entries: Iterable[tuple[int, int, int]], *, file_size: int = DEF
     """Lay (commitlog offset, size, tags code) entries into full-size CQ files.
 
     When the first entry's queue offset is not at a file start, the earlier slots
-    of that file get placeholders, as `fillPreBlank` does.
+    of that file get pre-blank entries, as `fillPreBlank` does.
     """
     if file_size <= 0 or file_size % CQ_STORE_UNIT_SIZE:
         raise ValueError(f"CQ file size {file_size} is not a positive multiple of 20")
@@ -212,7 +212,7 @@ def build_files(entries: Iterable[tuple[int, int, int]], *, file_size: int = DEF
         if file_start not in files:
             files[file_start] = bytearray(file_size)
             if not i:
-                filler = build_entry(*PLACEHOLDER)
+                filler = build_entry(*PRE_BLANK)
                 files[file_start][:byte_pos - file_start] = filler * ((byte_pos - file_start) // 20)
         pos = byte_pos - file_start
         files[file_start][pos:pos + CQ_STORE_UNIT_SIZE] = build_entry(off, size, tags)

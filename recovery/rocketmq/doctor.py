@@ -112,7 +112,7 @@ def consume_queue_findings(model: StoreModel) -> Iterator[Finding]:
                 yield item
                 continue
             e = item
-            if not e.is_valid or e.is_placeholder or e.commitlog_offset < model.min_offset:
+            if not e.is_valid or e.is_pre_blank or e.commitlog_offset < model.min_offset:
                 continue
             path = str(d / file_name(e.queue_offset * CQ_STORE_UNIT_SIZE - e.position))
             if e.commitlog_offset >= model.max_offset:

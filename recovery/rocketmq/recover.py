@@ -104,7 +104,7 @@ def rebuild_consume_queues(root: Path, messages: list[MessageRef], file_size: in
     """Dispatch every NOT_TYPE/COMMIT message into its queue, like `putMessagePositionInfo`.
 
     Entries are appended in log order; one whose queue offset is below the next
-    expected is already built and skipped. A queue that starts above 0 gets placeholders.
+    expected is already built and skipped. A queue that starts above 0 gets pre-blank entries.
     """
     queues: dict[tuple[str, int], list[MessageRef]] = {}
     for m in messages:

@@ -18,6 +18,7 @@ from formats.errors import FormatError, UnreadableInput
 from formats.fileio import mapped
 from formats.findings import Finding
 from formats.rocketmq import commitlog as cl
+from formats.rocketmq.commitlog_walk import walk_commitlog
 from formats.rocketmq.abort import AbortMarker, read_abort
 from formats.rocketmq.checkpoint import Checkpoint, read_checkpoint
 from formats.rocketmq.consumequeue import read_entries
@@ -96,7 +97,7 @@ class QueueState:
     queue_id: int
     files: list[Path]
     file_size: int
-    min_offset: int | None = None      # first real (non-placeholder) queue offset
+    min_offset: int | None = None      # first real (non-pre-blank) queue offset
     max_offset: int = 0                # next queue offset (logical end / 20)
     max_physic_offset: int = 0         # offset + size of the last valid entry
 
@@ -226,7 +227,7 @@ def _read_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tuple[str,
             for e in entries:
                 if not e.is_valid:
                     break
-                if e.is_placeholder:
+                if e.is_pre_blank:
                     continue
                 if state.min_offset is None:
                     state.min_offset = e.queue_offset
@@ -269,7 +270,7 @@ def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnorma
     messages, beyond, findings = [], [], []
     walk_end = files[0][0] if files else 0
     path_of = {s: str(p) for s, p in files}
-    for item in cl.walk_commitlog([p for _, p in files], file_size=file_size):
+    for item in walk_commitlog([p for _, p in files], file_size=file_size):
         if isinstance(item, Finding):
             findings.append(item)
             continue

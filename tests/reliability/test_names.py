@@ -27,7 +27,7 @@ def poison_checkpoints(log_dir: Path, hw: int) -> None:
         (log_dir / name).write_bytes(HOSTILE_CHECKPOINT % (0 if "start" in name else hw))
 
 
-def only_under_out(root: Path, out: Path, before: dict[str, str]) -> None:
+def assert_only_under_out(root: Path, out: Path, before: dict[str, str]) -> None:
     """Every path that changed anywhere under `root` lies inside `out`."""
     stray = {k: v for k, v in changes(before, sha256_tree(root)).items()
              if not (root / k == out or out in (root / k).parents
@@ -42,7 +42,7 @@ def test_recover_ignores_path_topics_in_checkpoints(tmp_path: Path) -> None:
     before = sha256_tree(tmp_path)
     res = runner.invoke(app, ["recover", str(pdir), "--out", str(out), "--format", "json"])
     assert res.exit_code in (0, 1), res.output
-    only_under_out(tmp_path, out, before)
+    assert_only_under_out(tmp_path, out, before)
     assert (out / "t-0").is_dir()
 
 
@@ -55,7 +55,7 @@ def test_recover_a_partition_dir_named_dotdot(tmp_path: Path) -> None:
     before = sha256_tree(tmp_path)
     res = runner.invoke(app, ["recover", str(weird), "--out", str(out), "--format", "json"])
     assert res.exit_code in (0, 1, 2), res.output
-    only_under_out(tmp_path, out, before)
+    assert_only_under_out(tmp_path, out, before)
 
 
 def test_repair_and_export_ignore_path_topics_in_checkpoints(tmp_path: Path) -> None:
@@ -66,12 +66,12 @@ def test_repair_and_export_ignore_path_topics_in_checkpoints(tmp_path: Path) -> 
     before = sha256_tree(tmp_path)
     res = runner.invoke(app, ["repair", f"A={a}", f"B={b}", "--out", str(out), "--leader", "B", "--format", "json"])
     assert res.exit_code in (0, 1), res.output
-    only_under_out(tmp_path, out, before)
+    assert_only_under_out(tmp_path, out, before)
     before = sha256_tree(tmp_path)
     res = runner.invoke(app, ["replay", f"A={a}", f"B={b}", "--leader", "B", "--export-lost", str(lost),
                               "--format", "json"])
     assert res.exit_code == 0, res.output
-    only_under_out(tmp_path, lost, before)
+    assert_only_under_out(tmp_path, lost, before)
     assert list((lost / "A").glob("*.log"))
 
 
@@ -83,7 +83,7 @@ def test_repair_replica_names_cannot_climb_out_of_out(tmp_path: Path, name: str)
     before = sha256_tree(tmp_path)
     res = runner.invoke(app, ["repair", f"{name}={a}", f"B={b}", "--out", str(out), "--leader", "B",
                               "--format", "json"])
-    only_under_out(tmp_path, out, before)
+    assert_only_under_out(tmp_path, out, before)
     assert res.exit_code in (0, 1, 2)
 
 
@@ -95,4 +95,4 @@ def test_repair_default_name_of_a_dotdot_relative_path(tmp_path: Path, monkeypat
     out = tmp_path / "deep" / "out"
     before = sha256_tree(tmp_path)
     runner.invoke(app, ["repair", "../t-0", f"B={b}", "--out", str(out), "--leader", "B", "--format", "json"])
-    only_under_out(tmp_path, out, before)
+    assert_only_under_out(tmp_path, out, before)

@@ -122,7 +122,7 @@ def test_rocketmq_commands_leave_the_store_bit_identical(tmp_path: Path) -> None
 
 # --- where outputs may go ---------------------------------------------------------------------
 
-def refused(args: list[str], root: Path) -> None:
+def assert_refused(args: list[str], root: Path) -> None:
     before = sha256_tree(root)
     assert invoke(args) == USAGE, args
     assert sha256_tree(root) == before, f"{args[0]} wrote before refusing"
@@ -130,22 +130,22 @@ def refused(args: list[str], root: Path) -> None:
 
 def test_outputs_inside_an_input_tree_are_refused(evidence: tuple[Path, Path, Path]) -> None:
     root, a, b = evidence
-    refused(["recover", str(a), "--out", str(a / "out")], root)
-    refused(["recover", str(a), "--out", str(root / "A")], root)
-    refused(["recover", str(a), "--out", str(root)], root)       # an output around the input
-    refused(["repair", f"A={a}", f"B={b}", "--out", str(b / "x")], root)
-    refused(["replay", f"A={a}", f"B={b}", "--export-lost", str(a / "lost")], root)
-    refused(["doctor", str(a), "--manifest", str(a / "manifest.json")], root)
+    assert_refused(["recover", str(a), "--out", str(a / "out")], root)
+    assert_refused(["recover", str(a), "--out", str(root / "A")], root)
+    assert_refused(["recover", str(a), "--out", str(root)], root)       # an output around the input
+    assert_refused(["repair", f"A={a}", f"B={b}", "--out", str(b / "x")], root)
+    assert_refused(["replay", f"A={a}", f"B={b}", "--export-lost", str(a / "lost")], root)
+    assert_refused(["doctor", str(a), "--manifest", str(a / "manifest.json")], root)
 
 
 def test_repair_output_inside_a_replicas_log_dir_is_refused(evidence: tuple[Path, Path, Path]) -> None:
     root, a, b = evidence
-    refused(["repair", f"A={a}", f"B={b}", "--out", str(root / "A" / "repaired")], root)
+    assert_refused(["repair", f"A={a}", f"B={b}", "--out", str(root / "A" / "repaired")], root)
 
 
 def test_replay_html_inside_an_input_tree_is_refused(evidence: tuple[Path, Path, Path]) -> None:
     root, a, b = evidence
-    refused(["replay", f"A={a}", f"B={b}", "--html", str(a / "replay.html")], root)
+    assert_refused(["replay", f"A={a}", f"B={b}", "--html", str(a / "replay.html")], root)
 
 
 def test_non_empty_outputs_need_force(tmp_path: Path, evidence: tuple[Path, Path, Path]) -> None:
@@ -154,11 +154,11 @@ def test_non_empty_outputs_need_force(tmp_path: Path, evidence: tuple[Path, Path
         busy = tmp_path / f"busy-{cmd[0]}"
         busy.mkdir()
         (busy / "precious.txt").write_text("not replog's")
-        refused(cmd + ["--out", str(busy)], tmp_path)
+        assert_refused(cmd + ["--out", str(busy)], tmp_path)
     busy = tmp_path / "busy-lost"
     busy.mkdir()
     (busy / "precious.txt").write_text("not replog's")
-    refused(["replay", f"A={a}", f"B={b}", "--export-lost", str(busy)], tmp_path)
+    assert_refused(["replay", f"A={a}", f"B={b}", "--export-lost", str(busy)], tmp_path)
 
 
 def test_force_replaces_only_previous_replog_output(tmp_path: Path, evidence: tuple[Path, Path, Path]) -> None:
@@ -170,7 +170,7 @@ def test_force_replaces_only_previous_replog_output(tmp_path: Path, evidence: tu
     stranger = tmp_path / "home"
     stranger.mkdir()
     (stranger / "precious.txt").write_text("mine")
-    refused(["repair", f"A={a}", f"B={b}", "--out", str(stranger), "--force"], tmp_path)
+    assert_refused(["repair", f"A={a}", f"B={b}", "--out", str(stranger), "--force"], tmp_path)
 
 
 def test_recover_force_does_not_delete_a_foreign_directory(tmp_path: Path, evidence: tuple[Path, Path, Path]) -> None:
@@ -178,7 +178,7 @@ def test_recover_force_does_not_delete_a_foreign_directory(tmp_path: Path, evide
     stranger = tmp_path / "home"
     stranger.mkdir()
     (stranger / "precious.txt").write_text("mine")
-    refused(["recover", str(a), "--out", str(stranger), "--force"], tmp_path)
+    assert_refused(["recover", str(a), "--out", str(stranger), "--force"], tmp_path)
 
 
 def test_doctor_manifest_into_a_missing_directory(tmp_path: Path, evidence: tuple[Path, Path, Path]) -> None:

@@ -40,14 +40,17 @@ def test_mutations_only_raise_format_error():
     rng = random.Random(4)
     good = (b'{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,'
             b'"currentVoters":[{"voterId":1}],"data_version":0}')
+    accepted = rejected = 0
     for _ in range(400):
         data = bytearray(good)
         for _ in range(rng.randint(1, 4)):
             data[rng.randrange(len(data))] = rng.randrange(256)
         try:
             qs.parse_quorum_state(bytes(data[: rng.randint(0, len(data))]))
+            accepted += 1
         except FormatError:
-            pass
+            rejected += 1
+    assert accepted + rejected == 400 and rejected > 0  # anything else raised would have failed the test
 
 
 def test_real_files_rebuild_byte_exact():

@@ -15,8 +15,8 @@ from formats.findings import Finding
 from formats.rocketmq.commitlog import (
     BLANK, MAGIC_BLANK, MAGIC_V1, MAGIC_V2, MESSAGE, CommitLogWriter, Message, build_blank,
     build_message, encode_message, java_crc32, java_string_hash, parse_properties, read_message,
-    walk_commitlog,
 )
+from formats.rocketmq.commitlog_walk import walk_commitlog
 
 REAL = REALDATA
 REAL_COMMITLOGS = [REAL / "rocketmq-shaoxubao/store/unit_test_store/commitlog/00000000000000000000",

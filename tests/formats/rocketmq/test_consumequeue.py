@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from formats.errors import FormatError
 from formats.findings import Finding
 from formats.rocketmq.consumequeue import (
-    CQ_ENTRY, CQ_EXT_UNIT, PLACEHOLDER, CQEntry, build_entry, build_ext_unit, build_files,
+    CQ_ENTRY, CQ_EXT_UNIT, PRE_BLANK, CQEntry, build_entry, build_ext_unit, build_files,
     ext_address_to_offset, offset_to_ext_address, read_entries, read_entry, read_ext_units,
     walk_consumequeue, write_queue,
 )
@@ -37,7 +37,7 @@ def test_files_round_trip(items: list[tuple[int, int, int]], start: int) -> None
     got: list[CQEntry] = []
     for file_start, data in files.items():
         got += read_entries(data, file_start=file_start)
-    real = [e for e in got if not e.is_placeholder]
+    real = [e for e in got if not e.is_pre_blank]
     assert [(e.commitlog_offset, e.size, e.tags_code) for e in real] == items
     assert [e.queue_offset for e in real] == list(range(start, start + len(items)))
     if items:
@@ -74,9 +74,9 @@ def test_walk_damage(tmp_path: Path) -> None:
     ]
 
 
-def test_placeholder_and_ext_address() -> None:
-    e = read_entry(build_entry(*PLACEHOLDER), 0)
-    assert e.is_placeholder and e.is_valid and e.ext_address is None
+def test_pre_blank_and_ext_address() -> None:
+    e = read_entry(build_entry(*PRE_BLANK), 0)
+    assert e.is_pre_blank and e.is_valid and e.ext_address is None
     addr = offset_to_ext_address(1234)
     assert addr <= -(2**31) - 1 and ext_address_to_offset(addr) == 1234
     assert read_entry(build_entry(0, 10, addr), 0).ext_address == 1234
