@@ -62,6 +62,12 @@ def print_replay(result: ReplayResult, console: Console) -> None:
                       "-" if r["truncated_to"] is None else str(r["truncated_to"]), lost_text,
                       str(r["fetched"]["records"]), str(r["log_end_offset_after"]), str(r["high_watermark_after"]))
     console.print(table)
+    for e in result.transcript.events:
+        if e["kind"] == "cross_check" and not e["agree"]:
+            console.print(f"[yellow]{e['replica']}: the OffsetsForLeaderEpoch path ends at "
+                          f"{e['offsets_for_leader_epoch']} but the Fetch/DivergingEpoch path at "
+                          f"{e['truncate_on_fetch']}: the leader's epoch history is older than this follower's, "
+                          "which no real election produces[/]")
     _print_timeline(result, console)
     console.print("[bold]Transcript[/]")
     for e in result.transcript.events:

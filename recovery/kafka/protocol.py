@@ -146,6 +146,25 @@ def advance_leader_hw(leader: Replica, followers: list[Replica], log: Transcript
         log.add("hw_update", leader.name, high_watermark=candidate, rule="minimum log end offset of the ISR")
 
 
+def truncation_on_fetch(leader: Replica, follower: Replica) -> int:
+    """Where the KIP-595 path (Fetch with LastFetchedEpoch, DivergingEpoch answers, §12.5)
+    leaves the follower's log end; computed on a copy, for cross-checking the
+    OffsetsForLeaderEpoch path: for well-formed logs both must agree."""
+    f, scratch, quiet = follower.copy(), FollowerOutcome(follower.name), Transcript()
+    for _ in range(MAX_ROUNDS):
+        last_epoch = f.epochs.latest_epoch
+        if last_epoch is None:
+            break
+        e_l, o_l = leader.epochs.end_offset_for(last_epoch, leader.log_end_offset)
+        if e_l == -1 or o_l == -1 or not (e_l < last_epoch or o_l < f.log_end_offset):
+            break  # no divergence (or out of range, handled the same way by both paths)
+        offset, _final = truncation_point(e_l, o_l, f, f.high_watermark)
+        if offset >= f.log_end_offset:
+            break
+        truncate(f, offset, scratch, quiet, "diverging epoch")
+    return f.log_end_offset
+
+
 def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH) -> tuple[Transcript, dict[str, FollowerOutcome]]:
     """Replay on copies; the inputs stay untouched. Returns the transcript and per-follower outcomes."""
     log = Transcript()
@@ -156,7 +175,10 @@ def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH) -> 
         if protocol == HW:
             truncate_to_hw(f, outcomes[f.name], log, "pre-KIP-101 follower restart")
         elif f.has_epochs and leader.has_epochs:
+            on_fetch = truncation_on_fetch(leader, f)
             truncate_by_epochs(leader, f, outcomes[f.name], log)
+            log.add("cross_check", f.name, offsets_for_leader_epoch=f.log_end_offset, truncate_on_fetch=on_fetch,
+                    agree=on_fetch == f.log_end_offset)
         else:
             truncate_to_hw(f, outcomes[f.name], log, "no leader epochs on " + (f.name if not f.has_epochs else leader.name))
         fetch(leader, f, outcomes[f.name], log)

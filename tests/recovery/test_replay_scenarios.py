@@ -145,3 +145,22 @@ def test_load_replica_uses_broker_name_and_checkpoints(tmp_path: Path) -> None:
     a = replica_dir(tmp_path, "A", [(0, 0), (1, 0), (2, 0)], hw=2)
     rep = load_replica(a)
     assert rep.name == "A" and rep.high_watermark == 2 and rep.log_end_offset == 3
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories, histories, histories, st.integers(0, 2))
+def test_both_truncation_paths_agree(h1, h2, h3, leader_index) -> None:  # noqa: ANN001
+    """OffsetsForLeaderEpoch round trips and Fetch/DivergingEpoch (KIP-595) end at the same offset
+    whenever the leader's epoch is the highest, as it is after any real election."""
+    shared = build(h1, 0)
+    end = shared[-1][1] + 1 if shared else 0
+    epoch = shared[-1][2] if shared else 0
+    tails = [[(b + end, l + end, epoch + salt + 2 * e) for b, l, e in build(h, 0)] for h, salt in ((h2, 1), (h3, 2))]
+    reps = [replica_from_batches("A", shared + tails[0]), replica_from_batches("B", shared + tails[1]),
+            replica_from_batches("C", shared)]
+    leader = reps[leader_index]
+    result = run_replay(reps, leader=leader.name)
+    # well-formed: a leader's epoch is at least every follower's (a new leader takes a higher epoch)
+    fine = {r.name for r in reps if (r.epochs.latest_epoch or -1) <= (leader.epochs.latest_epoch or -1)}
+    checks = [e for e in result.transcript.events if e["kind"] == "cross_check" and e["replica"] in fine]
+    assert all(e["agree"] for e in checks), checks
