@@ -74,7 +74,7 @@ def scan_rss(path: Path) -> float:
     return round(float(out.stdout), 1)
 
 
-def run(size_mb: float, repeat: int, budget: float) -> dict[str, Any]:
+def run(size_mb: float, repeat: int, budget: float, replica_mb: float = 64, spark: bool = False) -> dict[str, Any]:
     report: dict[str, Any] = {"machine": machine(), "size_mb": size_mb, "repeat": repeat, "inputs": {},
                               "results": [], "ratios": {}}
     report["first_call_s"] = first_call_seconds()
@@ -90,6 +90,8 @@ def run(size_mb: float, repeat: int, budget: float) -> dict[str, Any]:
         report["scan_peak_rss_mib"] = {"input": "large", "bytes": files["large"][0].stat().st_size,
                                        "peak_rss_mib": scan_rss(files["large"][0])}
     report["ratios"] = ratios(report["results"])
+    from bench import goals
+    report["goals"] = goals.measure(int(replica_mb * MiB), repeat, spark)
     report["peak_rss_mib"] = round(peak_rss_mib(), 1)
     return report
 
@@ -137,9 +139,26 @@ def render_table(report: dict[str, Any]) -> None:
                       "" if r.get("records_s") is None else f"{r['records_s']:,}",
                       "" if ratio is None else f"{ratio:.2f}", f"{r.get('peak_rss_mib', '')}")
     console.print(table)
+    render_goals(console, report["goals"])
     console.print(f"first call (import, walk, decode) s: {report['first_call_s']}")
     console.print(f"chunked mmap scan peak RSS: {report['scan_peak_rss_mib']}")
     console.print(f"process peak RSS: {report['peak_rss_mib']} MiB")
+
+
+def render_goals(console: Any, found: dict[str, Any]) -> None:
+    from rich.table import Table
+    table = Table(title=f"command goals: 3 replicas of {found['replica_bytes'] / MiB:.0f} MiB, "
+                        f"{found['segments']} segments")
+    for col in ("goal", "command s", "baseline walk s", "ratio", "target", "met"):
+        table.add_column(col, justify="left" if col == "goal" else "right")
+    labels = {"doctor": "doctor / walk of its segments", "replay": "replay of 3 / walk of the 3",
+              "spark": "fleet scan MB/s per core / walk MB/s"}
+    for name, g in found.items():
+        if isinstance(g, dict):
+            base = g.get("walk_seconds", f"{g.get('walk_mb_s')} MB/s")
+            table.add_row(labels[name], f"{g['seconds']}", f"{base}", f"{g['ratio']:.2f}", g["goal"],
+                          "yes" if g["met"] else "NO")
+    console.print(table)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,10 +167,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small inputs, one timed run: a few seconds")
     parser.add_argument("--size", type=float, default=None, help="MB per input (default 32; --quick 0.25)")
     parser.add_argument("--repeat", type=int, default=None, help="best of N (default 5; --quick 1)")
+    parser.add_argument("--replica-size", type=float, default=None,
+                        help="MiB per replica for the doctor/replay goals (default 64; --quick 1)")
+    parser.add_argument("--spark", action="store_true", help="also the Spark fleet-scan goal (local[2])")
     args = parser.parse_args(argv)
     size = args.size if args.size is not None else (0.25 if args.quick else 32)
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 5)
-    report = run(size, repeat, budget=1.0 if args.quick else 6.0)
+    replica = args.replica_size if args.replica_size is not None else (1 if args.quick else 64)
+    report = run(size, repeat, budget=1.0 if args.quick else 6.0, replica_mb=replica, spark=args.spark)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:

@@ -14,7 +14,6 @@ broker-2 fell behind on `payments-0` and dropped out of its ISR.
 """
 from __future__ import annotations
 
-import os
 import random
 import uuid
 from dataclasses import dataclass, field

@@ -1,12 +1,14 @@
 """`fleet scan`: the per-directory scans of `ls`/`doctor`, distributed with Spark, written as Parquet.
 
-Flow: discover log dirs on the driver (cheap: names, meta.properties, root
-checkpoints) -> units (one per partition dir, one per log dir root) ->
+Flow: discover log dirs and RocketMQ stores on the driver (cheap: names,
+meta.properties, root checkpoints; remote dirs listed through pyarrow
+filesystems) -> units (one per partition dir, split by segment when large,
+one per log dir root, one per store) ->
 `parallelize` + `mapInArrow` runs `spark.tasks.run_unit` on the executors,
 which return Arrow record batches, carried through Spark as Arrow IPC blobs
 tagged by table (one scan feeds every table; the result is persisted) ->
-each table decoded back with its schema from `spark.schemas` and written to
-OUT/<table>/ -> `replicas` computed by Spark joins of batch metadata across
+each table decoded back with its schema from `spark.schemas` (split
+partitions' counts joined in) and written to OUT/<table>/ -> `replicas` computed by Spark joins of batch metadata across
 brokers (offsets and CRCs, never record bytes).
 """
 from __future__ import annotations
@@ -23,24 +25,37 @@ from typing import Any
 
 import pyarrow as pa
 
-from formats.discovery import DirKind, classify_dir
-from formats.errors import FormatError, ReplogError, UnreadableInput
+from formats.discovery import DirKind, find_roots
+from formats.errors import FormatError, UnreadableInput
 from formats.fileio import atomic_write, read_small
 from formats.kafka import names
 from formats.kafka.meta_properties import parse_meta_properties
-from spark import schemas
+from spark import remote, schemas
 from recovery import outputs
 from spark.report import MARKER
-from spark.tasks import Unit, log_dir_units, run_unit
+from spark.tasks import SPLIT_BYTES, Unit, log_dir_units, remote_log_dir_units, run_unit, store_unit
 
 Progress = Callable[[str, int, int], None]   # (step, tasks done, tasks total)
 
 
 @dataclass(frozen=True)
 class LogDir:
+    """A Kafka log dir or a RocketMQ store (`kind` "rocketmq"); `fs` a pyarrow filesystem when remote."""
+
     broker: str
     path: str
     kind: str = "kafka"
+    fs: Any = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"broker": self.broker, "path": self.path, "kind": self.kind, "remote": self.fs is not None}
+
+    def units(self, split_bytes: int | None) -> list[Unit]:
+        if self.kind == "rocketmq":
+            return [store_unit(self.broker, self.path, self.fs)]
+        if self.fs is not None:
+            return remote_log_dir_units(self.broker, self.fs, self.path, split_bytes)
+        return log_dir_units(self.broker, self.path, split_bytes)
 
 
 @dataclass
@@ -54,7 +69,7 @@ class FleetScanResult:
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"out_dir": self.out_dir, "log_dirs": [vars(d) for d in self.log_dirs],
+        return {"out_dir": self.out_dir, "log_dirs": [d.to_dict() for d in self.log_dirs],
                 "skipped": self.skipped, "units": self.units, "rows": self.rows,
                 "errors": self.errors, "seconds": round(self.seconds, 3)}
 
@@ -89,50 +104,77 @@ def read_inventory(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
     return out
 
 
-def discover(paths: Sequence[str | os.PathLike[str]], inventory: str | os.PathLike[str] | None = None
-             ) -> tuple[list[LogDir], list[str]]:
-    """Log dirs to scan from paths (log dir, folder of them, glob) and an inventory file."""
-    found: dict[str, LogDir] = {}
+def discover(paths: Sequence[str | os.PathLike[str]], inventory: str | os.PathLike[str] | None = None,
+             filesystem: Any = None) -> tuple[list[LogDir], list[str]]:
+    """Log dirs and stores to scan from paths (log dir, store, folder of them, glob, URI) and an inventory.
+
+    A URI (`file://`, `hdfs://`, `s3://`) is listed through its pyarrow filesystem;
+    `filesystem` reads every path through that filesystem instead (tests, custom stores).
+    """
+    found: dict[tuple[str, str], LogDir] = {}
     skipped: list[str] = []
     named = [(None, str(p)) for p in paths] + (read_inventory(inventory) if inventory else [])
     for broker, raw in named:
-        if "://" in raw and not raw.startswith("file://"):
-            raise ReplogError(f"{raw}: only local (or shared, mounted) paths are supported so far")
-        raw = raw.removeprefix("file://")
+        if filesystem is not None or remote.is_uri(raw):
+            fs, base = (filesystem, raw) if filesystem is not None else remote.from_uri(raw)
+            for kind, path in _remote_roots(fs, base, skipped):
+                found.setdefault(("remote", f"{id(fs)}:{path}"),
+                                 LogDir(broker or _remote_broker_name(fs, path, kind), path, kind, fs))
+            continue
         matches = sorted(glob.glob(raw)) if glob.has_magic(raw) else [raw]
         if not matches:
             raise UnreadableInput(f"{raw}: no such path")
         for m in matches:
-            for d in _log_dirs_at(Path(m), skipped):
-                key = str(d.resolve())
-                found.setdefault(key, LogDir(broker or broker_name(d), str(d)))
+            for kind, d in _roots_at(Path(m), skipped):
+                found.setdefault(("local", str(d.resolve())),
+                                 LogDir(broker or (broker_name(d) if kind == "kafka" else d.name), str(d), kind))
     if not found:
-        raise UnreadableInput("no Kafka log dir found under " + ", ".join(raw for _, raw in named))
+        raise UnreadableInput("no Kafka log dir or RocketMQ store found under " + ", ".join(r for _, r in named))
     return sorted(found.values(), key=lambda d: (d.broker, d.path)), skipped
 
 
-def _log_dirs_at(p: Path, skipped: list[str]) -> list[Path]:
+_KINDS = {DirKind.KAFKA_LOG_DIR: "kafka", DirKind.ROCKETMQ_STORE: "rocketmq",
+          DirKind.KAFKA_PARTITION_DIR: "partition"}
+
+
+def _roots_at(p: Path, skipped: list[str]) -> list[tuple[str, Path]]:
     if not p.is_dir():
         raise UnreadableInput(f"{p}: not a directory")
-    kind = classify_dir(p)
-    if kind is DirKind.KAFKA_LOG_DIR:
-        return [p]
-    if kind is DirKind.ROCKETMQ_STORE:
-        skipped.append(f"{p}: RocketMQ store (fleet scans cover Kafka log dirs so far)")
-        return []
-    if kind is DirKind.KAFKA_PARTITION_DIR:
-        raise UnreadableInput(f"{p}: a partition dir; give its broker log dir {p.parent}")
+    return _keep_roots([(_KINDS[k], r) for k, r in find_roots(p) if k in _KINDS], str(p), skipped)
+
+
+def _remote_roots(fs: Any, base: str, skipped: list[str]) -> list[tuple[str, str]]:
+    if not remote.is_dir(fs, base):
+        raise UnreadableInput(f"{base}: not a directory")
+    return _keep_roots(remote.find_roots(fs, base), base, skipped)
+
+
+def _keep_roots(roots: list[tuple[str, Any]], given: str, skipped: list[str]) -> list[tuple[str, Any]]:
+    """Log dirs and stores; a partition dir given alone is refused, one found loose is skipped."""
     out = []
-    for child in sorted(p.iterdir()):
-        if child.is_dir():
-            ck = classify_dir(child)
-            if ck is DirKind.KAFKA_LOG_DIR:
-                out.append(child)
-            elif ck is DirKind.ROCKETMQ_STORE:
-                skipped.append(f"{child}: RocketMQ store (fleet scans cover Kafka log dirs so far)")
+    for kind, root in roots:
+        if kind != "partition":
+            out.append((kind, root))
+        elif str(root).rstrip("/") == given.rstrip("/"):
+            parent = root.parent if isinstance(root, Path) else root.rstrip("/").rsplit("/", 1)[0]
+            raise UnreadableInput(f"{root}: a partition dir; give its broker log dir {parent}")
+        else:
+            skipped.append(f"{root}: a partition dir outside a broker log dir")
     if not out and not skipped:
-        raise UnreadableInput(f"{p}: neither a Kafka log dir nor a folder of log dirs")
+        raise UnreadableInput(f"{given}: neither a Kafka log dir, a RocketMQ store, nor a folder of them")
     return out
+
+
+def _remote_broker_name(fs: Any, path: str, kind: str) -> str:
+    if kind == "kafka":
+        try:
+            node = parse_meta_properties(remote.read_small(fs, remote.join(path, names.META_PROPERTIES),
+                                                           1 << 20)).node_id
+            if node is not None:
+                return str(node)
+        except (FormatError, UnreadableInput):
+            pass
+    return remote.base_name(path)
 
 
 # -- output dir ---------------------------------------------------------------------------
@@ -140,7 +182,8 @@ def _log_dirs_at(p: Path, skipped: list[str]) -> list[Path]:
 
 def prepare_output(out_dir: str | os.PathLike[str], inputs: Sequence[LogDir], force: bool) -> Path:
     """Create OUT; refuse an overlap with an input, or a non-empty OUT unless --force and a previous scan."""
-    return outputs.prepare_output(out_dir, [d.path for d in inputs], force, marker=MARKER)
+    return outputs.prepare_output(out_dir, [d.path for d in inputs
+                                                     if d.fs is None or type(d.fs).__name__ == "LocalFileSystem"], force, marker=MARKER)
 
 
 def _write_marker(out: Path, state: str, info: dict[str, Any]) -> None:
@@ -208,17 +251,20 @@ class _StageWatcher(threading.Thread):
 def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str], *,
                master: str | None = None, inventory: str | os.PathLike[str] | None = None,
                batches: bool = False, force: bool = False, progress: Progress | None = None,
-               session: Any = None) -> FleetScanResult:
-    """Scan every log dir found in `paths` with Spark; Parquet tables under `out_dir`.
+               session: Any = None, split_bytes: int | None = SPLIT_BYTES,
+               filesystem: Any = None) -> FleetScanResult:
+    """Scan every log dir and store found in `paths` with Spark; Parquet tables under `out_dir`.
 
     `session` reuses a SparkSession (tests); otherwise one is started with `master`.
+    A partition dir above `split_bytes` is scanned as several units (None: never split).
+    `filesystem` (a pyarrow filesystem) reads every input path through it.
     """
     started = time.monotonic()
-    log_dirs, skipped = discover(paths, inventory)
+    log_dirs, skipped = discover(paths, inventory, filesystem)
     out = prepare_output(out_dir, log_dirs, force)
-    info = {"inputs": [vars(d) for d in log_dirs], "skipped": skipped}
+    info = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped}
     _write_marker(out, "running", info)
-    units = sorted((u for d in log_dirs for u in log_dir_units(d.broker, d.path)), key=lambda u: -u.size)
+    units = sorted((u for d in log_dirs for u in d.units(split_bytes)), key=lambda u: -u.size)
     spark = session or _session(master)
     watcher = _StageWatcher(spark.sparkContext, progress) if progress else None
     if watcher:
@@ -250,8 +296,12 @@ def _run_job(spark: Any, units: list[Unit], out: Path, with_batches: bool, watch
            .mapInArrow(lambda it: scan_units(it, True), ENVELOPE)
            .persist(StorageLevel.MEMORY_AND_DISK))
     try:
-        tables = {name: _decode(env, name) for name in ("partitions", "segments", "findings", "batches")}
-        for name in ("partitions", "segments", "findings") + (("batches",) if with_batches else ()):
+        tables = {name: _decode(env, name) for name in ("partitions", "segments", "findings", "batches", "stores")}
+        if any(u.split for u in units):
+            counts = _decode(env, "split_counts")
+            tables["partitions"] = with_split_counts(tables["partitions"], counts, "partition_path")
+            tables["segments"] = with_split_counts(tables["segments"], counts, "path")
+        for name in ("partitions", "segments", "findings", "stores") + (("batches",) if with_batches else ()):
             if watcher:
                 watcher.step = f"scan -> {name}"
             tables[name].write.mode("overwrite").parquet(str(out / name))
@@ -271,8 +321,21 @@ REPLICA_BATCH_COLUMNS = ("broker", "topic", "partition", "base_offset", "last_of
 def _decode(env: Any, name: str) -> Any:
     from pyspark.sql import functions as F
 
-    return env.where(F.col("table") == name).select("data").mapInArrow(
-        decode_blobs, schemas.spark_schema(schemas.TABLES[name]))
+    schema = schemas.SPLIT_COUNTS if name == "split_counts" else schemas.TABLES[name]
+    return env.where(F.col("table") == name).select("data").mapInArrow(decode_blobs, schemas.spark_schema(schema))
+
+
+def with_split_counts(frame: Any, counts: Any, key: str) -> Any:
+    """`partitions` or `segments` with the segments units' finding counts added (`tasks.apply_split_counts`)."""
+    from pyspark.sql import functions as F
+
+    extra = counts.groupBy(F.col(key).alias("_key")).agg(
+        *(F.sum(c).alias(f"_{c}") for c in ("errors", "warnings", "infos")))
+    joined = frame.join(F.broadcast(extra), frame["path"] == extra["_key"], "left")
+    new = {c: (F.col(c) + F.coalesce(F.col(f"_{c}"), F.lit(0))).cast("int") for c in ("errors", "warnings", "infos")}
+    if "damaged" in frame.columns:
+        new["damaged"] = (new["errors"] > 0) | (F.col("valid_bytes") < F.col("size"))
+    return joined.select(*(new[c].alias(c) if c in new else F.col(c) for c in frame.columns))
 
 
 def replicas_frame(partitions: Any, batches: Any) -> Any:

@@ -1,8 +1,8 @@
 """`fleet report`: a fleet scan's health from its Parquet tables, with pyarrow alone (no Spark, instant).
 
 Totals, findings per broker, the worst partitions, divergent replica sets with
-their divergence points, lagging replica sets, damaged segments, and where a
-broker's checkpoints disagree with its logs.
+their divergence points, lagging replica sets, damaged segments, where a
+broker's checkpoints disagree with its logs, and the RocketMQ stores.
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ class FleetReport:
     lagging: list[dict[str, Any]] = field(default_factory=list)
     damaged_segments: list[dict[str, Any]] = field(default_factory=list)
     checkpoint_disagreements: list[dict[str, Any]] = field(default_factory=list)
+    stores: list[dict[str, Any]] = field(default_factory=list)      # RocketMQ stores, worst first
     finding_codes: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -65,17 +66,20 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
         raise UnreadableInput(f"{out}: not the output of `replog fleet scan` ({MARKER} or partitions/ missing)")
     parts, segs = load_table(out, "partitions"), load_table(out, "segments")
     finds, reps = load_table(out, "findings"), load_table(out, "replicas")
+    stores = load_table(out, "stores")
     rep = FleetReport(str(out))
     sev = finds.column("severity")
     rep.totals = {
-        "brokers": len(pc.unique(parts.column("broker"))) if parts.num_rows else 0,
+        "brokers": len(set(parts.column("broker").to_pylist()) | set(stores.column("broker").to_pylist())),
         "log_dirs": len(pc.unique(parts.column("log_dir"))) if parts.num_rows else 0,
         "partitions": parts.num_rows, "segments": segs.num_rows,
         "bytes": int(pc.sum(parts.column("bytes")).as_py() or 0),
         "replica_sets": reps.num_rows,
         "divergent_replica_sets": int(pc.sum(pc.is_valid(reps.column("first_divergent_offset"))).as_py() or 0),
         "damaged_segments": int(pc.sum(segs.column("damaged")).as_py() or 0),
+        "stores": stores.num_rows,
         "errors": _count(sev, "error"), "warnings": _count(sev, "warning"), "infos": _count(sev, "info")}
+    rep.stores = sorted(stores.to_pylist(), key=lambda r: (-r["errors"], -r["warnings"], r["broker"], r["path"]))
     rep.brokers = _brokers(parts, finds)
     rep.topics = _topics(parts, reps)
     rep.finding_codes = dict(sorted(_group_count(finds, "code").items(), key=lambda kv: -kv[1]))

@@ -78,6 +78,25 @@ REPLICAS = pa.schema([
 ])
 
 
+STORES = pa.schema([
+    ("broker", pa.string()),
+    ("store", pa.string()),                      # the store dir's name
+    ("path", pa.string()),
+    ("commitlog_min_offset", pa.int64()),        # physical offsets
+    ("commitlog_max_offset", pa.int64()),        # where the broker's recovery ends the log
+    ("messages", pa.int64()),
+    ("queues", pa.int32()),
+    ("abort_present", pa.bool_()),               # did not shut down cleanly
+    ("confirm_offset", pa.int64()),
+    ("latest_epoch", pa.int32()),
+    *_COUNTS,
+])
+
+# Internal (not written): finding counts a split partition's segment units add to
+# the light partition unit's `partitions` and `segments` rows.
+SPLIT_COUNTS = pa.schema([("partition_path", pa.string()), ("path", pa.string()), *_COUNTS])
+
+
 def _sparkable(t: pa.DataType) -> pa.DataType:
     return pa.int64() if pa.types.is_uint32(t) else pa.int16() if pa.types.is_uint8(t) else t
 
@@ -86,7 +105,7 @@ BATCHES = pa.schema(_WHERE + [("kept", pa.bool_())]
                     + [pa.field(f.name, _sparkable(f.type)) for f in BATCH_SCHEMA])
 
 TABLES: dict[str, pa.Schema] = {"partitions": PARTITIONS, "segments": SEGMENTS, "findings": FINDINGS,
-                                "replicas": REPLICAS, "batches": BATCHES}
+                                "replicas": REPLICAS, "batches": BATCHES, "stores": STORES}
 
 
 def empty(schema: pa.Schema) -> pa.Table:

@@ -1,21 +1,36 @@
 """What one executor task does: scan one unit, return Arrow record batches per table.
 
 Pure functions, no Spark: a unit is a partition dir (or a log dir's root
-files) of one broker; the scan is `recovery.kafka.logdir.summarize_partition`,
-the very function behind `ls`, plus the batch metadata walk of
+files, or a RocketMQ store) of one broker; the scan is
+`recovery.kafka.logdir.summarize_partition`, the very function behind `ls`,
+doctor's `check_partition`, plus the batch metadata walk of
 `formats.kafka.segment` in `column_chunks` of bounded size, so memory stays
-flat whatever the partition holds. `assemble_replica_set` turns the per-replica
-facts Spark has joined into one `replicas` row.
+flat whatever the partition holds.
+
+A partition dir larger than `split_bytes` becomes one light `partition` unit
+(ls summary and doctor's checks with framing/CRC walks only: everything that
+needs the partition's batches in order) and `segments` units, groups of
+consecutive segments, doing the per-segment heavy work: decoding every record
+(doctor's deep check) and the batch table. Their finding counts are added to
+the light unit's rows afterwards (`apply_split_counts`, or the same join in
+Spark), so split and unsplit scans give equal tables.
+
+A unit with `fs` set lives behind a pyarrow filesystem: its files are streamed
+to a scratch dir (`spark.remote`) and scanned there with the same code.
+`assemble_replica_set` turns the per-replica facts Spark has joined into one
+`replicas` row.
 """
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from formats.discovery import is_partition_dir
 from formats.errors import ReplogError
@@ -24,16 +39,17 @@ from formats.fileio import mapped
 from formats.kafka import names
 from formats.kafka.columns import column_chunks
 from formats.kafka.segment import SegmentWalk
-from recovery.kafka import checks_broker, doctor
+from recovery.kafka import checks_broker, checks_segments, doctor
 from recovery.kafka.checks_broker import PartitionOffsets
 from recovery.kafka.evidence import Evidence
 from recovery.kafka.logdir import (BrokerCheckpoints, PartitionSummary, flags, read_broker_checkpoints,
                                    summarize_partition)
-from spark import schemas
+from spark import remote, schemas
 
 TableBatch = tuple[str, pa.RecordBatch]
 
 _OFFSET_CHECKPOINTS = ("high_watermarks", "recovery_points", "log_start_offsets", "cleaner_offsets")
+SPLIT_BYTES = 256 << 20     # a partition dir above this becomes several units
 
 
 @dataclass(frozen=True)
@@ -45,13 +61,16 @@ class Unit:
     file does not list the partition.
     """
 
-    kind: str                  # "partition" | "log_dir"
+    kind: str                  # "partition" | "segments" | "log_dir" | "store"
     broker: str
     log_dir: str
     path: str
     offsets: dict[str, int | None] = field(default_factory=dict)
     positions: dict[str, int | None] = field(default_factory=dict)  # of those entries in their files
     size: int = 0              # bytes on disk, to balance tasks
+    split: bool = False        # a light partition unit: its segments units do the heavy work
+    segments: list[int] | None = None   # a segments unit's base offsets
+    fs: str | None = None      # packed pyarrow filesystem holding `path` (None: a local path)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,29 +80,87 @@ class Unit:
         return cls(**d)
 
 
-def log_dir_units(broker: str, log_dir: str) -> list[Unit]:
-    """The units of one log dir: one per partition dir (as `ls`/`doctor` list them), one for the root."""
+def log_dir_units(broker: str, log_dir: str, split_bytes: int | None = SPLIT_BYTES) -> list[Unit]:
+    """The units of one log dir: one per partition dir (as `ls`/`doctor` list them, split when
+    larger than `split_bytes`; None: never), one for the root."""
     root = Path(log_dir)
     cps = read_broker_checkpoints(root)
     units = [Unit("log_dir", broker, str(root), str(root))]
     for name in sorted(os.listdir(root)):
         p = root / name
-        if not is_partition_dir(p):
-            continue
-        parsed = names.parse_partition_dir(name)
-        tp = (parsed.topic, parsed.partition)
-        offsets = {attr: getattr(cps, attr).get(tp) for attr in _OFFSET_CHECKPOINTS
-                   if getattr(cps, attr) is not None}
-        positions = {attr: cps.line_positions.get(attr, {}).get(tp) for attr in offsets}
-        units.append(Unit("partition", broker, str(root), str(p), offsets, positions, _dir_bytes(p)))
+        if is_partition_dir(p):
+            units += partition_units(Unit("partition", broker, str(root), str(p), *_offsets_of(cps, name)),
+                                     _file_sizes(p), split_bytes)
     return units
 
 
-def _dir_bytes(p: Path) -> int:
+def remote_log_dir_units(broker: str, filesystem: Any, log_dir: str,
+                         split_bytes: int | None = SPLIT_BYTES) -> list[Unit]:
+    """`log_dir_units` of a log dir behind a pyarrow filesystem: listed remotely, root checkpoints
+    streamed to a scratch dir and read with the local reader."""
+    packed = remote.pack(filesystem)
+    infos = remote.listing(filesystem, log_dir)
+    with remote.scratch() as tmp:
+        remote.mirror(filesystem, log_dir, tmp, only=set(_ROOT_CHECKPOINT_NAMES))
+        cps = read_broker_checkpoints(tmp)
+    units = [Unit("log_dir", broker, log_dir, log_dir, fs=packed)]
+    for info in infos:
+        listing = remote.listing(filesystem, info.path)
+        if info.type.name != "Directory" or not remote.is_partition_dir(filesystem, info.path, listing):
+            continue
+        sizes = {i.base_name: i.size or 0 for i in listing if i.type.name == "File"}
+        units += partition_units(Unit("partition", broker, log_dir, info.path,
+                                      *_offsets_of(cps, info.base_name), fs=packed), sizes, split_bytes)
+    return units
+
+
+_ROOT_CHECKPOINT_NAMES = (names.REPLICATION_OFFSET_CHECKPOINT, names.RECOVERY_POINT_OFFSET_CHECKPOINT,
+                          names.LOG_START_OFFSET_CHECKPOINT, names.CLEANER_OFFSET_CHECKPOINT)
+
+
+def _offsets_of(cps: BrokerCheckpoints, name: str) -> tuple[dict[str, int | None], dict[str, int | None]]:
+    parsed = names.parse_partition_dir(name)
+    tp = (parsed.topic, parsed.partition)
+    offsets = {attr: getattr(cps, attr).get(tp) for attr in _OFFSET_CHECKPOINTS if getattr(cps, attr) is not None}
+    return offsets, {attr: cps.line_positions.get(attr, {}).get(tp) for attr in offsets}
+
+
+def partition_units(unit: Unit, sizes: dict[str, int], split_bytes: int | None) -> list[Unit]:
+    """One unit, or a light unit plus groups of consecutive segments of about `split_bytes` each."""
+    total = sum(sizes.values())
+    unit = replace(unit, size=total)
+    if split_bytes is None or total <= split_bytes:
+        return [unit]
+    logs = sorted((seg.base_offset, sizes[n]) for n in sizes
+                  for seg in [names.parse_segment_file_name(n)] if seg and seg.kind == "log" and not seg.transient)
+    groups: list[list[int]] = [[]]
+    acc = 0
+    for base, size in logs:
+        if groups[-1] and acc + size > split_bytes:
+            groups.append([])
+            acc = 0
+        groups[-1].append(base)
+        acc += size
+    light = replace(unit, split=True)   # still walks every segment's framing: weigh it fully
+    by_base = dict(logs)
+    return [light] + [replace(unit, kind="segments", segments=g, size=sum(by_base[b] for b in g))
+                      for g in groups if g]
+
+
+def _file_sizes(p: Path) -> dict[str, int]:
     try:
-        return sum(e.stat().st_size for e in os.scandir(p) if e.is_file())
+        return {e.name: e.stat().st_size for e in os.scandir(p) if e.is_file()}
     except OSError:
-        return 0
+        return {}
+
+
+def store_unit(broker: str, path: str, filesystem: Any = None) -> Unit:
+    """A RocketMQ store: one unit (its checks need the whole commitlog in order)."""
+    if filesystem is not None:
+        return Unit("store", broker, path, path, size=remote.tree_bytes(filesystem, path),
+                    fs=remote.pack(filesystem))
+    size = sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+    return Unit("store", broker, path, path, size=size)
 
 
 def checkpoints_for(unit: Unit) -> BrokerCheckpoints:
@@ -99,8 +176,18 @@ def run_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableBatch]:
     """Every table's rows for one unit; damage is data, so bad input never raises here."""
     where = _where(unit)
     try:
+        if unit.fs is not None:
+            out = list(run_remote_unit(unit, with_batches=with_batches))
+            yield from out
+            return
         if unit.kind == "log_dir":
             yield "findings", findings_batch(where, log_dir_findings(Path(unit.path)))
+            return
+        if unit.kind == "store":
+            yield from store_tables(unit)
+            return
+        if unit.kind == "segments":
+            yield from segment_group_tables(unit, with_batches)
             return
         part = summarize_partition(unit.path, checkpoints_for(unit))
         found = partition_findings(unit)
@@ -114,8 +201,114 @@ def run_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableBatch]:
     yield "partitions", partition_batch(unit, part, found)
     yield "segments", segments_batch(where, part, found)
     yield "findings", findings_batch(where, found)
-    if with_batches:
+    if with_batches and not unit.split:
         yield from (("batches", b) for b in batch_batches(where, part))
+
+
+# -- split partitions ------------------------------------------------------------------
+
+
+def segment_group_tables(unit: Unit, with_batches: bool) -> Iterator[TableBatch]:
+    """A segments unit: doctor's record decoding of its segments (findings and their counts), batch rows."""
+    where = _where(unit)
+    found: list[Finding] = []
+    counts = []
+    for base in unit.segments or []:
+        path = Path(unit.path) / names.segment_file_name(base, "log")
+        deep = deep_findings(path, base)
+        found += deep
+        if deep:
+            counts.append({"partition_path": unit.path, "path": str(path), **_counts(deep)})
+        if with_batches:
+            yield from (("batches", b) for b in segment_batches(where, str(path), base))
+    yield "findings", findings_batch(where, found)
+    yield "split_counts", pa.RecordBatch.from_pylist(counts, schema=schemas.SPLIT_COUNTS)
+
+
+def deep_findings(path: Path, base: int) -> list[Finding]:
+    """What doctor's deep walk adds to the framing walk: every record decoded (same cap)."""
+    try:
+        with mapped(path) as buf:
+            return checks_segments.record_findings(buf, list(SegmentWalk(buf, str(path), base).batches()), str(path))
+    except ReplogError:
+        return []   # unreadable: the light unit's walk reports it
+
+
+def apply_split_counts(partitions: pa.Table, segments: pa.Table, counts: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Add the segments units' finding counts to the light units' rows (what fleet does with a Spark join)."""
+    if not counts.num_rows:
+        return partitions, segments
+    by_part: dict[str, Counter[str]] = {}
+    by_seg: dict[str, Counter[str]] = {}
+    for r in counts.to_pylist():
+        for key, into in ((r["partition_path"], by_part), (r["path"], by_seg)):
+            into.setdefault(key, Counter()).update({k: r[k] for k in ("errors", "warnings", "infos")})
+
+    def add(t: pa.Table, extra: dict[str, Counter[str]], schema: pa.Schema) -> pa.Table:
+        rows = t.to_pylist()
+        for r in rows:
+            for k, v in extra.get(r["path"], {}).items():
+                r[k] += v
+            if "damaged" in r:
+                r["damaged"] = r["errors"] > 0 or r["valid_bytes"] < r["size"]
+        return pa.Table.from_pylist(rows, schema=schema)
+
+    return add(partitions, by_part, schemas.PARTITIONS), add(segments, by_seg, schemas.SEGMENTS)
+
+
+# -- RocketMQ stores -------------------------------------------------------------------
+
+
+def store_tables(unit: Unit) -> Iterator[TableBatch]:
+    """A store's `stores` row (from `load_store`) and its findings (from `diagnose_store`)."""
+    from recovery.rocketmq.doctor import diagnose_store
+    from recovery.rocketmq.store_model import load_store
+
+    where = _where(unit)
+    found, _ = diagnose_store(unit.path)
+    model = load_store(unit.path, Path(unit.path).name)
+    row = {"broker": unit.broker, "store": model.name, "path": unit.path,
+           "commitlog_min_offset": model.min_offset if model.files else None,
+           "commitlog_max_offset": model.max_offset, "messages": len(model.messages), "queues": len(model.queues),
+           "abort_present": model.abort.present, "confirm_offset": model.confirm_offset,
+           "latest_epoch": model.last_epoch, **_counts(found)}
+    yield "stores", pa.RecordBatch.from_pylist([row], schema=schemas.STORES)
+    yield "findings", findings_batch(where, found)
+
+
+# -- remote units ----------------------------------------------------------------------
+
+
+def run_remote_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableBatch]:
+    """Stream the unit's files to scratch (bounded ranged reads), scan the copy, name the remote paths."""
+    filesystem = remote.unpack(unit.fs)
+    with remote.scratch() as tmp:
+        log_dir = tmp / (remote.base_name(unit.log_dir) or "root")
+        if unit.kind == "log_dir":
+            parts = {i.base_name for i in remote.listing(filesystem, unit.path) if i.type.name == "Directory"
+                     and remote.is_partition_dir(filesystem, i.path)}
+            remote.mirror(filesystem, unit.path, log_dir, placeholders=parts)
+            local = log_dir
+        elif unit.kind == "store":
+            local = log_dir
+            remote.mirror(filesystem, unit.path, local, recursive=True)
+        else:
+            local = log_dir / remote.base_name(unit.path)
+            only = None if unit.kind != "segments" else {names.segment_file_name(b, "log") for b in unit.segments or []}
+            remote.mirror(filesystem, unit.path, local, only=only)
+        copy = replace(unit, fs=None, log_dir=str(log_dir), path=str(local))
+        outs = [(t, _renamed(b, str(log_dir), unit.log_dir)) for t, b in run_unit(copy, with_batches=with_batches)]
+    yield from outs
+
+
+def _renamed(batch: pa.RecordBatch, local: str, remote_root: str) -> pa.RecordBatch:
+    """Scratch paths back to the remote ones, in every path-bearing column."""
+    cols = []
+    for name, col in zip(batch.schema.names, batch.columns):
+        if name in ("log_dir", "path", "partition_path", "message") and pa.types.is_string(col.type):
+            col = pc.replace_substring(col, local, remote_root)
+        cols.append(col)
+    return pa.RecordBatch.from_arrays(cols, schema=batch.schema)
 
 
 class _Unhashed(Evidence):
@@ -126,8 +319,10 @@ class _Unhashed(Evidence):
 
 
 def partition_findings(unit: Unit) -> list[Finding]:
-    """`doctor`'s findings for one partition dir, with this broker's checkpoints."""
-    _, found = doctor.check_partition(_Unhashed(), Path(unit.path), checkpoints_for(unit), Path(unit.log_dir))
+    """`doctor`'s findings for one partition dir, with this broker's checkpoints (no record decoding
+    when the unit is split: its segments units do that)."""
+    _, found = doctor.check_partition(_Unhashed(), Path(unit.path), checkpoints_for(unit), Path(unit.log_dir),
+                                      deep=not unit.split)
     return found
 
 
@@ -142,7 +337,7 @@ def log_dir_findings(root: Path) -> list[Finding]:
 
 
 def _where(unit: Unit) -> dict[str, Any]:
-    parsed = names.parse_partition_dir(Path(unit.path).name) if unit.kind == "partition" else None
+    parsed = names.parse_partition_dir(Path(unit.path).name) if unit.kind in ("partition", "segments") else None
     return {"broker": unit.broker, "log_dir": unit.log_dir,
             "topic": parsed.topic if parsed else None, "partition": parsed.partition if parsed else None}
 
@@ -197,21 +392,26 @@ def findings_batch(where: dict[str, Any], found: list[Finding]) -> pa.RecordBatc
 def batch_batches(where: dict[str, Any], part: PartitionSummary) -> Iterator[pa.RecordBatch]:
     """Per-batch metadata of every segment, in bounded chunks, with `kept` = below valid bytes."""
     for s in part.segments:
-        try:
-            with mapped(s.path) as buf:
-                walk = SegmentWalk(buf, s.path, s.base_offset)
-                kept: list[bool] = []
+        yield from segment_batches(where, s.path, s.base_offset)
 
-                def tagged(walk: SegmentWalk = walk, kept: list[bool] = kept) -> Iterator[Any]:
-                    for b in walk.batches():
-                        kept.append(b.end <= walk.valid_bytes)
-                        yield b
 
-                for chunk in column_chunks(s.path, tagged()):
-                    flags_, kept[:] = kept[:chunk.num_rows], kept[chunk.num_rows:]
-                    yield _with_where(where, chunk, flags_)
-        except ReplogError:
-            continue  # unreadable now: summarize_partition already reported the segment
+def segment_batches(where: dict[str, Any], path: str, base_offset: int) -> Iterator[pa.RecordBatch]:
+    """Per-batch metadata of one segment, in bounded chunks."""
+    try:
+        with mapped(path) as buf:
+            walk = SegmentWalk(buf, path, base_offset)
+            kept: list[bool] = []
+
+            def tagged() -> Iterator[Any]:
+                for b in walk.batches():
+                    kept.append(b.end <= walk.valid_bytes)
+                    yield b
+
+            for chunk in column_chunks(path, tagged()):
+                flags_, kept[:] = kept[:chunk.num_rows], kept[chunk.num_rows:]
+                yield _with_where(where, chunk, flags_)
+    except ReplogError:
+        return  # unreadable now: summarize_partition already reported the segment
 
 
 def _with_where(where: dict[str, Any], chunk: pa.RecordBatch, kept: list[bool]) -> pa.RecordBatch:

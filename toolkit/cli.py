@@ -219,12 +219,13 @@ def samples_generate(
 @fleet_app.command("scan")
 @guarded
 def fleet_scan(
-    paths: Annotated[list[Path], typer.Argument(help="broker log dirs, folders of them, or globs")],
+    paths: Annotated[list[str], typer.Argument(help="broker log dirs, folders of them, globs, or file:// hdfs:// s3:// URIs")],
     out: Annotated[Path, typer.Option("--out", help="directory for the Parquet tables")],
     master: Annotated[Optional[str], typer.Option(help="Spark master URL (default: embedded local[*])")] = None,
     inventory: Annotated[Optional[Path], typer.Option(help="file of `broker=path` lines")] = None,
     batches: Annotated[bool, typer.Option("--batches", help="also write the per-batch table")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace the output of a previous fleet scan")] = False,
+    split_bytes: Annotated[int, typer.Option(help="split partition dirs larger than this into segment groups")] = 256 << 20,
     fmt: FormatOpt = None,
 ) -> None:
     """Scan every partition of every log dir with Spark; Parquet tables partitions, segments,
@@ -238,7 +239,7 @@ def fleet_scan(
     """
     from toolkit.fleet_view import run_fleet_scan
 
-    raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, fmt))
+    raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, split_bytes, fmt))
 
 
 @fleet_app.command("report")

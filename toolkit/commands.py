@@ -1,7 +1,6 @@
 """Glue between one library call and its rendering, one function per command."""
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 

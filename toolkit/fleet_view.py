@@ -32,13 +32,13 @@ def stage_progress() -> Iterator[Callable[[str, int, int], None] | None]:
         yield update
 
 
-def run_fleet_scan(paths: Sequence[Path], out: Path, master: str | None, inventory: Path | None,
-                   batches: bool, force: bool, fmt: Format | None) -> int:
+def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventory: Path | None,
+                   batches: bool, force: bool, split_bytes: int, fmt: Format | None) -> int:
     from spark.fleet import scan_fleet
 
     with stage_progress() as progress:
-        result = scan_fleet([str(p) for p in paths], out, master=master, inventory=inventory, batches=batches,
-                            force=force, progress=progress)
+        result = scan_fleet(list(paths), out, master=master, inventory=inventory, batches=batches,
+                            force=force, progress=progress, split_bytes=split_bytes)
     for note in result.skipped:
         stderr.print(f"[yellow]replog: skipped[/] {note}")
     fmt = resolve(fmt)
@@ -112,10 +112,20 @@ def print_report(r: dict[str, Any], console: Console) -> None:
         console.print(_table("damaged segments", ["broker", "segment", "size", "valid bytes", "errors"],
                              [[s["broker"], s["path"], f"{s['size']:,}", f"{s['valid_bytes']:,}", s["errors"]]
                               for s in r["damaged_segments"]]))
+    if r.get("stores"):
+        console.print(_table("RocketMQ stores", *_store_rows(r["stores"])))
     if r["checkpoint_disagreements"]:
         console.print(_table("checkpoints disagreeing with logs", ["broker", "code", "partition", "message"],
                              [[c["broker"], c["code"], "-" if c["topic"] is None else f"{c['topic']}-{c['partition']}",
                                c["message"]] for c in r["checkpoint_disagreements"]]))
+
+
+def _store_rows(stores: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    cols = ["broker", "store", "commitlog min..max", "messages", "queues", "confirm", "epoch", "abort", "errors",
+            "warnings"]
+    return cols, [[s["broker"], s["store"], f"{s['commitlog_min_offset']}..{s['commitlog_max_offset']}",
+                   s["messages"], s["queues"], s["confirm_offset"], s["latest_epoch"],
+                   "present" if s["abort_present"] else "-", s["errors"], s["warnings"]] for s in stores]
 
 
 def _names(xs: list[str] | None) -> str:
@@ -199,6 +209,7 @@ def render_html(r: dict[str, Any]) -> str:
         ("Checkpoints disagreeing with logs", ["broker", "code", "partition", "message"],
          [[c["broker"], c["code"], "-" if c["topic"] is None else f"{c['topic']}-{c['partition']}", c["message"]]
           for c in r["checkpoint_disagreements"]]),
+        ("RocketMQ stores", *_store_rows(r.get("stores") or [])),
         ("Findings by code", ["code", "count"], [[k, v] for k, v in r["finding_codes"].items()]),
     ]
     body = "".join(f"<h2>{html.escape(title)}</h2>" + (_html_table(cols, rows) if rows else "<p>none</p>")

@@ -19,7 +19,6 @@ import numpy as np
 import pyarrow as pa
 
 from formats.findings import Finding
-from formats.kafka import batch as v2
 from formats.kafka.columns import BATCH_SCHEMA, CHUNK, column_chunks, to_record_batch
 from formats.kafka.segment import BatchInfo, SegmentWalk
 
@@ -279,6 +278,20 @@ class FastWalk(SegmentWalk):
         if not HAVE_NUMBA or self.limit is not None:
             yield from column_chunks(self.path, self.batches(), chunk)
             return
+        for cols in self.column_blocks(chunk):
+            yield self._emit(cols, cols.shape[1])
+
+    def column_blocks(self, chunk: int = CHUNK) -> Iterator[np.ndarray]:
+        """The walk as int64 blocks `cols[field, row]` (rows of `FIELDS`, at most `chunk` columns).
+
+        Raw values, no Arrow typing (a legacy magic of 130 stays 130). Each block
+        is a view into one reused buffer: read it before asking for the next.
+        When a block is yielded, `valid_bytes` and the counters cover its rows.
+        """
+        if not HAVE_NUMBA or self.limit is not None:
+            for info in self.batches():
+                yield np.array([[int(v)] for v in info], dtype=np.int64)
+            return
         arr = as_uint8(self.buf)
         end = len(arr)
         cols = np.empty((len(FIELDS), chunk), dtype=np.int64)
@@ -288,7 +301,7 @@ class FastWalk(SegmentWalk):
             row, pos = WALK_KERNEL(arr, pos, end, cols, row, chunk, CRC_TABLES)
             self._judge(cols, start_row, row)
             if row == chunk:
-                yield self._emit(cols, row)
+                yield cols[:, :row]
                 row = 0
                 continue
             if pos >= end:
@@ -301,11 +314,11 @@ class FastWalk(SegmentWalk):
             row += 1
             pos = info.end
             if row == chunk:
-                yield self._emit(cols, row)
+                yield cols[:, :row]
                 row = 0
         self.end_position = pos
         if row:
-            yield self._emit(cols, row)
+            yield cols[:, :row]
 
     def _judge(self, cols: np.ndarray, lo: int, hi: int) -> None:
         """Apply the reference checks to kernel rows [lo, hi): `_check` runs only where flagged."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from formats.findings import Finding, FindingSink, Severity, finding
+from formats.findings import Finding, FindingSink, Severity
 from formats.kafka.offset_index import OffsetIndexEntry
 from formats.kafka.segment import BatchInfo
 from formats.kafka.time_index import TimeIndexEntry

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from formats.findings import Finding, finding
 from formats.kafka.checkpoint import EpochEntry

@@ -124,8 +124,9 @@ def _partition_with_parent(ev: Evidence, pdir: Path, report: DoctorReport) -> No
 
 
 def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
-                    log_dir: Path) -> tuple[PartitionOffsets, list[Finding]]:
-    """All checks of one partition dir."""
+                    log_dir: Path, deep: bool = True) -> tuple[PartitionOffsets, list[Finding]]:
+    """All checks of one partition dir; `deep=False` leaves record decoding to someone else
+    (a fleet scan splits a big partition and decodes its segments in other tasks)."""
     parsed = names.parse_partition_dir(pdir.name)
     if parsed is None:
         raise UnreadableInput(f"{pdir}: not a topic-partition directory name")
@@ -140,7 +141,7 @@ def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
                                       epoch_positions, log_start, _snapshots(ev, inv, out))
     leo, prev = log_start, None
     for i, base in enumerate(bases):
-        seg, found = _segment(ev, inv, base, state, active=i == len(bases) - 1)
+        seg, found = _segment(ev, inv, base, state, active=i == len(bases) - 1, deep=deep)
         out += found
         if seg is None:
             continue
@@ -158,11 +159,11 @@ def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
 
 
 def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: checks_state.StateChecker,
-             active: bool) -> tuple[checks_segments.SegmentResult | None, list[Finding]]:
+             active: bool, deep: bool = True) -> tuple[checks_segments.SegmentResult | None, list[Finding]]:
     path = inv.logs[base]
     try:
         with ev.mapped(path) as buf:
-            seg = checks_segments.walk_segment(buf, path, base)
+            seg = checks_segments.walk_segment(buf, path, base, deep)
             aborted = []
             for b in seg.batches:
                 if _sound(b):

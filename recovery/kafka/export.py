@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from formats.dump import DumpOptions, dump_file
 from formats.fileio import atomic_write

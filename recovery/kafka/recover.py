@@ -34,12 +34,11 @@ from formats.fileio import atomic_write, fsync_dir, mapped, read_small
 from formats.findings import Finding, finding
 from formats.kafka import batch as v2
 from formats.kafka import checkpoint, names
-from formats.kafka.checkpoint import EpochEntry
 from formats.kafka.partition_metadata import parse_partition_metadata
 from formats.kafka.producer_snapshot import build_producer_snapshot, parse_producer_snapshot
 from formats.kafka.segment import BatchInfo, SegmentWalk
 from recovery.kafka.epoch_cache import EpochCache
-from recovery.kafka.logdir import BrokerCheckpoints, read_broker_checkpoints
+from recovery.kafka.logdir import read_broker_checkpoints
 from recovery.kafka.producer_state import ProducerEntry, ProducerState
 from recovery import outputs
 from recovery.kafka.rebuild import rebuild_indexes

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -17,9 +18,12 @@ from formats.errors import FormatError, UnreadableInput
 from formats.findings import Finding
 from formats.fileio import mapped, read_small
 from formats.kafka import checkpoint, meta_properties, names
-from formats.kafka.segment import SegmentWalk
+from formats.kafka.checkpoint import EpochEntry
+from formats.kafka.segment import BatchInfo, SegmentWalk
 from recovery.kafka.epoch_cache import EpochCache
-from recovery.kafka.logdir import read_broker_checkpoints
+from recovery.kafka.logdir import RisingEpochs, read_broker_checkpoints, use_fast_walk
+
+FIELD_ROWS = {name: k for k, name in enumerate(BatchInfo._fields)}  # rows of FastWalk.column_blocks
 
 
 class BatchRef(NamedTuple):
@@ -94,20 +98,25 @@ def default_name(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", path.parent.name or path.name).strip(".") or "replica"
 
 
-def load_replica(path: str | os.PathLike[str], name: str | None = None) -> Replica:
-    """The replica as the broker would load it after an unclean shutdown."""
+def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
+                 fast_threshold: int | None = None) -> Replica:
+    """The replica as the broker would load it after an unclean shutdown.
+
+    Segments larger than `fast_threshold` (default `logdir.FAST_WALK_BYTES`) are walked
+    by the compiled kernel; the answer is the same either way (tested).
+    """
     p = Path(path)
     parsed = names.parse_partition_dir(p.name)
     if parsed is None or not p.is_dir():
         raise UnreadableInput(f"{p}: not a Kafka partition directory")
     rep = Replica(name or default_name(p), str(p), parsed.topic, parsed.partition)
-    first_segment_base = _load_batches(p, rep)
+    first_segment_base, rising = _load_batches(p, rep, fast_threshold)
     cps = read_broker_checkpoints(p.parent)
     rep.findings.extend(cps.findings)
     tp = (rep.topic, rep.partition)
     lso_cp = (cps.log_start_offsets or {}).get(tp, 0)
     rep.log_start_offset = max(lso_cp, first_segment_base if first_segment_base is not None else lso_cp)
-    _load_epochs(p, rep, lso_cp)
+    _load_epochs(p, rep, lso_cp, rising)
     hw = (cps.high_watermarks or {}).get(tp, 0)
     rep.high_watermark = min(max(hw, rep.log_start_offset), rep.log_end_offset)
     rep.recovery_point = min((cps.recovery_points or {}).get(tp, 0), rep.log_end_offset)
@@ -115,30 +124,73 @@ def load_replica(path: str | os.PathLike[str], name: str | None = None) -> Repli
     return rep
 
 
-def _load_batches(p: Path, rep: Replica) -> int | None:
-    """Batches up to the first invalid one; returns the first segment's base offset."""
-    truncated, first_base = False, None
+def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None) -> tuple[int | None, list[EpochEntry]]:
+    """Batches up to the first invalid one; returns the first segment's base offset and the
+    epoch candidates: (epoch, base offset) of kept v2 batches whose epoch exceeds every earlier one."""
+    truncated, first_base, rising = False, None, RisingEpochs()
     for name in sorted(os.listdir(p)):
         seg = names.parse_segment_file_name(name)
         if seg is None or seg.kind != "log" or seg.transient:
             continue
         first_base = seg.base_offset if first_base is None else first_base
+        path = str(p / name)
         with mapped(p / name) as buf:
-            walk = SegmentWalk(buf, str(p / name), seg.base_offset)
-            for b in walk.batches():
-                ref = BatchRef(b.base_offset, b.last_offset, b.partition_leader_epoch if b.magic == 2 else -1,
-                               b.crc, b.count, b.size, b.magic, b.first_timestamp, b.max_timestamp,
-                               b.producer_id, str(p / name), b.position)
-                if truncated or b.end > walk.valid_bytes:
-                    rep.dropped_at_load.append(ref)
-                else:
-                    rep.batches.append(ref)
-            rep.findings.extend(walk.findings)
-            truncated = truncated or walk.valid_bytes < len(buf)
-    return first_base
+            if use_fast_walk(len(buf), fast_threshold):
+                valid_bytes, found = _segment_refs_fast(buf, path, seg.base_offset, rep, truncated, rising)
+            else:
+                valid_bytes, found = _segment_refs(buf, path, seg.base_offset, rep, truncated, rising)
+            rep.findings.extend(found)
+            truncated = truncated or valid_bytes < len(buf)
+    return first_base, rising.starts
 
 
-def _load_epochs(p: Path, rep: Replica, lso_checkpoint: int) -> None:
+def _segment_refs(buf: memoryview, path: str, base_offset: int, rep: Replica, truncated: bool,
+                  rising: RisingEpochs) -> tuple[int, list[Finding]]:
+    """The reference: one `BatchRef` per batch from `SegmentWalk`."""
+    walk = SegmentWalk(buf, path, base_offset)
+    for b in walk.batches():
+        ref = BatchRef(b.base_offset, b.last_offset, b.partition_leader_epoch if b.magic == 2 else -1,
+                       b.crc, b.count, b.size, b.magic, b.first_timestamp, b.max_timestamp,
+                       b.producer_id, path, b.position)
+        if truncated or b.end > walk.valid_bytes:
+            rep.dropped_at_load.append(ref)
+        else:
+            rep.batches.append(ref)
+            if ref.magic == 2 and ref.epoch >= 0:
+                rising.feed(ref.epoch, ref.base_offset)
+    return walk.valid_bytes, walk.findings
+
+
+_REF_FIELDS = [FIELD_ROWS[name] for name in ("base_offset", "last_offset", "partition_leader_epoch", "crc",
+                                              "count", "size", "magic", "first_timestamp", "max_timestamp",
+                                              "producer_id")]
+
+
+def _segment_refs_fast(buf: memoryview, path: str, base_offset: int, rep: Replica, truncated: bool,
+                       rising: RisingEpochs) -> tuple[int, list[Finding]]:
+    """`_segment_refs` from the kernel's column blocks: no per-batch Python besides the BatchRef itself."""
+    import numpy as np
+
+    from formats.kafka.fastwalk import FastWalk
+    walk = FastWalk(buf, path, base_offset)
+    for cols in walk.column_blocks():
+        pick = cols[_REF_FIELDS]
+        magic = pick[6]
+        pick[2] = np.where(magic == 2, pick[2], -1)
+        position = cols[FIELD_ROWS["position"]]
+        kept = 0 if truncated else int(np.searchsorted(position + cols[FIELD_ROWS["size"]], walk.valid_bytes,
+                                                       side="right"))
+        rows = [c.tolist() for c in pick] + [position.tolist()]
+        refs = list(map(BatchRef._make, zip(*rows[:10], repeat(path), rows[10])))
+        rep.batches.extend(refs[:kept])
+        rep.dropped_at_load.extend(refs[kept:])
+        if kept:
+            keep = (magic[:kept] == 2) & (pick[2, :kept] >= 0)
+            rising.feed_columns(pick[2, :kept][keep], pick[0, :kept][keep])
+    return walk.valid_bytes, walk.findings
+
+
+def _load_epochs(p: Path, rep: Replica, lso_checkpoint: int, rising: list[EpochEntry]) -> None:
     """Checkpoint replayed through assign, recovery's epoch rule, then trimmed to the log."""
     path = p / names.LEADER_EPOCH_CHECKPOINT
     if path.is_file():
@@ -146,9 +198,9 @@ def _load_epochs(p: Path, rep: Replica, lso_checkpoint: int) -> None:
             rep.epochs = EpochCache(checkpoint.parse_leader_epoch_checkpoint(read_small(path)))
         except (FormatError, ValueError):
             rep.epochs = EpochCache()
-    for b in rep.batches:
-        if b.magic == 2 and b.epoch >= 0 and (rep.epochs.latest_epoch is None or b.epoch > rep.epochs.latest_epoch):
-            rep.epochs.assign(b.epoch, b.base_offset)
+    for epoch, base_offset in rising:
+        if rep.epochs.latest_epoch is None or epoch > rep.epochs.latest_epoch:
+            rep.epochs.assign(epoch, base_offset)
     rep.epochs.truncate_from_end(rep.log_end_offset)
     rep.epochs.truncate_from_start(lso_checkpoint)
 

@@ -23,3 +23,9 @@ def test_quick_bench_json() -> None:
             assert "error" not in mine and mine["mb_s"] > 0 and mine["records_s"] > 0
             assert set(report["ratios"][task][name]) >= {"aiokafka", "kafka-python"}
     assert rows[("walk", "large", "ceiling-crc32c")]["mb_s"] > 0
+    goals = report["goals"]
+    assert "spark" not in goals  # only with --spark
+    for name in ("doctor", "replay"):
+        g = goals[name]
+        assert g["seconds"] > 0 and g["walk_seconds"] > 0 and g["ratio"] > 0 and isinstance(g["met"], bool)
+    assert goals["replay"]["leader"] == "broker-1" and goals["replay"]["lost_records"] > 0

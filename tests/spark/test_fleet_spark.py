@@ -56,7 +56,7 @@ def _g(name: str) -> str:
 def test_scan_wrote_every_table(scan) -> None:
     out, result, *_ = scan
     assert (out / MARKER).is_file()
-    assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches"}
+    assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches", "stores"}
     assert result.rows["partitions"] == len(load_table(out, "partitions")) > 30
     assert result.errors > 0 and len(result.log_dirs) == 6
 
@@ -123,6 +123,61 @@ def test_report_reads_the_scan(scan) -> None:
     out, *_ = scan
     rep = fleet_report(out)
     assert rep.totals["divergent_replica_sets"] == len(rep.divergent) >= 3 and rep.has_errors
+
+
+@pytest.fixture(scope="module")
+def split_scan(session, scan):
+    """The test builder's fleet again, as a file:// URI, every partition split (threshold 1 byte), with
+    the RocketMQ sample stores beside it."""
+    from samples.rocketmq_fleet import generate_rocketmq_samples
+    from spark.fleet import scan_fleet
+
+    out, *_ = scan
+    root = out.parent
+    generate_rocketmq_samples(root / "rmq")
+    result = scan_fleet([f"file://{root / 'fx'}", f"file://{root / 'rmq'}"], root / "out-split", batches=True,
+                        session=session, split_bytes=1)
+    return root / "out-split", result
+
+
+def _rows(t, broker_of=lambda b: b) -> list:
+    return sorted(tuple(repr(broker_of(v) if k == "broker" else v) for k, v in r.items()) for r in t.to_pylist())
+
+
+def test_split_scan_equals_unsplit(scan, split_scan) -> None:
+    out, *_ = scan
+    split_out, result = split_scan
+    assert result.units > 4 * 36
+    for name in ("partitions", "segments", "findings", "batches"):
+        whole = load_table(out, name)
+        whole = whole.filter(pa_compute().starts_with(whole.column("broker"), "b"))
+        split = load_table(split_out, name)
+        split = split.filter(pa_compute().is_valid(split.column("topic")))
+        assert _rows(whole, lambda b: b.removeprefix("b")) == _rows(split), name
+    whole_reps = [r for r in load_table(out, "replicas").to_pylist() if r["topic"].startswith("fx.")]
+    split_reps = load_table(split_out, "replicas").to_pylist()
+    for r in whole_reps:
+        r["replicas"] = [b.removeprefix("b") for b in r["replicas"]]
+        for k in ("kept", "diverged", "behind"):
+            r[k] = [b.removeprefix("b") for b in r[k]]
+    assert sorted(map(repr, whole_reps)) == sorted(map(repr, split_reps))
+
+
+def test_stores_in_the_scan_and_report(split_scan) -> None:
+    split_out, result = split_scan
+    stores = {r["store"]: r for r in load_table(split_out, "stores").to_pylist()}
+    assert set(stores) == {"master", "slave", "damaged"}
+    assert stores["damaged"]["errors"] > 0 and stores["master"]["messages"] > 0
+    finds = load_table(split_out, "findings").to_pylist()
+    assert {r["broker"] for r in finds if r["topic"] is None} >= {"damaged"}
+    rep = fleet_report(split_out)
+    assert rep.totals["stores"] == 3 and rep.stores[0]["store"] == "damaged"
+    assert {d["kind"] for d in result.to_dict()["log_dirs"]} == {"kafka", "rocketmq"}
+
+
+def pa_compute():
+    import pyarrow.compute as pc
+    return pc
 
 
 def test_force_replaces_only_a_previous_scan(scan, tmp_path: Path) -> None:

@@ -1,0 +1,42 @@
+"""Doctor's record check gives the same findings on the compiled record kernel as on the reference."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from formats.kafka import batch as v2
+from formats.kafka import fastwalk
+from formats.kafka.segment import SegmentWalk
+from recovery.kafka.checks_segments import record_findings
+from tests.recovery.test_fast_load import _damage, _segment
+
+pytestmark = pytest.mark.skipif(not fastwalk.HAVE_NUMBA, reason="numba not installed: nothing fast to compare")
+
+
+def _bad_records(rnd: random.Random, offset: int, offsets: bool | None = None) -> bytes:
+    """A CRC-valid batch whose records break its bounds: offsets beyond last_offset or timestamps above max."""
+    recs = [v2.Record(offset + i, 1_700_000_000_000 + i, b"k", b"v") for i in range(3)]
+    if (rnd.random() < 0.5) if offsets is None else offsets:
+        return v2.build_batch(recs, base_offset=offset, last_offset_delta=1)
+    return v2.build_batch(recs, base_offset=offset, max_timestamp=1_700_000_000_000)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_fast_record_findings_equal_reference(seed: int) -> None:
+    rnd = random.Random(seed)
+    data, offset, _ = _segment(rnd, 0, 0, 40)
+    data += _bad_records(rnd, offset + 1)
+    data = _damage(rnd, data) if rnd.random() < 0.6 else data
+    batches = list(SegmentWalk(data, "s.log", 0).batches())
+    ref = record_findings(data, batches, "s.log", fast_threshold=1 << 62)
+    fast = record_findings(data, batches, "s.log", fast_threshold=0)
+    assert [f.to_dict() for f in fast] == [f.to_dict() for f in ref]
+
+
+def test_the_cases_produce_findings() -> None:
+    rnd = random.Random(1)
+    data = _bad_records(rnd, 0, offsets=True) + _bad_records(rnd, 3, offsets=False)
+    batches = list(SegmentWalk(data, "s.log", 0).batches())
+    codes = {f.code for f in record_findings(data, batches, "s.log", fast_threshold=0)}
+    assert codes == {"KAFKA_BATCH_LAST_OFFSET_MISMATCH", "KAFKA_TIMESTAMP_INVALID"}
