@@ -9,10 +9,13 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from formats.errors import UnreadableInput
+
+T = TypeVar("T")
 
 EMPTY = memoryview(b"")
 
@@ -115,3 +118,28 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     with open(target, "rb") as f:
         if f.read() != data:
             raise OSError(f"verification after writing {target} failed")
+
+
+def read_with_backup(path: str | os.PathLike[str], parse: Callable[[bytes], T | None],
+                     limit: int = 64 << 20) -> tuple[T, Path]:
+    """Parse `path`, falling back to `<path>.bak` as RocketMQ's config managers do.
+
+    `parse` returns None for a file that parses but holds nothing usable. The
+    main file's error is raised when neither file gives a value.
+    """
+    from formats.errors import FormatError
+    main = Path(path)
+    first_error: Exception | None = None
+    for candidate in (main, main.with_name(main.name + ".bak")):
+        if not candidate.exists():
+            continue
+        try:
+            value = parse(read_small(candidate, limit))
+        except (FormatError, UnreadableInput) as e:
+            first_error = first_error or e
+            continue
+        if value is not None:
+            return value, candidate
+    if first_error:
+        raise first_error
+    raise UnreadableInput(f"{main}: nothing usable in it (nor in its .bak)")

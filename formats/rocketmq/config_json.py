@@ -16,8 +16,8 @@ from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
 
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import atomic_write, read_small
+from formats.errors import FormatError
+from formats.fileio import atomic_write, read_with_backup
 
 _CODE = "ROCKETMQ_CONFIG_INVALID"
 _WS = re.compile(r"[ \t\n\r]*")
@@ -166,20 +166,7 @@ def dumps(value: Any) -> str:
 
 def load_config(path: str | os.PathLike[str]) -> tuple[Any, Path]:
     """Parse a config file, falling back to `<path>.bak` when it is missing, empty or bad."""
-    main = Path(path)
-    first_error: Exception | None = None
-    for candidate in (main, main.with_name(main.name + ".bak")):
-        if not candidate.exists():
-            continue
-        try:
-            data = read_small(candidate)
-            if data.strip():
-                return loads(data), candidate
-        except (FormatError, UnreadableInput) as e:
-            first_error = first_error or e
-    if first_error:
-        raise first_error
-    raise UnreadableInput(f"{main}: no usable config file (nor .bak)")
+    return read_with_backup(path, lambda data: loads(data) if data.strip() else None)
 
 
 def write_config(path: str | os.PathLike[str], value: Any) -> None:

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import atomic_write, read_small
+from formats.errors import FormatError
+from formats.fileio import atomic_write, read_with_backup
 from formats.rocketmq.commitlog import java_crc32
 
 _CODE = "ROCKETMQ_EPOCH_FILE_INVALID"
@@ -107,21 +107,8 @@ def read_epoch_file(path: str | os.PathLike[str]) -> tuple[list[EpochEntry], Pat
 
     Raises the main file's `FormatError` (or `UnreadableInput`) if neither gives entries.
     """
-    main = Path(path)
-    first_error: Exception | None = None
-    for candidate in (main, main.with_name(main.name + ".bak")):
-        if not candidate.exists():
-            continue
-        try:
-            entries = parse_epoch_file(read_small(candidate, limit=16 << 20).decode("utf-8", "replace"))
-        except (FormatError, UnreadableInput) as e:
-            first_error = first_error or e
-            continue
-        if entries:
-            return entries, candidate
-    if first_error:
-        raise first_error
-    raise UnreadableInput(f"{main}: no epoch file (nor .bak) with entries")
+    return read_with_backup(path, lambda data: parse_epoch_file(data.decode("utf-8", "replace")) or None,
+                            limit=16 << 20)
 
 
 def write_epoch_file(path: str | os.PathLike[str], entries: list[EpochEntry]) -> None:
