@@ -12,8 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.errors import FormatError, UnreadableInput
-from formats.findings import Finding, finding, from_error
+from formats.findings import Finding, finding
 from formats.kafka import names
 from formats.kafka.clean_shutdown import parse_clean_shutdown
 from formats.kafka.meta_properties import parse_meta_properties
@@ -60,12 +59,7 @@ def check_root_files(ev: Evidence, log_dir: Path) -> list[Finding]:
         parser = {names.META_PROPERTIES: parse_meta_properties,
                   names.CLEAN_SHUTDOWN: parse_clean_shutdown}.get(name)
         if parser is not None:
-            try:
-                parser(ev.read_small(path))
-            except FormatError as e:
-                out.append(from_error(e, str(path)))
-            except UnreadableInput as e:
-                out.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+            out += ev.check_parses(path, parser)
         elif name.endswith(names.CHECKPOINT_TMP_SUFFIX):
             out.append(finding("KAFKA_CHECKPOINT_TMP_LEFTOVER", str(path),
                                message=f"{name}: interrupted atomic write; the file without .tmp is authoritative"))

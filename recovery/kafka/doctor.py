@@ -234,14 +234,8 @@ def _metadata_files(ev: Evidence, pdir: Path) -> list[Finding]:
     for name, parse in ((names.PARTITION_METADATA, parse_partition_metadata),
                         (names.QUORUM_STATE, parse_quorum_state)):
         path = pdir / name
-        if not path.is_file():
-            continue
-        try:
-            parse(ev.read_small(path))
-        except FormatError as e:
-            out.append(from_error(e, str(path)))
-        except UnreadableInput as e:
-            out.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+        if path.is_file():
+            out += ev.check_parses(path, parse)
     return out
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from formats.errors import FormatError, UnreadableInput
 from formats.fileio import mapped, read_small
+from formats.findings import Finding, finding, from_error
 
 _CHUNK = 1 << 20
 
@@ -56,6 +58,16 @@ class Evidence:
         data = read_small(path, limit)
         self._note(path, data)
         return data
+
+    def check_parses(self, path: Path, parse: Callable[[bytes], object]) -> list[Finding]:
+        """Read a small file and parse it: no findings, or why it is malformed or unreadable."""
+        try:
+            parse(self.read_small(path))
+        except FormatError as e:
+            return [from_error(e, str(path))]
+        except UnreadableInput as e:
+            return [finding("UNREADABLE_FILE", str(path), message=str(e))]
+        return []
 
     def note(self, path: Path) -> None:
         """Record a file another reader (RocketMQ checks) read, hashing it here."""
