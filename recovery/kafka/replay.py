@@ -131,8 +131,10 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
     for r in replicas:
         final = finals[r.name]
         outcome = outcomes.get(r.name)
-        kept = {(b.base_offset, b.last_offset, b.crc) for b in final.batches}
-        lost = [b for b in (outcome.removed if outcome else []) if (b.base_offset, b.last_offset, b.crc) not in kept]
+        removed = outcome.removed if outcome else []
+        tail = final.batches[final.batch_index_at_or_after(min((b.base_offset for b in removed), default=0)):]
+        kept = {(b.base_offset, b.last_offset, b.crc) for b in tail}  # only what lies past the truncation
+        lost = [b for b in removed if (b.base_offset, b.last_offset, b.crc) not in kept]
         original_leader = next(x for x in replicas if x.name == choice.name)
         results.append(ReplicaResult(r, final, outcome, first_divergence(r, original_leader), lost,
                                      sample_keys(lost)))
