@@ -143,3 +143,22 @@ def read_with_backup(path: str | os.PathLike[str], parse: Callable[[bytes], T | 
     if first_error:
         raise first_error
     raise UnreadableInput(f"{main}: nothing usable in it (nor in its .bak)")
+
+
+RELEASE_STEP = 16 << 20
+
+
+def release_pages(buf: bytes | memoryview, start: int, end: int) -> None:
+    """Drop this process's mapping of `buf[start:end]` (page-aligned inward) when `buf` is a whole
+    read-only map: RSS stays flat on a long walk, and a later access simply faults the pages in
+    again from the page cache. A no-op for anything else (bytes, a pread copy)."""
+    obj = getattr(buf, "obj", None)
+    if not isinstance(obj, mmap.mmap) or len(buf) != len(obj) or not hasattr(obj, "madvise"):
+        return
+    page = mmap.PAGESIZE
+    lo, hi = -(-start // page) * page, end // page * page
+    if hi > lo:
+        try:
+            obj.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        except (OSError, ValueError):
+            pass  # advice only

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
+from formats.fileio import RELEASE_STEP, release_pages
 from formats.findings import Finding
 from formats.kafka.columns import BATCH_SCHEMA, CHUNK, column_chunks, to_record_batch
 from formats.kafka.segment import BatchInfo, SegmentWalk
@@ -295,10 +296,14 @@ class FastWalk(SegmentWalk):
         arr = as_uint8(self.buf)
         end = len(arr)
         cols = np.empty((len(FIELDS), chunk), dtype=np.int64)
-        pos, row, self._prev_last, self._broken = 0, 0, None, False
+        pos, row, released, self._prev_last, self._broken = 0, 0, 0, None, False
         while pos < end:
+            if pos - released > RELEASE_STEP:  # keep memory flat on multi-GiB segments
+                release_pages(self.buf, released, pos)
+                released = pos
             start_row = row
-            row, pos = WALK_KERNEL(arr, pos, end, cols, row, chunk, CRC_TABLES)
+            window = min(end, pos + RELEASE_STEP)  # a batch across the window's end goes to the reference
+            row, pos = WALK_KERNEL(arr, pos, window, cols, row, chunk, CRC_TABLES)
             self._judge(cols, start_row, row)
             if row == chunk:
                 yield cols[:, :row]
@@ -306,6 +311,8 @@ class FastWalk(SegmentWalk):
                 continue
             if pos >= end:
                 break
+            if pos == window:
+                continue
             info = self._read_at(pos, end)
             if info is None:
                 break

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from formats.errors import FormatError
+from formats.fileio import RELEASE_STEP, release_pages
 from formats.findings import Finding, finding, from_error
 from formats.kafka import batch as v2
 from formats.kafka import control, legacy
@@ -77,13 +78,16 @@ class SegmentWalk:
     def batches(self) -> Iterator[BatchInfo]:
         """Yield every batch whose framing can be read, valid or not."""
         end = len(self.buf) if self.limit is None else min(self.limit, len(self.buf))
-        pos, self._prev_last, self._broken = 0, None, False
+        pos, released, self._prev_last, self._broken = 0, 0, None, False
         while pos < end:
             info = self._read_at(pos, end)
             if info is None:
                 break
             self._step(info)
             pos = info.end
+            if pos - released > RELEASE_STEP:  # keep memory flat on multi-GiB segments
+                release_pages(self.buf, released, pos)
+                released = pos
             yield info
         self.end_position = pos
 
