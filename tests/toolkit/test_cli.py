@@ -106,3 +106,10 @@ def test_real_process_dump_and_help(partition: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.startswith('{"kind": "file"')  # a pipe gets JSON lines
     proc = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "dump" in proc.stdout and "replay" in proc.stdout
+
+
+def test_usage_errors_exit_2_with_a_usage_message(partition: Path) -> None:
+    res = runner.invoke(app, ["dump", str(partition), "--key-decoder", "xml"])
+    assert res.exit_code == 2 and "internal error" not in res.output and "key-decoder" in res.output
+    res = runner.invoke(app, ["repair", f"a={partition}", f"b={partition}"])
+    assert res.exit_code == 2 and "internal error" not in res.output and "--out" in res.output
