@@ -211,9 +211,9 @@ def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | N
         FileKind.KAFKA_SEGMENT: _dump_segment,
         FileKind.KAFKA_KRAFT_SNAPSHOT: _dump_segment,
         FileKind.KAFKA_OFFSET_INDEX: lambda p, o, _: k.index_entries(
-            p, o.verify_index_only, o.index_sanity_check, o.max_bytes),
+            p, o.verify_index_only, o.index_sanity_check),
         FileKind.KAFKA_TIME_INDEX: lambda p, o, _: k.index_entries(
-            p, o.verify_index_only, o.index_sanity_check, o.max_bytes),
+            p, o.verify_index_only, o.index_sanity_check),
         FileKind.KAFKA_TXN_INDEX: lambda p, o, _: k.txn_index_entries(p),
         FileKind.KAFKA_PRODUCER_SNAPSHOT: lambda p, o, _: k.snapshot_entries(p),
         FileKind.KAFKA_OFFSET_CHECKPOINT: lambda p, o, _: k.checkpoint_entries(p),

@@ -16,14 +16,15 @@ from formats.kafka.segment import SegmentWalk
 from formats.kafka.time_index import TimeIndexEntry
 
 
-def verify_index(path: Path, base: int, entries: Sequence[OffsetIndexEntry] | Sequence[TimeIndexEntry],
-                 max_bytes: int | None = None) -> list[Finding]:
-    """Findings for every entry of a `.index` or `.timeindex` that its `.log` contradicts."""
+def verify_index(path: Path, base: int, entries: Sequence[OffsetIndexEntry] | Sequence[TimeIndexEntry]
+                 ) -> list[Finding]:
+    """Findings for every entry of a `.index` or `.timeindex` that its whole `.log` contradicts
+    (`--max-bytes` limits how much of a log is dumped, not what an index is checked against)."""
     log = path.with_name(names.segment_file_name(base, "log"))
     if not log.is_file():
         return [finding("KAFKA_INDEX_WITHOUT_LOG", str(path), message="no .log beside this index to verify against")]
     with mapped(log) as buf:
-        batches = list(SegmentWalk(buf, str(log), base, max_bytes).batches())
+        batches = list(SegmentWalk(buf, str(log), base).batches())
         size = len(buf)
     if path.suffix == ".index":
         return index_check.check_offset_index(batches, entries, base_offset=base, log_size=size,  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ _INDEXES = {"index": (offset_index, "index_entry", ("offset", "position")),
             "timeindex": (time_index, "time_index_entry", ("timestamp", "offset"))}
 
 
-def index_entries(path: Path, verify_only: bool, sanity: bool, max_bytes: int | None) -> Iterator[Entry]:
+def index_entries(path: Path, verify_only: bool, sanity: bool) -> Iterator[Entry]:
     """`.index` / `.timeindex`: entries, or only what contradicts the log, or the broker's sanity check."""
     from formats.dump_checks import verify_index
     module, kind, fields = _INDEXES[path.suffix.lstrip(".")]
@@ -43,7 +43,7 @@ def index_entries(path: Path, verify_only: bool, sanity: bool, max_bytes: int | 
     if not verify_only:
         for e in read.entries:
             yield {"kind": kind, "path": str(path), **dict(zip(fields, e))}
-    yield from map(_finding, verify_index(path, base, read.entries, max_bytes))
+    yield from map(_finding, verify_index(path, base, read.entries))
 
 
 def txn_index_entries(path: Path) -> Iterator[Entry]:

@@ -113,3 +113,11 @@ def test_usage_errors_exit_2_with_a_usage_message(partition: Path) -> None:
     assert res.exit_code == 2 and "internal error" not in res.output and "key-decoder" in res.output
     res = runner.invoke(app, ["repair", f"a={partition}", f"b={partition}"])
     assert res.exit_code == 2 and "internal error" not in res.output and "--out" in res.output
+
+
+def test_max_bytes_limits_the_log_dump_not_index_verification(partition: Path) -> None:
+    res = runner.invoke(app, ["dump", str(partition), "--max-bytes", "150", "--format", "jsonl"])
+    entries = lines(res.output)
+    assert res.exit_code == 0 and not [e for e in entries if e["kind"] == "finding"]
+    seg = sorted(partition.glob("*.log"))[0]
+    assert max(e["position"] for e in entries if e["kind"] == "batch" and e["path"] == str(seg)) < 150
