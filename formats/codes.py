@@ -76,6 +76,7 @@ CODES: dict[str, Code] = {
     "KAFKA_CLEAN_SHUTDOWN_INVALID": Code(W, ".kafka_cleanshutdown is neither empty nor {\"version\":0,\"brokerEpoch\":N} (its presence still counts)"),
     "KAFKA_ORPHAN_TEMP_FILE": Code(W, "a .swap, .cleaned or .deleted file left by the cleaner, a split or deletion"),
     "KAFKA_BAD_PARTITION_DIR": Code(W, "a directory whose name is not topic-partition"),
+    "KAFKA_BROKER_RUNNING": Code(W, "a running broker holds this log dir's .lock: active segments and checkpoints may change during the scan"),
     # --- RocketMQ -----------------------------------------------------------------
     "ROCKETMQ_MESSAGE_BAD_MAGIC": Code(E, "commitlog message magic code is neither V1, V2 nor BLANK"),
     "ROCKETMQ_MESSAGE_BAD_SIZE": Code(E, "commitlog message total size impossible or disagreeing with its fields"),

@@ -162,3 +162,25 @@ def release_pages(buf: bytes | memoryview, start: int, end: int) -> None:
             obj.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
         except (OSError, ValueError):
             pass  # advice only
+
+
+def locked_by_another_process(path: str | os.PathLike[str]) -> bool:
+    """True when another process holds a lock on `path` (a running broker holds its log dir's `.lock`).
+
+    Asks for a shared lock on a read-only descriptor, which changes nothing on
+    disk, and lets go at once; a file we cannot open is reported as not locked.
+    """
+    import fcntl
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from formats.fileio import locked_by_another_process
 from formats.findings import Finding, finding
 from formats.kafka import names
 from formats.kafka.clean_shutdown import parse_clean_shutdown
@@ -47,8 +48,12 @@ def read_checkpoints(ev: Evidence, log_dir: Path) -> BrokerCheckpoints:
 
 
 def check_root_files(ev: Evidence, log_dir: Path) -> list[Finding]:
-    """meta.properties, the clean-shutdown marker, leftover .tmp files, stray entries."""
+    """meta.properties, the clean-shutdown marker, leftover .tmp files, stray entries, a live broker."""
     out: list[Finding] = []
+    if locked_by_another_process(log_dir / names.LOCK_FILE):
+        out.append(finding("KAFKA_BROKER_RUNNING", str(log_dir / names.LOCK_FILE),
+                           message="another process (the broker) holds .lock: copy the log dir, or expect torn "
+                                   "tails on active segments and checkpoints newer than the logs"))
     for name in sorted(os.listdir(log_dir)):
         path = log_dir / name
         if path.is_dir():
