@@ -100,6 +100,13 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _JAVA_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
 
 
+try:  # ISA-L inflates the same streams 2-3x faster than zlib; zlib is the fallback
+    from isal import isal_zlib as _inflate
+except ImportError:  # pragma: no cover - isal is a dependency, but optional at run time
+    _inflate = zlib
+_INFLATE_ERRORS = (zlib.error, _inflate.error)
+
+
 def _gunzip(data: memoryview, limit: int) -> bytes:
     """Decode gzip members one after the other, like GZIPInputStream.
 
@@ -109,10 +116,10 @@ def _gunzip(data: memoryview, limit: int) -> bytes:
     out = bytearray()
     rest: bytes | memoryview = data
     while True:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        d = _inflate.decompressobj(16 + _inflate.MAX_WBITS)
         try:
             out += d.decompress(rest, limit - len(out) + 1)
-        except zlib.error as e:
+        except _INFLATE_ERRORS as e:
             raise _bad(f"gzip stream corrupt: {e}") from None
         if len(out) > limit:
             raise _bomb(GZIP, limit)
