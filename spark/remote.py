@@ -180,10 +180,10 @@ def fetch(filesystem: Any, path: str, dest: Path, chunk: int = CHUNK) -> None:
 
 
 def mirror(filesystem: Any, path: str, dest: Path, *, recursive: bool = False,
-           only: set[str] | None = None, placeholders: set[str] | None = None) -> None:
+           only: set[str] | None = None, empty_dirs: set[str] | None = None) -> None:
     """Copy a remote dir's files into `dest` (child dirs too when `recursive`).
 
-    `only` limits which file names are copied; `placeholders` names child dirs
+    `only` limits which file names are copied; `empty_dirs` names child dirs
     created empty (so a listing of the copy shows them).
     """
     from pyarrow import fs as pafs
@@ -196,7 +196,7 @@ def mirror(filesystem: Any, path: str, dest: Path, *, recursive: bool = False,
         if info.type == pafs.FileType.Directory:
             if recursive:
                 mirror(filesystem, info.path, dest / name, recursive=True)
-            elif placeholders is not None and name in placeholders:
+            elif empty_dirs is not None and name in empty_dirs:
                 (dest / name).mkdir(exist_ok=True)
         elif only is None or name in only:
             fetch(filesystem, info.path, dest / name)

@@ -287,7 +287,7 @@ def run_remote_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableB
         if unit.kind == "log_dir":
             parts = {i.base_name for i in remote.listing(filesystem, unit.path) if i.type.name == "Directory"
                      and remote.is_partition_dir(filesystem, i.path)}
-            remote.mirror(filesystem, unit.path, log_dir, placeholders=parts)
+            remote.mirror(filesystem, unit.path, log_dir, empty_dirs=parts)
             local = log_dir
         elif unit.kind == "store":
             local = log_dir

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from formats.codes import CODES
+
 from pathlib import Path
 
 import pytest
@@ -73,5 +75,5 @@ def test_bak_fallback(tmp_path: Path) -> None:
 def test_random_text_only_format_error(text: str) -> None:
     try:
         parse_epoch_file(text)
-    except FormatError:
-        pass
+    except FormatError as e:
+        assert e.code in CODES  # only a located, registered format error may come out
