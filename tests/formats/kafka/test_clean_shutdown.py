@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
+from tests.realdata import real_files
 
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -34,9 +33,6 @@ def test_defects(data):
 
 
 def test_real_markers():
-    if not REALDATA.is_dir():
-        pytest.skip("no real data")
-    files = sorted(REALDATA.glob("**/.kafka_cleanshutdown"))
-    assert files
+    files = real_files("**/.kafka_cleanshutdown")
     for path in files:
         assert csd.parse_clean_shutdown(path.read_bytes()) == (None, None)

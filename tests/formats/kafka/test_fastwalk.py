@@ -4,7 +4,6 @@ from __future__ import annotations
 from tests.realdata import REALDATA
 
 import os
-from pathlib import Path
 
 import pyarrow as pa
 import pytest

@@ -1,6 +1,8 @@
 """`__consumer_offsets` key/value decoders and encoders, on generated and real broker records."""
 from __future__ import annotations
 
+from tests.mutate import damage
+
 from tests.realdata import REALDATA
 
 import json
@@ -72,11 +74,7 @@ def test_mutations_raise_only_format_error(record: tuple[int, dict, int, dict], 
     key_version, key, version, value = record
     bufs = [bytearray(encode_key(key_version, key)), bytearray(encode_value(key_version, version, value))]
     target = bufs[data.draw(st.integers(0, 1))]
-    if data.draw(st.booleans()):
-        del target[data.draw(st.integers(0, len(target))):]
-    for _ in range(data.draw(st.integers(0, 4))):
-        if target:
-            target[data.draw(st.integers(0, len(target) - 1))] = data.draw(st.integers(0, 255))
+    damage(target, data)
     try:
         json.dumps(decode_consumer_offsets(bytes(bufs[0]), bytes(bufs[1])))
     except FormatError as exc:

@@ -1,6 +1,8 @@
 """KRaft metadata record and control value decoders/encoders, on generated records and real metadata logs."""
 from __future__ import annotations
 
+from tests.mutate import damage
+
 from tests.realdata import REALDATA
 
 import json
@@ -55,11 +57,7 @@ def test_control_round_trip(control: tuple[int, dict]) -> None:
 @given(metadata_records(), st.data())
 def test_mutations_raise_only_format_error(record: tuple[int, int, dict], data) -> None:
     buf = bytearray(encode_metadata_record(record[0], record[2], record[1]))
-    if data.draw(st.booleans()):
-        del buf[data.draw(st.integers(0, len(buf))):]
-    for _ in range(data.draw(st.integers(0, 4))):
-        if buf:
-            buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
+    damage(buf, data)
     try:
         json.dumps(decode_metadata_record(bytes(buf)))
     except FormatError as exc:

@@ -5,6 +5,8 @@ values; the other internal-topic tests import it for their round trips.
 """
 from __future__ import annotations
 
+from tests.mutate import damage
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,11 +96,7 @@ def test_round_trip_every_type(data) -> None:
 def test_mutations_raise_only_format_error(data) -> None:
     version = data.draw(st.integers(0, 3))
     buf = bytearray(SAMPLE.encode(data.draw(message_values(SAMPLE, version)), version))
-    if data.draw(st.booleans()):
-        del buf[data.draw(st.integers(0, len(buf))):]
-    for _ in range(data.draw(st.integers(0, 4))):
-        if buf:
-            buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
+    damage(buf, data)
     try:
         SAMPLE.decode(bytes(buf), version)
     except FormatError as exc:

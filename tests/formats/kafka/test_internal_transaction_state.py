@@ -1,6 +1,8 @@
 """`__transaction_state` key/value decoders and encoders (no real transactional data exists: generated only)."""
 from __future__ import annotations
 
+from tests.mutate import damage
+
 import json
 
 import pytest
@@ -36,11 +38,7 @@ def test_round_trip(transactional_id: str, value: tuple[int, dict]) -> None:
 @given(values, st.data())
 def test_mutations_raise_only_format_error(value: tuple[int, dict], data) -> None:
     buf = bytearray(encode_transaction_log_value(value[1], value[0]))
-    if data.draw(st.booleans()):
-        del buf[data.draw(st.integers(0, len(buf))):]
-    for _ in range(data.draw(st.integers(0, 4))):
-        if buf:
-            buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
+    damage(buf, data)
     try:
         json.dumps(decode_transaction_state(encode_transaction_log_key("t"), bytes(buf)))
     except FormatError as exc:

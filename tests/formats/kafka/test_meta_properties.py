@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
+from tests.mutate import rejected_mutations
 
-import random
+from tests.realdata import REALDATA, real_files
+
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -84,26 +84,12 @@ def test_java_date():
 
 
 def test_mutations_only_raise_format_error():
-    rng = random.Random(2)
     good = b"#\n#Fri Jan 30 16:43:51 UTC 2026\nnode.id=1\ndirectory.id=XHhkr4tkSsD900pOQ8pPfg\nversion=1\ncluster.id=q\n"
-    accepted = rejected = 0
-    for _ in range(400):
-        data = bytearray(good)
-        for _ in range(rng.randint(1, 4)):
-            data[rng.randrange(len(data))] = rng.choice(b"\\=:#! \n\rux0129")
-        try:
-            mp.parse_meta_properties(bytes(data[: rng.randint(0, len(data))]))
-            accepted += 1
-        except FormatError:
-            rejected += 1
-    assert accepted + rejected == 400 and rejected > 0  # anything else raised would have failed the test
+    assert rejected_mutations(mp.parse_meta_properties, good, seed=2, rounds=400, alphabet=b"\\=:#! \n\rux0129") > 0
 
 
 def test_real_files_rebuild_byte_exact():
-    if not REALDATA.is_dir():
-        pytest.skip("no real data")
-    files = sorted(REALDATA.glob("**/meta.properties"))
-    assert files
+    files = real_files("**/meta.properties")
     for path in files:
         data = path.read_bytes()
         meta = mp.parse_meta_properties(data)

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from tests.realdata import REALDATA
 
-from pathlib import Path
 
 import pytest
 from hypothesis import given

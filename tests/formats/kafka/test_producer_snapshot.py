@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
+from tests.realdata import REALDATA, real_files
 
 import random
-from pathlib import Path
 
 import pytest
 from crc32c import crc32c
@@ -91,10 +90,7 @@ def test_mutations_only_raise_format_error():
 
 
 def test_real_snapshots():
-    if not REALDATA.is_dir():
-        pytest.skip("no real data")
-    files = sorted(REALDATA.glob("**/*.snapshot"))
-    assert files
+    files = real_files("**/*.snapshot")
     for path in files:
         data = path.read_bytes()
         snap = ps.parse_producer_snapshot(data)

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
+from tests.mutate import rejected_mutations
 
-import random
-from pathlib import Path
+from tests.realdata import REALDATA, real_files
+
 
 import pytest
 from hypothesis import given
@@ -37,27 +37,13 @@ def test_defects(data):
 
 
 def test_mutations_only_raise_format_error():
-    rng = random.Random(4)
     good = (b'{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,'
             b'"currentVoters":[{"voterId":1}],"data_version":0}')
-    accepted = rejected = 0
-    for _ in range(400):
-        data = bytearray(good)
-        for _ in range(rng.randint(1, 4)):
-            data[rng.randrange(len(data))] = rng.randrange(256)
-        try:
-            qs.parse_quorum_state(bytes(data[: rng.randint(0, len(data))]))
-            accepted += 1
-        except FormatError:
-            rejected += 1
-    assert accepted + rejected == 400 and rejected > 0  # anything else raised would have failed the test
+    assert rejected_mutations(qs.parse_quorum_state, good, seed=4, rounds=400) > 0
 
 
 def test_real_files_rebuild_byte_exact():
-    if not REALDATA.is_dir():
-        pytest.skip("no real data")
-    files = sorted(REALDATA.glob("**/quorum-state"))
-    assert files
+    files = real_files("**/quorum-state")
     for path in files:
         data = path.read_bytes()
         assert qs.build_quorum_state(qs.parse_quorum_state(data)) == data, path

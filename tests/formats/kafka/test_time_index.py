@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
+from tests.realdata import real_files
 
 import random
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -101,12 +100,7 @@ def test_mutations_only_give_findings():
 
 
 def _real(pattern):
-    if not REALDATA.is_dir():
-        pytest.skip("no real data")
-    files = sorted(REALDATA.glob(pattern))
-    if not files:
-        pytest.skip(f"no {pattern}")
-    return files
+    return real_files(pattern, required=False)
 
 
 def test_real_niloufar_timeindex():

@@ -3,7 +3,6 @@ from __future__ import annotations
 from tests.realdata import REALDATA
 
 import random
-from pathlib import Path
 
 import pytest
 from hypothesis import given
