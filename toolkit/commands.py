@@ -6,7 +6,8 @@ from typing import Any
 
 from rich.console import Console
 
-from toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json, write_jsonl
+from toolkit.output import (EXIT_CLEAN, EXIT_FINDINGS, Format, print_repaired, resolve, write_document, write_json,
+                            write_jsonl)
 from toolkit.progress import byte_progress
 
 Entries = Callable[[Callable[[int, int], None] | None], Iterator[dict[str, Any]]]
@@ -93,7 +94,7 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
     if fmt is Format.table:
         print_replay(result, Console(highlight=False))
     else:
-        write_json(result.to_dict()) if fmt is Format.json else write_jsonl([result.to_dict()])
+        write_document(result.to_dict(), fmt)
     return EXIT_CLEAN
 
 
@@ -114,11 +115,10 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
     if fmt is Format.table:
         console = Console(highlight=False)
         print_replay(result, console)
-        for r in repaired:
-            state = "[green]identical to the leader[/]" if r.identical_to_leader else "[red]" + "; ".join(r.problems) + "[/]"
-            console.print(f"wrote [bold]{r.name}[/] → {r.path}  LEO {r.log_end_offset} HW {r.high_watermark}  {state}")
+        print_repaired(repaired, console, lambda r: (r.identical_to_leader,
+                                                     f"LEO {r.log_end_offset} HW {r.high_watermark}"))
     else:
-        write_json(payload) if fmt is Format.json else write_jsonl([payload])
+        write_document(payload, fmt)
     return EXIT_CLEAN if all(r.identical_to_leader and not r.problems for r in repaired) else EXIT_FINDINGS
 
 

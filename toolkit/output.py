@@ -98,5 +98,22 @@ def guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def write_document(doc: Any, fmt: Format) -> None:
+    """One machine-readable document: pretty JSON, or a single JSON line."""
+    write_json(doc) if fmt is Format.json else write_jsonl([doc])
+
+
+def print_repaired(repaired: Iterable[Any], console: Console, describe: Callable[[Any], tuple[bool, str]]) -> bool:
+    """One line per repaired replica or store; True when every one verified clean."""
+    clean = True
+    for r in repaired:
+        ok, text = describe(r)
+        problems = "; ".join(r.problems)
+        state = "[green]verified[/]" if ok and not r.problems else f"[red]{problems or 'differs from the leader'}[/]"
+        console.print(f"wrote [bold]{r.name}[/] → {r.path}  {text}  {state}")
+        clean = clean and ok and not r.problems
+    return clean
+
+
 def exit_for(severities: Iterable[str]) -> int:
     return EXIT_FINDINGS if any(s == "error" for s in severities) else EXIT_CLEAN

@@ -11,7 +11,8 @@ from rich.table import Table
 from formats.fileio import atomic_write
 from recovery.rocketmq.ha import HAReplayResult, replay_paths
 from recovery.rocketmq.store_model import StoreModel, load_store
-from toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json, write_jsonl
+from toolkit.output import (EXIT_CLEAN, EXIT_FINDINGS, Format, print_repaired, resolve, write_document, write_json,
+                            write_jsonl)
 from toolkit.views import iso
 
 
@@ -165,7 +166,7 @@ def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | No
     if fmt is Format.table:
         print_replay(result, Console(highlight=False))
     else:
-        write_json(result.to_dict()) if fmt is Format.json else write_jsonl([result.to_dict()])
+        write_document(result.to_dict(), fmt)
     return EXIT_FINDINGS if result.stalled else EXIT_CLEAN
 
 
@@ -181,11 +182,8 @@ def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol
     if fmt is Format.table:
         console = Console(highlight=False)
         print_replay(result, console)
-        for r in repaired:
-            state = ("[green]identical to the master[/]" if r.identical_to_master and not r.problems
-                     else "[red]" + ("; ".join(r.problems) or "not identical to the master") + "[/]")
-            console.print(f"wrote [bold]{r.name}[/] ({r.role}) → {r.path}  commitlog "
-                          f"{r.log_start_offset}..{r.log_end_offset}  {state}")
+        print_repaired(repaired, console, lambda r: (r.identical_to_master, f"({r.role}) commitlog "
+                                                     f"{r.log_start_offset}..{r.log_end_offset}"))
     else:
-        write_json(payload) if fmt is Format.json else write_jsonl([payload])
+        write_document(payload, fmt)
     return EXIT_CLEAN if all(r.identical_to_master and not r.problems for r in repaired) else EXIT_FINDINGS
