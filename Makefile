@@ -23,7 +23,7 @@ $(VENV)/.installed-test: pyproject.toml | $(PY)
 	touch $@ $(VENV)/.installed-run
 
 java: | $(PY)
-	@$(PY) -m spark.java
+	@$(PY) -m replog.spark.java
 
 # The demo walkthrough. doctor exits 1 on the planted damage: that is its job, so 1 is accepted, 2 is not.
 run: $(VENV)/.installed-run java

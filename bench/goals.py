@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import inputs
-from formats.fileio import atomic_write, mapped
-from formats.kafka import checkpoint, names
+from replog.formats.fileio import atomic_write, mapped
+from replog.formats.kafka import checkpoint, names
 
 MiB = 1 << 20
 TOPIC = "bench"
@@ -46,7 +46,7 @@ def _batches(shape: inputs.Shape, count: int, first_offset: int, epoch: int, see
 def build_replicas(root: Path, size: int, shape: inputs.Shape = inputs.SHAPES[0],
                    segment_bytes: int = 16 * MiB) -> list[Path]:
     """Three broker log dirs holding `bench-0`, about `size` bytes each; returns the partition dirs."""
-    from recovery.kafka.writer import write_partition
+    from replog.recovery.kafka.writer import write_partition
     one = len(_batches(shape, 1, 0, 0, 1)[0])
     n = max(size // one, 40)
     prefix = _batches(shape, n - 20, 0, 3, 7)
@@ -72,7 +72,7 @@ def log_files(pdirs: list[Path]) -> list[tuple[Path, int]]:
 
 def walk_files(files: list[tuple[Path, int]]) -> int:
     """The baseline: the compiled batch walk (with CRC) of every segment, mapped like the commands map them."""
-    from formats.kafka.fastwalk import fast_batch_columns
+    from replog.formats.kafka.fastwalk import fast_batch_columns
     n = 0
     for path, base in files:
         with mapped(path) as buf:
@@ -101,8 +101,8 @@ def _goal(name: str, seconds: float, walk_seconds: float, nbytes: int, **extra: 
 
 def measure(size: int, repeat: int, spark: bool = False) -> dict[str, Any]:
     """Build the replicas under a temp dir and measure every goal on them."""
-    from recovery.kafka.doctor import diagnose
-    from recovery.kafka.replay import replay_paths
+    from replog.recovery.kafka.doctor import diagnose
+    from replog.recovery.kafka.replay import replay_paths
     with tempfile.TemporaryDirectory(prefix="replog-goals-") as tmp:
         pdirs = build_replicas(Path(tmp), size)
         files = log_files(pdirs)
@@ -125,8 +125,8 @@ def measure(size: int, repeat: int, spark: bool = False) -> dict[str, Any]:
 
 def spark_goal(root: Path, pdirs: list[Path], walk_seconds: float, nbytes: int, cores: int = 2) -> dict[str, Any]:
     """Fleet scan of the three brokers with 4 partitions each (hard links of `bench-0`), `local[cores]`."""
-    from spark.fleet import scan_fleet
-    from spark.session import get_session
+    from replog.spark.fleet import scan_fleet
+    from replog.spark.session import get_session
     for pdir in pdirs:
         for k in range(1, 4):
             twin = pdir.parent / f"{TOPIC}-{k}"

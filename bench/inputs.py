@@ -11,9 +11,9 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.fileio import atomic_write
-from formats.kafka import batch as v2
-from formats.kafka import codecs
+from replog.formats.fileio import atomic_write
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import codecs
 
 TEMPLATES = 64
 TS = 1_700_000_000_000

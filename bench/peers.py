@@ -13,19 +13,19 @@ Runner = Callable[[bytes, str], int]
 
 
 def replog_walk(buf: bytes, path: str) -> int:
-    from formats.kafka.fastwalk import fast_batch_columns
+    from replog.formats.kafka.fastwalk import fast_batch_columns
     table, _valid, _findings = fast_batch_columns(buf, path, 0)
     return int(table.column("count").to_numpy().sum())
 
 
 def replog_reference_walk(buf: bytes, path: str) -> int:
-    from formats.kafka.segment import SegmentWalk
+    from replog.formats.kafka.segment import SegmentWalk
     return sum(info.count for info in SegmentWalk(buf, path, 0).batches())
 
 
 def replog_decode(buf: bytes, path: str) -> int:
-    from formats.kafka.fastrecords import record_columns
-    from formats.kafka.fastwalk import fast_batch_columns
+    from replog.formats.kafka.fastrecords import record_columns
+    from replog.formats.kafka.fastwalk import fast_batch_columns
     table, _valid, _findings = fast_batch_columns(buf, path, 0)
     records, _ = record_columns(buf, path, table)
     return records.num_rows

@@ -49,7 +49,7 @@ def best_of(fn: peers.Runner, buf: bytes, path: str, repeat: int, budget: float)
 
 def first_call_seconds() -> dict[str, float]:
     """Import + first call of the kernels in a fresh interpreter (numba cache warm or cold)."""
-    code = ("import time; t=time.perf_counter(); from formats.kafka import fastwalk, fastrecords; "
+    code = ("import time; t=time.perf_counter(); from replog.formats.kafka import fastwalk, fastrecords; "
             "from bench.inputs import SHAPES, build_segment; d,_,_=build_segment(SHAPES[0], 1<<16); "
             "i=time.perf_counter(); t0=time.perf_counter(); tab,_,_=fastwalk.fast_batch_columns(d,'p',0); "
             "w=time.perf_counter()-t0; t0=time.perf_counter(); fastrecords.record_columns(d,'p',tab); "
@@ -65,7 +65,7 @@ def scan_rss(path: Path) -> float:
 
     VmHWM, not ru_maxrss: a child's ru_maxrss starts from its parent's peak at fork.
     """
-    code = ("import mmap,resource,sys; from formats.kafka.fastwalk import FastWalk; "
+    code = ("import mmap,resource,sys; from replog.formats.kafka.fastwalk import FastWalk; "
             "f=open(sys.argv[1],'rb'); m=mmap.mmap(f.fileno(),0,access=mmap.ACCESS_READ); "
             "w=FastWalk(memoryview(m),sys.argv[1],0); [None for _ in w.column_chunks()]; "
             "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]/1024)")

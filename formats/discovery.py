@@ -10,7 +10,7 @@ import re
 from enum import Enum
 from pathlib import Path
 
-from formats.kafka import names
+from replog.formats.kafka import names
 
 _DIGITS20 = re.compile(r"^[0-9]{20}$")
 

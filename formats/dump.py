@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from formats.discovery import FileKind, classify_file
-from formats.errors import FormatError, UnreadableInput
-from formats.findings import Finding, finding, from_error
-from formats.fileio import mapped
-from formats.kafka import batch as v2
-from formats.kafka import codecs, control, names
-from formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
-from formats.render import render_bytes
+from replog.formats.discovery import FileKind, classify_file
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import mapped
+from replog.formats.findings import Finding, finding, from_error
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import codecs, control, names
+from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
+from replog.formats.render import render_bytes
 
 Entry = dict[str, Any]
 Progress = Callable[[int, int], None]  # (done bytes, total bytes)
@@ -191,7 +191,7 @@ def _control_fields(rec: v2.Record) -> Entry:
 
 def _decode_internal(rec: v2.Record, info: BatchInfo, opts: DumpOptions) -> Any:
     """Decoded internal-topic payload when a decoder option asks for it."""
-    from formats.kafka import internal
+    from replog.formats.kafka import internal
     try:
         if opts.metadata_decoder:
             return internal.decode_metadata_entry(rec.key, rec.value, info.is_control)
@@ -205,8 +205,8 @@ def _decode_internal(rec: v2.Record, info: BatchInfo, opts: DumpOptions) -> Any:
 
 
 def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | None], Iterator[Entry]]]:
-    from formats import dump_kafka as k
-    from formats import dump_rocketmq as r
+    from replog.formats import dump_kafka as k
+    from replog.formats import dump_rocketmq as r
     return {
         FileKind.KAFKA_SEGMENT: _dump_segment,
         FileKind.KAFKA_KRAFT_SNAPSHOT: _dump_segment,

@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from formats.fileio import mapped
-from formats.findings import Finding, finding
-from formats.kafka import index_check, names
-from formats.kafka.offset_index import OffsetIndexEntry
-from formats.kafka.segment import SegmentWalk
-from formats.kafka.time_index import TimeIndexEntry
+from replog.formats.fileio import mapped
+from replog.formats.findings import Finding, finding
+from replog.formats.kafka import index_check, names
+from replog.formats.kafka.offset_index import OffsetIndexEntry
+from replog.formats.kafka.segment import SegmentWalk
+from replog.formats.kafka.time_index import TimeIndexEntry
 
 
 def verify_index(path: Path, base: int, entries: Sequence[OffsetIndexEntry] | Sequence[TimeIndexEntry]

@@ -5,10 +5,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from formats.fileio import mapped, read_small
-from formats.findings import Finding
-from formats.kafka import (checkpoint, clean_shutdown, meta_properties, names, offset_index,
-                           partition_metadata, producer_snapshot, quorum_state, time_index, txn_index)
+from replog.formats.fileio import mapped, read_small
+from replog.formats.findings import Finding
+from replog.formats.kafka import (
+    checkpoint,
+    clean_shutdown,
+    meta_properties,
+    names,
+    offset_index,
+    partition_metadata,
+    producer_snapshot,
+    quorum_state,
+    time_index,
+    txn_index,
+)
 
 Entry = dict[str, Any]
 
@@ -28,7 +38,7 @@ _INDEXES = {"index": (offset_index, "index_entry", ("offset", "position")),
 
 def index_entries(path: Path, verify_only: bool, sanity: bool) -> Iterator[Entry]:
     """`.index` / `.timeindex`: entries, or only what contradicts the log, or the broker's sanity check."""
-    from formats.dump_checks import verify_index
+    from replog.formats.dump_checks import verify_index
     module, kind, fields = _INDEXES[path.suffix.lstrip(".")]
     base = _base(path)
     with mapped(path) as buf:
@@ -59,7 +69,7 @@ def txn_index_entries(path: Path) -> Iterator[Entry]:
 def snapshot_entries(path: Path) -> Iterator[Entry]:
     snap = producer_snapshot.parse_producer_snapshot(read_small(path), check_crc=False)
     if not snap.crc_valid:
-        from formats.findings import finding
+        from replog.formats.findings import finding
         yield _finding(finding("KAFKA_SNAPSHOT_CRC_MISMATCH", str(path), position=2,
                                message=f"stored crc {snap.crc:#010x} does not match the snapshot bytes"))
     for e in snap.entries:

@@ -6,10 +6,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from formats.fileio import mapped, read_small
-from formats.findings import Finding
-from formats.render import render_bytes
-from formats.rocketmq import checkpoint, commitlog, commitlog_walk, config_json, consumequeue, epoch_file, index_file
+from replog.formats.fileio import mapped, read_small
+from replog.formats.findings import Finding
+from replog.formats.render import render_bytes
+from replog.formats.rocketmq import (
+    checkpoint,
+    commitlog,
+    commitlog_walk,
+    config_json,
+    consumequeue,
+    epoch_file,
+    index_file,
+)
 
 Entry = dict[str, Any]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from formats.errors import UnreadableInput
+from replog.formats.errors import UnreadableInput
 
 T = TypeVar("T")
 
@@ -127,7 +127,7 @@ def read_with_backup(path: str | os.PathLike[str], parse: Callable[[bytes], T | 
     `parse` returns None for a file that parses but holds nothing usable. The
     main file's error is raised when neither file gives a value.
     """
-    from formats.errors import FormatError
+    from replog.formats.errors import FormatError
     main = Path(path)
     first_error: Exception | None = None
     for candidate in (main, main.with_name(main.name + ".bak")):

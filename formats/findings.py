@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from formats import codes
-from formats.errors import FormatError
+from replog.formats import codes
+from replog.formats.errors import FormatError
 
 
 class Severity(str, Enum):

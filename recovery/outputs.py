@@ -6,7 +6,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from formats.errors import UnsafeOutput
+from replog.formats.errors import UnsafeOutput
 
 COMPLETE_MARKER = ".replog-complete"
 
@@ -69,5 +69,5 @@ def evidence_roots(partition_dirs: Iterable[str | os.PathLike[str]]) -> list[Pat
 
 
 def mark_complete(out: Path, summary: str = "") -> None:
-    from formats.fileio import atomic_write
+    from replog.formats.fileio import atomic_write
     atomic_write(out / COMPLETE_MARKER, (summary + "\n").encode())

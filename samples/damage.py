@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from formats.fileio import atomic_write
-from formats.kafka import checkpoint, names, offset_index, time_index
-from formats.kafka.segment import SegmentWalk
-from recovery.kafka.epoch_cache import EpochCache
-from samples.manifest import PlantedDamage
+from replog.formats.fileio import atomic_write
+from replog.formats.kafka import checkpoint, names, offset_index, time_index
+from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.kafka.epoch_cache import EpochCache
+from replog.samples.manifest import PlantedDamage
 
 INDEX_ZERO_TAIL = 4096
 

@@ -17,24 +17,31 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from pathlib import Path
 
-from formats.errors import UnsafeOutput
-from formats.fileio import atomic_write
-from formats.kafka import checkpoint, names
-from formats.kafka.clean_shutdown import CleanShutdown, build_clean_shutdown
-from formats.kafka.meta_properties import MetaProperties, build_meta_properties
-from formats.kafka.partition_metadata import uuid_to_topic_id
-from formats.kafka.segment import SegmentWalk
-from recovery.kafka.writer import WrittenPartition, write_partition
-from samples import damage, kafka_topics
-from samples.kafka_topics import TS0
-from samples.manifest import (GENERATOR, MANIFEST_NAME, Divergence, FleetManifest, PlantedDamage, ReplicaInfo,
-                              TopicInfo)
+from replog.formats.errors import UnsafeOutput
+from replog.formats.fileio import atomic_write
+from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.clean_shutdown import CleanShutdown, build_clean_shutdown
+from replog.formats.kafka.meta_properties import MetaProperties, build_meta_properties
+from replog.formats.kafka.partition_metadata import uuid_to_topic_id
+from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.kafka.writer import WrittenPartition, write_partition
+from replog.samples import damage, kafka_topics
+from replog.samples.kafka_topics import TS0
+from replog.samples.manifest import (
+    GENERATOR,
+    MANIFEST_NAME,
+    Divergence,
+    FleetManifest,
+    PlantedDamage,
+    ReplicaInfo,
+    TopicInfo,
+)
 
 BROKER_COUNT = 3
-GENERATED_AT = datetime.fromtimestamp(TS0 // 1000 + 7 * 86_400, tz=timezone.utc)  # meta.properties date line
+GENERATED_AT = datetime.fromtimestamp(TS0 // 1000 + 7 * 86_400, tz=UTC)  # meta.properties date line
 CLEAN = {"broker-1": True, "broker-2": True, "broker-3": False}
 ORDERS_SEGMENT_BYTES = 64 << 10
 

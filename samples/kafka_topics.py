@@ -13,10 +13,10 @@ import json
 import random
 from dataclasses import dataclass, field
 
-from formats.kafka import batch as v2
-from formats.kafka import codecs, legacy
-from formats.kafka.control import build_marker_batch
-from formats.kafka.internal.consumer_offsets import encode_offset_commit_key, encode_offset_commit_value
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import codecs, legacy
+from replog.formats.kafka.control import build_marker_batch
+from replog.formats.kafka.internal.consumer_offsets import encode_offset_commit_key, encode_offset_commit_value
 
 TS0 = 1_700_000_000_000          # 2023-11-14T22:13:20Z: every timestamp derives from it
 V2_CODECS = (codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD)

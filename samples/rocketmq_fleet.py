@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from formats.fileio import atomic_write
-from formats.rocketmq.commitlog import CommitLogWriter
-from samples.rocketmq_stores import FILE_SIZE, Built, append, build, spec
+from replog.formats.fileio import atomic_write
+from replog.formats.rocketmq.commitlog import CommitLogWriter
+from replog.samples.rocketmq_stores import FILE_SIZE, Built, append, build, spec
 
 COMMON = 24        # messages both sides hold
 MASTER_TAIL = 8    # written by the new master in epoch 2

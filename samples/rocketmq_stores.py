@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
-from formats.rocketmq.commitlog import CommitLogWriter, tags_code
-from formats.rocketmq.consumequeue import write_queue
-from formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
-from formats.rocketmq.index_file import IndexWriter, message_keys
+from replog.formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
+from replog.formats.rocketmq.commitlog import CommitLogWriter, tags_code
+from replog.formats.rocketmq.consumequeue import write_queue
+from replog.formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
+from replog.formats.rocketmq.index_file import IndexWriter, message_keys
 
 FILE_SIZE = 1024
 CQ_FILE_SIZE = 200       # 10 entries per CQ file

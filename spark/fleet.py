@@ -25,15 +25,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from formats.discovery import DirKind, find_roots
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import atomic_write, read_small
-from formats.kafka import names
-from formats.kafka.meta_properties import parse_meta_properties
-from spark import remote, schemas
-from recovery import outputs
-from spark.report import MARKER
-from spark.tasks import SPLIT_BYTES, Unit, log_dir_units, remote_log_dir_units, run_unit, store_unit
+from replog.formats.discovery import DirKind, find_roots
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import atomic_write, read_small
+from replog.formats.kafka import names
+from replog.formats.kafka.meta_properties import parse_meta_properties
+from replog.recovery import outputs
+from replog.spark import remote, schemas
+from replog.spark.report import MARKER
+from replog.spark.tasks import SPLIT_BYTES, Unit, log_dir_units, remote_log_dir_units, run_unit, store_unit
 
 Progress = Callable[[str, int, int], None]   # (step, tasks done, tasks total)
 
@@ -282,7 +282,7 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
 
 
 def _session(master: str | None) -> Any:
-    from spark.session import get_session
+    from replog.spark.session import get_session
     return get_session(master)
 
 
@@ -390,7 +390,7 @@ def replicas_frame(partitions: Any, batches: Any) -> Any:
 
 def assemble_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: grouped per-replica facts -> `replicas` rows."""
-    from spark.tasks import assemble_replica_set
+    from replog.spark.tasks import assemble_replica_set
 
     for rb in batches:
         rows = [assemble_replica_set(r["topic"], r["partition"], r["replicas"]) for r in rb.to_pylist()]

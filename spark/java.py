@@ -1,6 +1,6 @@
 """Check that a Java runtime Spark can use (17 or newer) is present.
 
-`python -m spark.java` exits 1 with a message naming what is missing.
+`python -m replog.spark.java` exits 1 with a message naming what is missing.
 """
 from __future__ import annotations
 

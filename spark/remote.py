@@ -20,8 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from formats.errors import UnreadableInput
-from formats.kafka import names
+from replog.formats.errors import UnreadableInput
+from replog.formats.kafka import names
 
 CHUNK = 8 << 20
 SMALL_LIMIT = 64 << 20

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from formats.errors import UnreadableInput
-from spark import schemas
+from replog.formats.errors import UnreadableInput
+from replog.spark import schemas
 
 MARKER = "_replog_fleet_scan.json"
 CHECKPOINT_CODES = frozenset({

@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from formats.kafka.columns import BATCH_SCHEMA
+from replog.formats.kafka.columns import BATCH_SCHEMA
 
 _EPOCH = pa.struct([("epoch", pa.int32()), ("start_offset", pa.int64())])
 _WHERE = [("broker", pa.string()), ("log_dir", pa.string()), ("topic", pa.string()),

@@ -8,6 +8,7 @@ Python with pyarrow (and pandas, which pyspark's Arrow path imports).
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import tempfile
@@ -15,11 +16,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from formats.errors import ReplogError
-from spark.java import java_problem
+from replog.formats.errors import ReplogError
+from replog.spark.java import java_problem
 
-PACKAGES = ("formats", "recovery", "spark")
-_ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("formats", "recovery", "spark")  # what executors import, under `replog.`
 
 
 def is_local(master: str | None) -> bool:
@@ -57,9 +57,12 @@ def get_session(master: str | None = None, app_name: str = "replog-fleet") -> An
 
 def project_zip(out_dir: Path) -> Path:
     """A zip of the packages executors import, for `addPyFile` (or `spark-submit --py-files`)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / "replog.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.mkdir("replog")  # zipimport finds the `replog` namespace only by its directory entry
         for pkg in PACKAGES:
-            for path in sorted((_ROOT / pkg).rglob("*.py")):
-                zf.write(path, path.relative_to(_ROOT).as_posix())
+            root = Path(importlib.import_module(f"replog.{pkg}").__path__[0])
+            for path in sorted(root.rglob("*.py")):
+                zf.write(path, f"replog/{pkg}/{path.relative_to(root).as_posix()}")
     return target

@@ -1,6 +1,6 @@
 """Driver for `spark-submit`, for clusters where replog is not installed on the driver host.
 
-    python -m spark.submit --make-zip /tmp            # writes /tmp/replog.zip (formats, recovery, spark)
+    python -m replog.spark.submit --make-zip /tmp            # writes /tmp/replog.zip (formats, recovery, spark)
     spark-submit --master spark://head:7077 --py-files /tmp/replog.zip spark/submit.py \\
         --out /shared/scan /shared/kafka-logs/broker-*
 
@@ -25,14 +25,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--make-zip", metavar="DIR", help="only write DIR/replog.zip for --py-files")
     args = parser.parse_args(argv)
     if args.make_zip:
-        from spark.session import project_zip
+        from replog.spark.session import project_zip
         print(project_zip(Path(args.make_zip)))
         return 0
     if not args.out or not (args.paths or args.inventory):
         parser.error("--out and at least one path (or --inventory) are required")
     from pyspark.sql import SparkSession
 
-    from spark.fleet import scan_fleet
+    from replog.spark.fleet import scan_fleet
     session = SparkSession.builder.appName("replog-fleet").getOrCreate()  # master comes from spark-submit
     result = scan_fleet(args.paths, args.out, inventory=args.inventory, batches=args.batches, force=args.force,
                         session=session)

@@ -32,19 +32,24 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from formats.discovery import is_partition_dir
-from formats.errors import ReplogError
-from formats.findings import Finding, finding
-from formats.fileio import mapped
-from formats.kafka import names
-from formats.kafka.columns import column_chunks
-from formats.kafka.segment import SegmentWalk
-from recovery.kafka import checks_broker, checks_segments, doctor
-from recovery.kafka.checks_broker import PartitionOffsets
-from recovery.kafka.evidence import Evidence
-from recovery.kafka.logdir import (BrokerCheckpoints, PartitionSummary, flags, read_broker_checkpoints,
-                                   summarize_partition)
-from spark import remote, schemas
+from replog.formats.discovery import is_partition_dir
+from replog.formats.errors import ReplogError
+from replog.formats.fileio import mapped
+from replog.formats.findings import Finding, finding
+from replog.formats.kafka import names
+from replog.formats.kafka.columns import column_chunks
+from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.kafka import checks_broker, checks_segments, doctor
+from replog.recovery.kafka.checks_broker import PartitionOffsets
+from replog.recovery.kafka.evidence import Evidence
+from replog.recovery.kafka.logdir import (
+    BrokerCheckpoints,
+    PartitionSummary,
+    flags,
+    read_broker_checkpoints,
+    summarize_partition,
+)
+from replog.spark import remote, schemas
 
 TableBatch = tuple[str, pa.RecordBatch]
 
@@ -261,8 +266,8 @@ def apply_split_counts(partitions: pa.Table, segments: pa.Table, counts: pa.Tabl
 
 def store_tables(unit: Unit) -> Iterator[TableBatch]:
     """A store's `stores` row (from `load_store`) and its findings (from `diagnose_store`)."""
-    from recovery.rocketmq.doctor import diagnose_store
-    from recovery.rocketmq.store_model import load_store
+    from replog.recovery.rocketmq.doctor import diagnose_store
+    from replog.recovery.rocketmq.store_model import load_store
 
     where = _where(unit)
     found, _ = diagnose_store(unit.path)

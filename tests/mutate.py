@@ -20,7 +20,7 @@ def rejected_mutations(parse, good: bytes, *, seed: int, rounds: int, flips: int
     were rejected with a `FormatError`. Any other exception escapes and fails the calling test."""
     import random
 
-    from formats.errors import FormatError
+    from replog.formats.errors import FormatError
     rng, rejected = random.Random(seed), 0
     for _ in range(rounds):
         data = bytearray(good)

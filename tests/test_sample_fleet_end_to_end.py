@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from recovery.kafka.doctor import diagnose
-from recovery.kafka.replay import replay_paths
-from samples.kafka_fleet import generate_kafka_fleet
+from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.kafka.replay import replay_paths
+from replog.samples.kafka_fleet import generate_kafka_fleet
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from toolkit.output import Format, guarded
+from replog.toolkit.output import Format, guarded
 
 app = typer.Typer(
     name="replog",
@@ -24,7 +24,7 @@ fleet_app = typer.Typer(help="Scan many broker log dirs at once with Spark, and 
                         no_args_is_help=True)
 app.add_typer(fleet_app, name="fleet")
 
-FormatOpt = Annotated[Optional[Format], typer.Option(
+FormatOpt = Annotated[Format | None, typer.Option(
     "--format", "-f", help="table (default on a terminal), json, or jsonl (default in a pipe)")]
 Decoder = Annotated[str, typer.Option(help="utf8 | hex | base64 | json | none")]
 
@@ -40,9 +40,9 @@ def dump(
     offsets_decoder: Annotated[bool, typer.Option("--offsets-decoder", help="decode __consumer_offsets records")] = False,
     txn_decoder: Annotated[bool, typer.Option("--txn-decoder", help="decode __transaction_state records")] = False,
     metadata_decoder: Annotated[bool, typer.Option("--metadata-decoder", help="decode KRaft metadata records")] = False,
-    from_offset: Annotated[Optional[int], typer.Option(help="skip batches ending before this offset")] = None,
-    to_offset: Annotated[Optional[int], typer.Option(help="stop after this offset")] = None,
-    max_bytes: Annotated[Optional[int], typer.Option(help="read at most this many bytes of each log")] = None,
+    from_offset: Annotated[int | None, typer.Option(help="skip batches ending before this offset")] = None,
+    to_offset: Annotated[int | None, typer.Option(help="stop after this offset")] = None,
+    max_bytes: Annotated[int | None, typer.Option(help="read at most this many bytes of each log")] = None,
     verify_index_only: Annotated[bool, typer.Option("--verify-index-only", help="check index entries against the log, print only problems")] = False,
     index_sanity_check: Annotated[bool, typer.Option("--index-sanity-check", help="run the broker's index sanity check")] = False,
     fmt: FormatOpt = None,
@@ -57,9 +57,9 @@ def dump(
 
       replog dump __consumer_offsets-7/ --offsets-decoder --format jsonl | jq .
     """
-    from formats.dump import DumpOptions, dump_paths
-    from formats.render import DECODERS
-    from toolkit.commands import run_dump
+    from replog.formats.dump import DumpOptions, dump_paths
+    from replog.formats.render import DECODERS
+    from replog.toolkit.commands import run_dump
 
     for name, dec in (("--key-decoder", key_decoder), ("--value-decoder", value_decoder)):
         if dec not in DECODERS:
@@ -83,7 +83,7 @@ def ls(
 
     Example: replog ls /var/kafka-logs
     """
-    from toolkit.commands import run_ls
+    from replog.toolkit.commands import run_ls
 
     raise typer.Exit(run_ls(path, fmt))
 
@@ -92,7 +92,7 @@ def ls(
 @guarded
 def doctor(
     paths: Annotated[list[Path], typer.Argument(help="broker log dirs, partition dirs or single files")],
-    manifest: Annotated[Optional[Path], typer.Option("--manifest", help="write a SHA-256 evidence manifest of every input read")] = None,
+    manifest: Annotated[Path | None, typer.Option("--manifest", help="write a SHA-256 evidence manifest of every input read")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Verify everything under PATH: batches, segments, indexes, epochs, snapshots, checkpoints.
@@ -106,7 +106,7 @@ def doctor(
 
       replog doctor /var/kafka-logs/orders-3 --manifest evidence.json --format json
     """
-    from toolkit.doctor_view import run_doctor
+    from replog.toolkit.doctor_view import run_doctor
 
     raise typer.Exit(run_doctor(paths, manifest, fmt))
 
@@ -131,15 +131,15 @@ def recover(
 
       replog recover /var/kafka-logs/orders-3 --out /tmp/salvaged --salvage --format json
     """
-    from toolkit.doctor_view import run_recover
+    from replog.toolkit.doctor_view import run_recover
 
     raise typer.Exit(run_recover(partition_dir, out, salvage, force, fmt))
 
 
 ReplicaArgs = Annotated[list[str], typer.Argument(help="[NAME=]PATH of each replica (partition dirs or RocketMQ stores)")]
-ProtocolOpt = Annotated[Optional[str], typer.Option(
+ProtocolOpt = Annotated[str | None, typer.Option(
     "--protocol", help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch")]
-LeaderOpt = Annotated[Optional[str], typer.Option(help="replica to follow; default: the one the controller would elect")]
+LeaderOpt = Annotated[str | None, typer.Option(help="replica to follow; default: the one the controller would elect")]
 
 
 @app.command()
@@ -148,8 +148,8 @@ def replay(
     replicas: ReplicaArgs,
     leader: LeaderOpt = None,
     protocol: ProtocolOpt = None,
-    html: Annotated[Optional[Path], typer.Option("--html", help="write a self-contained HTML report here")] = None,
-    export_lost: Annotated[Optional[Path], typer.Option(help="save the records replicas would lose here first")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML report here")] = None,
+    export_lost: Annotated[Path | None, typer.Option(help="save the records replicas would lose here first")] = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -163,7 +163,7 @@ def replay(
 
       replog replay b1=... b2=... --leader b2 --protocol hw --html replay.html
     """
-    from toolkit.commands import run_replay
+    from replog.toolkit.commands import run_replay
 
     raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt))
 
@@ -172,12 +172,12 @@ def replay(
 @guarded
 def repair(
     replicas: ReplicaArgs,
-    out: Annotated[Optional[Path], typer.Option("--out", help="directory to write the repaired replicas into (DIR/NAME/)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="directory to write the repaired replicas into (DIR/NAME/)")] = None,
     leader: LeaderOpt = None,
     protocol: ProtocolOpt = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
     in_place: Annotated[bool, typer.Option("--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
-    backup: Annotated[Optional[Path], typer.Option(help="with --in-place: empty dir to back the replicas up into first")] = None,
+    backup: Annotated[Path | None, typer.Option(help="with --in-place: empty dir to back the replicas up into first")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -189,7 +189,7 @@ def repair(
     With --in-place --backup DIR (brokers stopped!) the replicas are backed up to DIR, then each is swapped
     atomically for its repaired self; if that is interrupted, running it again restores everything from DIR.
     """
-    from toolkit.commands import run_repair, run_repair_in_place
+    from replog.toolkit.commands import run_repair, run_repair_in_place
 
     if in_place:
         if backup is None or out is not None:
@@ -211,7 +211,7 @@ def samples_generate(
 
     Example: replog samples generate /tmp/fleet
     """
-    from toolkit.commands import run_samples
+    from replog.toolkit.commands import run_samples
 
     raise typer.Exit(run_samples(out, seed, force))
 
@@ -221,8 +221,8 @@ def samples_generate(
 def fleet_scan(
     paths: Annotated[list[str], typer.Argument(help="broker log dirs, folders of them, globs, or file:// hdfs:// s3:// URIs")],
     out: Annotated[Path, typer.Option("--out", help="directory for the Parquet tables")],
-    master: Annotated[Optional[str], typer.Option(help="Spark master URL (default: embedded local[*])")] = None,
-    inventory: Annotated[Optional[Path], typer.Option(help="file of `broker=path` lines")] = None,
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default: embedded local[*])")] = None,
+    inventory: Annotated[Path | None, typer.Option(help="file of `broker=path` lines")] = None,
     batches: Annotated[bool, typer.Option("--batches", help="also write the per-batch table")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace the output of a previous fleet scan")] = False,
     split_bytes: Annotated[int, typer.Option(help="split partition dirs larger than this into segment groups")] = 256 << 20,
@@ -237,7 +237,7 @@ def fleet_scan(
 
       replog fleet scan '/mnt/kafka-*/logs' --out scan --master spark://head:7077 --batches
     """
-    from toolkit.fleet_view import run_fleet_scan
+    from replog.toolkit.fleet_view import run_fleet_scan
 
     raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, split_bytes, fmt))
 
@@ -246,7 +246,7 @@ def fleet_scan(
 @guarded
 def fleet_report(
     scan_dir: Annotated[Path, typer.Argument(help="the --out directory of a fleet scan")],
-    html_file: Annotated[Optional[Path], typer.Option("--html", help="also write a self-contained HTML report")] = None,
+    html_file: Annotated[Path | None, typer.Option("--html", help="also write a self-contained HTML report")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Fleet health from a scan's Parquet tables (no Spark): totals, divergent replica sets,
@@ -254,7 +254,7 @@ def fleet_report(
 
     Example: replog fleet report /tmp/fleet-scan --html fleet.html
     """
-    from toolkit.fleet_view import run_fleet_report
+    from replog.toolkit.fleet_view import run_fleet_report
 
     raise typer.Exit(run_fleet_report(scan_dir, fmt, html_file))
 

@@ -6,9 +6,17 @@ from typing import Any
 
 from rich.console import Console
 
-from toolkit.output import (EXIT_CLEAN, EXIT_FINDINGS, Format, print_repaired, resolve, write_document, write_json,
-                            write_jsonl)
-from toolkit.progress import byte_progress
+from replog.toolkit.output import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    Format,
+    print_repaired,
+    resolve,
+    write_document,
+    write_json,
+    write_jsonl,
+)
+from replog.toolkit.progress import byte_progress
 
 Entries = Callable[[Callable[[int, int], None] | None], Iterator[dict[str, Any]]]
 
@@ -22,7 +30,7 @@ def _track_errors(entries: Iterator[dict[str, Any]], seen: list[bool]) -> Iterat
 
 def run_dump(make_entries: Entries, fmt: Format | None, print_data: bool) -> int:
     """Stream dump entries in the chosen format; exit 1 if any error finding was met."""
-    from toolkit.dump_view import print_entries
+    from replog.toolkit.dump_view import print_entries
 
     fmt = resolve(fmt)
     errors = [False]
@@ -39,10 +47,10 @@ def run_dump(make_entries: Entries, fmt: Format | None, print_data: bool) -> int
 
 def run_ls(path: Any, fmt: Format | None) -> int:
     """One row per partition of a log dir (or the one partition given)."""
-    from formats.discovery import DirKind, classify_dir
-    from formats.errors import UnreadableInput
-    from recovery.kafka.logdir import read_broker_checkpoints, summarize_log_dir, summarize_partition
-    from toolkit.views import ls_rows, print_ls
+    from replog.formats.discovery import DirKind, classify_dir
+    from replog.formats.errors import UnreadableInput
+    from replog.recovery.kafka.logdir import read_broker_checkpoints, summarize_log_dir, summarize_partition
+    from replog.toolkit.views import ls_rows, print_ls
 
     kind = classify_dir(path)
     if kind is DirKind.KAFKA_LOG_DIR:
@@ -50,7 +58,7 @@ def run_ls(path: Any, fmt: Format | None) -> int:
     elif kind is DirKind.KAFKA_PARTITION_DIR:
         parts = [summarize_partition(path, read_broker_checkpoints(path.parent))]
     elif kind is DirKind.ROCKETMQ_STORE:
-        from toolkit.rocketmq_views import run_ls_store
+        from replog.toolkit.rocketmq_views import run_ls_store
         return run_ls_store(path, fmt)
     else:
         raise UnreadableInput(f"{path}: not a Kafka log dir, partition dir or RocketMQ store")
@@ -66,8 +74,8 @@ def run_ls(path: Any, fmt: Format | None) -> int:
 
 
 def _is_rocketmq(specs: list[str]) -> bool:
-    from formats.discovery import is_rocketmq_store
-    from recovery.kafka.replay import parse_named
+    from replog.formats.discovery import is_rocketmq_store
+    from replog.recovery.kafka.replay import parse_named
     return is_rocketmq_store(parse_named(specs[0])[1])
 
 
@@ -75,19 +83,19 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
                force: bool, fmt: Format | None) -> int:
     """Replay and render; `--export-lost` saves what would be lost before anything else happens."""
     if _is_rocketmq(specs):
-        from toolkit.rocketmq_views import run_rocketmq_replay
+        from replog.toolkit.rocketmq_views import run_rocketmq_replay
         return run_rocketmq_replay(specs, leader, protocol, html, force, fmt)
-    from formats.fileio import atomic_write
-    from recovery.kafka.replay import replay_paths
-    from toolkit.replay_view import print_replay, replay_html
+    from replog.formats.fileio import atomic_write
+    from replog.recovery.kafka.replay import replay_paths
+    from replog.toolkit.replay_view import print_replay, replay_html
 
     result = replay_paths(specs, leader, protocol or "epoch")
     if export_lost is not None:
-        from recovery.kafka.export import export_lost as export
+        from replog.recovery.kafka.export import export_lost as export
         files = export(result, export_lost, force=force)
         stderr_note(f"saved {len(files)} files of records that would be lost under {export_lost}")
     if html is not None:
-        from recovery.outputs import evidence_roots, prepare_file_output
+        from replog.recovery.outputs import evidence_roots, prepare_file_output
         atomic_write(prepare_file_output(html, evidence_roots(r.replica.path for r in result.replicas)),
                      replay_html(result).encode())
     fmt = resolve(fmt)
@@ -102,11 +110,11 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
                fmt: Format | None) -> int:
     """Replay, write the repaired replicas, verify them; exit 1 if verification found a problem."""
     if _is_rocketmq(specs):
-        from toolkit.rocketmq_views import run_rocketmq_repair
+        from replog.toolkit.rocketmq_views import run_rocketmq_repair
         return run_rocketmq_repair(specs, out, leader, protocol, force, fmt)
-    from recovery.kafka.repair import repair
-    from recovery.kafka.replay import replay_paths
-    from toolkit.replay_view import print_replay
+    from replog.recovery.kafka.repair import repair
+    from replog.recovery.kafka.replay import replay_paths
+    from replog.toolkit.replay_view import print_replay
 
     result = replay_paths(specs, leader, protocol or "epoch")
     repaired = repair(result, out, force=force)
@@ -124,8 +132,8 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
 
 def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, protocol: str | None,
                         fmt: Format | None) -> int:
-    from recovery.kafka.inplace import repair_in_place
-    from recovery.kafka.replay import replay_paths
+    from replog.recovery.kafka.inplace import repair_in_place
+    from replog.recovery.kafka.replay import replay_paths
 
     result = replay_paths(specs, leader, protocol or "epoch")
     repaired = repair_in_place(result, backup)
@@ -141,7 +149,7 @@ def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, proto
 
 
 def stderr_note(message: str) -> None:
-    from toolkit.output import stderr
+    from replog.toolkit.output import stderr
     stderr.print(f"[dim]{message}[/]")
 
 
@@ -152,9 +160,9 @@ def run_samples(out: Any, seed: int, force: bool) -> int:
 
     from rich.table import Table
 
-    from samples.kafka_fleet import generate_kafka_fleet
-    from samples.manifest import MANIFEST_NAME
-    from samples.rocketmq_fleet import generate_rocketmq_samples
+    from replog.samples.kafka_fleet import generate_kafka_fleet
+    from replog.samples.manifest import MANIFEST_NAME
+    from replog.samples.rocketmq_fleet import generate_rocketmq_samples
 
     out = Path(out)
     _clear_previous_samples(out, force)
@@ -182,8 +190,8 @@ def _clear_previous_samples(out: Any, force: bool) -> None:
     """Refuse a non-empty OUT unless --force and every part of it is a previous generation."""
     import shutil
 
-    from formats.errors import UnsafeOutput
-    from samples.manifest import MANIFEST_NAME, is_manifest
+    from replog.formats.errors import UnsafeOutput
+    from replog.samples.manifest import MANIFEST_NAME, is_manifest
 
     if out.exists() and not out.is_dir():
         raise UnsafeOutput(f"{out} exists and is not a directory")

@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from formats.fileio import atomic_write
-from formats.findings import Finding, Severity
-from formats.kafka import names
-from recovery.outputs import prepare_file_output
+from replog.formats.fileio import atomic_write
+from replog.formats.findings import Finding, Severity
+from replog.formats.kafka import names
+from replog.recovery.outputs import prepare_file_output
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
@@ -108,7 +108,7 @@ def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path]
     """SHA-256 of every input, tool version, UTC time and command line; written atomically."""
     target = prepare_file_output(target, roots)
     doc = {"tool": "replog", "version": tool_version(),
-           "created_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+           "created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
            "command_line": list(sys.argv), "inputs": inputs}
     atomic_write(target, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
 
@@ -118,8 +118,8 @@ def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path]
 
 def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any) -> int:
     """diagnose -> optional manifest -> render; exit 1 on error findings."""
-    from recovery.kafka.doctor import diagnose
-    from toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json, write_jsonl
+    from replog.recovery.kafka.doctor import diagnose
+    from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json, write_jsonl
 
     if manifest is not None:
         write_manifest_check(manifest, paths)
@@ -143,9 +143,9 @@ def write_manifest_check(target: Path, roots: list[Path]) -> None:
 
 
 def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt: Any) -> int:
-    from formats.discovery import is_rocketmq_store
-    from recovery.kafka.recover import recover_partition
-    from toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json, write_jsonl
+    from replog.formats.discovery import is_rocketmq_store
+    from replog.recovery.kafka.recover import recover_partition
+    from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json, write_jsonl
 
     if is_rocketmq_store(partition_dir):
         return _recover_store(partition_dir, out, force, fmt)
@@ -162,8 +162,8 @@ def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt:
 
 def _recover_store(store: Path, out: Path, force: bool, fmt: Any) -> int:
     """RocketMQ: the broker's abnormal recovery, consume queues and index rebuilt, into OUT."""
-    from recovery.rocketmq.recover import recover_store
-    from toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json
+    from replog.recovery.rocketmq.recover import recover_store
+    from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json
 
     result = recover_store(store, out, force=force)
     if resolve(fmt) is Format.table:

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from formats.fileio import atomic_write
-from toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, stderr, write_json, write_jsonl
+from replog.formats.fileio import atomic_write
+from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, stderr, write_json, write_jsonl
 
 
 @contextlib.contextmanager
@@ -34,7 +34,7 @@ def stage_progress() -> Iterator[Callable[[str, int, int], None] | None]:
 
 def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventory: Path | None,
                    batches: bool, force: bool, split_bytes: int, fmt: Format | None) -> int:
-    from spark.fleet import scan_fleet
+    from replog.spark.fleet import scan_fleet
 
     with stage_progress() as progress:
         result = scan_fleet(list(paths), out, master=master, inventory=inventory, batches=batches,
@@ -56,7 +56,7 @@ def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventor
 
 
 def run_fleet_report(out_dir: Path, fmt: Format | None, html_file: Path | None) -> int:
-    from spark.report import fleet_report
+    from replog.spark.report import fleet_report
 
     rep = fleet_report(out_dir)
     if html_file is not None:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-from formats.errors import ReplogError, UnreadableInput, UnsafeOutput
+from replog.formats.errors import ReplogError, UnreadableInput, UnsafeOutput
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 

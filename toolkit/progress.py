@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-from toolkit.output import stderr
+from replog.toolkit.output import stderr
 
 
 @contextlib.contextmanager

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import html
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from recovery.kafka.replay import ReplayResult
-from recovery.kafka.replica import Replica
+from replog.recovery.kafka.replay import ReplayResult
+from replog.recovery.kafka.replica import Replica
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac"]
 WIDTH = 64

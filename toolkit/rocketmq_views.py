@@ -8,12 +8,20 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from formats.fileio import atomic_write
-from recovery.rocketmq.ha import HAReplayResult, replay_paths
-from recovery.rocketmq.store_model import StoreModel, load_store
-from toolkit.output import (EXIT_CLEAN, EXIT_FINDINGS, Format, print_repaired, resolve, write_document, write_json,
-                            write_jsonl)
-from toolkit.views import iso
+from replog.formats.fileio import atomic_write
+from replog.recovery.rocketmq.ha import HAReplayResult, replay_paths
+from replog.recovery.rocketmq.store_model import StoreModel, load_store
+from replog.toolkit.output import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    Format,
+    print_repaired,
+    resolve,
+    write_document,
+    write_json,
+    write_jsonl,
+)
+from replog.toolkit.views import iso
 
 
 def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -173,7 +181,7 @@ def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | No
 def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
                         fmt: Format | None) -> int:
     """Replay, write every store repaired under OUT/NAME/, verify; exit 1 if verification found a problem."""
-    from recovery.rocketmq.repair import repair_stores
+    from replog.recovery.rocketmq.repair import repair_stores
 
     result = replay_paths(specs, leader, protocol)
     repaired = repair_stores(result, out, force=force)

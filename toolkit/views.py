@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from recovery.kafka.logdir import PartitionSummary, flags
+from replog.recovery.kafka.logdir import PartitionSummary, flags
 
 
 def iso(ms: int | None) -> str | None:
@@ -15,7 +15,7 @@ def iso(ms: int | None) -> str | None:
     if ms is None or ms < 0:
         return None
     try:
-        return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+        return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
     except (OverflowError, ValueError, OSError):
         return None
 

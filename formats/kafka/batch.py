@@ -15,9 +15,9 @@ from typing import NamedTuple
 import construct as cs
 from crc32c import crc32c
 
-from formats.errors import FormatError
-from formats.kafka import codecs
-from formats.kafka.varint import encode_varint, read_varint, read_varlong
+from replog.formats.errors import FormatError
+from replog.formats.kafka import codecs
+from replog.formats.kafka.varint import encode_varint, read_varint, read_varlong
 
 BATCH_HEADER = cs.Struct(
     "base_offset" / cs.Int64sb,

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from formats.errors import FormatError
-from formats.kafka.names import (
+from replog.formats.errors import FormatError
+from replog.formats.kafka.names import (
     CHECKPOINT_NAMES,
     INT32_MAX,
     INT64_MAX,

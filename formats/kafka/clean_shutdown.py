@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-from formats.errors import FormatError
+from replog.formats.errors import FormatError
 
 CODE = "KAFKA_CLEAN_SHUTDOWN_INVALID"
 CURRENT_VERSION = 0

@@ -17,7 +17,6 @@ damage into a finding. Framings:
 from __future__ import annotations
 
 import functools
-
 import struct
 import zlib
 
@@ -25,7 +24,7 @@ import cramjam
 import lz4.block
 import zstandard
 
-from formats.errors import FormatError
+from replog.formats.errors import FormatError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES: dict[int, str] = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
-from formats.kafka.segment import BatchInfo
+from replog.formats.kafka.segment import BatchInfo
 
 BATCH_SCHEMA = pa.schema([
     ("path", pa.string()),

@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import construct as cs
 
-from formats.errors import FormatError
-from formats.kafka.batch import Record, build_batch
+from replog.formats.errors import FormatError
+from replog.formats.kafka.batch import Record, build_batch
 
 CONTROL_KEY = cs.Struct("version" / cs.Int16sb, "type" / cs.Int16sb)
 END_TXN_MARKER = cs.Struct("version" / cs.Int16sb, "coordinator_epoch" / cs.Int32sb)

@@ -17,16 +17,16 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from formats.errors import FormatError
-from formats.findings import Finding, from_error
-from formats.kafka import batch as v2
-from formats.kafka import codecs
-from formats.kafka.fastwalk import HAVE_NUMBA, as_uint8, intrinsic, njit
+from replog.formats.errors import FormatError
+from replog.formats.findings import Finding, from_error
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import codecs
+from replog.formats.kafka.fastwalk import HAVE_NUMBA, as_uint8, intrinsic, njit
 
 if HAVE_NUMBA:
     from numba import types
     from numba.core import cgutils
-from formats.kafka.segment import BatchInfo, batch_records
+from replog.formats.kafka.segment import BatchInfo, batch_records
 
 HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
 RECORD_SCHEMA = pa.schema([

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from formats.fileio import RELEASE_STEP, release_pages
-from formats.findings import Finding
-from formats.kafka.columns import BATCH_SCHEMA, CHUNK, column_chunks, to_record_batch
-from formats.kafka.segment import BatchInfo, SegmentWalk
+from replog.formats.fileio import RELEASE_STEP, release_pages
+from replog.formats.findings import Finding
+from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK, column_chunks, to_record_batch
+from replog.formats.kafka.segment import BatchInfo, SegmentWalk
 
 try:  # numba is optional at run time: without it the reference walk answers
     from llvmlite import ir

@@ -19,11 +19,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from formats.findings import Finding, FindingSink, Severity
-from formats.kafka.offset_index import OffsetIndexEntry
-from formats.kafka.segment import BatchInfo
-from formats.kafka.time_index import TimeIndexEntry
-from formats.kafka.txn_index import AbortedTxn
+from replog.formats.findings import Finding, FindingSink, Severity
+from replog.formats.kafka.offset_index import OffsetIndexEntry
+from replog.formats.kafka.segment import BatchInfo
+from replog.formats.kafka.time_index import TimeIndexEntry
+from replog.formats.kafka.txn_index import AbortedTxn
 
 MAX_FINDINGS = 100  # per index file; one corrupt 10 MiB index would give a million
 

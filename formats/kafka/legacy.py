@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 from construct import Adapter, Bytes, If, Int8sb, Int32sb, Int32ub, Int64sb, Rebuild, Struct, this
 
-from formats.errors import FormatError
-from formats.kafka import codecs
+from replog.formats.errors import FormatError
+from replog.formats.kafka import codecs
 
 # --- layout ------------------------------------------------------------------------
 

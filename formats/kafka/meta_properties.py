@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 
-from formats.errors import FormatError
-from formats.kafka.partition_metadata import topic_id_to_uuid
+from replog.formats.errors import FormatError
+from replog.formats.kafka.partition_metadata import topic_id_to_uuid
 
 CODE = "KAFKA_META_PROPERTIES_INVALID"
 VERSION_KEY, CLUSTER_ID_KEY, DIRECTORY_ID_KEY = "version", "cluster.id", "directory.id"
@@ -166,7 +166,7 @@ def _utf16_units(c: str) -> list[int]:
 
 def java_date(when: datetime) -> str:
     """`java.util.Date.toString()` in UTC: `Sun Jan 19 17:55:21 UTC 2025`."""
-    t = when.astimezone(timezone.utc)
+    t = when.astimezone(UTC)
     return (f"{_DAYS[t.weekday()]} {_MONTHS[t.month - 1]} {t.day:02d} "
             f"{t.hour:02d}:{t.minute:02d}:{t.second:02d} UTC {t.year}")
 
@@ -180,7 +180,7 @@ def build_java_properties(props: Mapping[str, str], *, comment: str = "",
     """
     if any(c in text for text in (comment, when if isinstance(when, str) else "") for c in "\r\n"):
         raise ValueError("comment and date must be single lines")
-    date = when if isinstance(when, str) else java_date(when or datetime.now(timezone.utc))
+    date = when if isinstance(when, str) else java_date(when or datetime.now(UTC))
     lines = ["#" + comment, "#" + date]
     lines += [f"{_escape(k, True)}={_escape(v, False)}" for k, v in props.items()]
     return "".join(x + "\n" for x in lines).encode("latin-1")

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import construct as cs
 
-from formats.findings import Finding, FindingSink, finding
+from replog.formats.findings import Finding, FindingSink, finding
 
 ENTRY = cs.Struct(
     "relative_offset" / cs.Int32sb,  # offset - segment base offset

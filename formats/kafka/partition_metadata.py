@@ -13,7 +13,7 @@ import re
 import uuid
 from typing import NamedTuple
 
-from formats.errors import FormatError
+from replog.formats.errors import FormatError
 
 CODE = "KAFKA_PARTITION_METADATA_INVALID"
 CURRENT_VERSION = 0
@@ -85,4 +85,4 @@ def build_partition_metadata(meta: PartitionMetadata) -> bytes:
         raise ValueError(f"version {meta.version} out of range")
     if topic_id_to_uuid(meta.topic_id).int == 0:
         raise ValueError("the all-zero topic id is reserved")
-    return f"version: {meta.version}\ntopic_id: {meta.topic_id}".encode("utf-8")
+    return f"version: {meta.version}\ntopic_id: {meta.topic_id}".encode()

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import construct as cs
 from crc32c import crc32c
 
-from formats.errors import FormatError
+from replog.formats.errors import FormatError
 
 ENTRY = cs.Struct(
     "producer_id" / cs.Int64sb,

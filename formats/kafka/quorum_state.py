@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.errors import FormatError
+from replog.formats.errors import FormatError
 
 CODE = "KAFKA_QUORUM_STATE_INVALID"
 _INT32 = (-(2**31), 2**31 - 1)

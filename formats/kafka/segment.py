@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from formats.errors import FormatError
-from formats.fileio import RELEASE_STEP, release_pages
-from formats.findings import Finding, finding, from_error
-from formats.kafka import batch as v2
-from formats.kafka import control, legacy
+from replog.formats.errors import FormatError
+from replog.formats.fileio import RELEASE_STEP, release_pages
+from replog.formats.findings import Finding, finding, from_error
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import control, legacy
 
 HEADER_SIZE_UP_TO_MAGIC = 17
 MIN_ENTRY_SIZE = 14          # LegacyRecord.RECORD_OVERHEAD_V0: smaller is corrupt

@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import construct as cs
 
-from formats.findings import Finding, FindingSink, finding
-from formats.kafka.offset_index import INT32_MAX, IndexRead, split_slots
+from replog.formats.findings import Finding, FindingSink, finding
+from replog.formats.kafka.offset_index import INT32_MAX, IndexRead, split_slots
 
 ENTRY = cs.Struct(
     "timestamp" / cs.Int64sb,        # largest record timestamp up to the batch at offset

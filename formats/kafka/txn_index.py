@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import construct as cs
 
-from formats.findings import Finding, FindingSink
+from replog.formats.findings import Finding, FindingSink
 
 ENTRY = cs.Struct(
     "version" / cs.Int16sb,             # 0; the broker reads the first byte only

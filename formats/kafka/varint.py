@@ -5,7 +5,7 @@ Limits match the broker's reader: 5 bytes for an int32, 10 for an int64
 """
 from __future__ import annotations
 
-from formats.errors import FormatError
+from replog.formats.errors import FormatError
 
 _CODE = "KAFKA_RECORDS_UNDECODABLE"
 

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import atomic_write, read_small
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import atomic_write, read_small
 
 ABORT = "abort"
 ABORT_BAK = "abort.bak"

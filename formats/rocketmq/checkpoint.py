@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import construct as cs
 
-from formats.errors import FormatError
-from formats.fileio import atomic_write, read_small
-from formats.findings import Finding, Severity, finding
+from replog.formats.errors import FormatError
+from replog.formats.fileio import atomic_write, read_small
+from replog.formats.findings import Finding, Severity, finding
 
 CHECKPOINT = cs.Struct(
     "physic_msg_timestamp" / cs.Int64sb,

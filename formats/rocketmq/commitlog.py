@@ -20,8 +20,8 @@ from pathlib import Path
 
 import construct as cs
 
-from formats.errors import FormatError
-from formats.fileio import atomic_write
+from replog.formats.errors import FormatError
+from replog.formats.fileio import atomic_write
 
 MAGIC_V1 = -626843481      # 0xDAA320A7, topic length is a signed byte
 MAGIC_V2 = -626843477      # 0xDAA320AB, topic length is an i16 (5.1.0+)

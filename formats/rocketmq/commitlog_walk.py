@@ -9,11 +9,19 @@ import os
 from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import mapped
-from formats.findings import Finding, finding
-from formats.rocketmq.commitlog import (DEFAULT_FILE_SIZE, _MAGIC_RE, _NONZERO, Message, commitlog_files,
-                                        infer_file_size, java_crc32, read_message)
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import mapped
+from replog.formats.findings import Finding, finding
+from replog.formats.rocketmq.commitlog import (
+    _MAGIC_RE,
+    _NONZERO,
+    DEFAULT_FILE_SIZE,
+    Message,
+    commitlog_files,
+    infer_file_size,
+    java_crc32,
+    read_message,
+)
 
 
 def walk_commitlog(source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,

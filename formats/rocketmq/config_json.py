@@ -16,8 +16,8 @@ from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
 
-from formats.errors import FormatError
-from formats.fileio import atomic_write, read_with_backup
+from replog.formats.errors import FormatError
+from replog.formats.fileio import atomic_write, read_with_backup
 
 _CODE = "ROCKETMQ_CONFIG_INVALID"
 _WS = re.compile(r"[ \t\n\r]*")

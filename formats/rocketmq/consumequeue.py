@@ -17,10 +17,10 @@ from pathlib import Path
 
 import construct as cs
 
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import atomic_write, mapped
-from formats.findings import Finding, finding
-from formats.rocketmq.commitlog import file_name, infer_file_size
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import atomic_write, mapped
+from replog.formats.findings import Finding, finding
+from replog.formats.rocketmq.commitlog import file_name, infer_file_size
 
 CQ_ENTRY = cs.Struct(
     "commitlog_offset" / cs.Int64sb,

@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.errors import FormatError
-from formats.fileio import atomic_write, read_with_backup
-from formats.rocketmq.commitlog import java_crc32
+from replog.formats.errors import FormatError
+from replog.formats.fileio import atomic_write, read_with_backup
+from replog.formats.rocketmq.commitlog import java_crc32
 
 _CODE = "ROCKETMQ_EPOCH_FILE_INVALID"
 _JAVA_INT = re.compile(r"^[+-]?[0-9]+$")

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import construct as cs
 
-from formats.errors import FormatError
-from formats.findings import Finding, finding
-from formats.rocketmq.commitlog import java_string_hash
+from replog.formats.errors import FormatError
+from replog.formats.findings import Finding, finding
+from replog.formats.rocketmq.commitlog import java_string_hash
 
 INDEX_HEADER = cs.Struct(
     "begin_timestamp" / cs.Int64sb,

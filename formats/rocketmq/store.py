@@ -13,9 +13,9 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.rocketmq.abort import ABORT, ABORT_BAK, LOCK
-from formats.rocketmq.checkpoint import FILE_SIZE as CHECKPOINT_SIZE
-from formats.rocketmq.commitlog import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
+from replog.formats.rocketmq.abort import ABORT, ABORT_BAK, LOCK
+from replog.formats.rocketmq.checkpoint import FILE_SIZE as CHECKPOINT_SIZE
+from replog.formats.rocketmq.commitlog import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
 
 _OFFSET_NAME = re.compile(r"^\d{20}$")
 _INDEX_NAME = re.compile(r"^\d{17}$")

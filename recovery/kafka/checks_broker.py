@@ -12,13 +12,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.fileio import locked_by_another_process
-from formats.findings import Finding, finding
-from formats.kafka import names
-from formats.kafka.clean_shutdown import parse_clean_shutdown
-from formats.kafka.meta_properties import parse_meta_properties
-from recovery.kafka.evidence import Evidence
-from recovery.kafka.logdir import BrokerCheckpoints, read_broker_checkpoints
+from replog.formats.fileio import locked_by_another_process
+from replog.formats.findings import Finding, finding
+from replog.formats.kafka import names
+from replog.formats.kafka.clean_shutdown import parse_clean_shutdown
+from replog.formats.kafka.meta_properties import parse_meta_properties
+from replog.recovery.kafka.evidence import Evidence
+from replog.recovery.kafka.logdir import BrokerCheckpoints, read_broker_checkpoints
 
 ROOT_CHECKPOINTS = {
     names.REPLICATION_OFFSET_CHECKPOINT: "high_watermarks",

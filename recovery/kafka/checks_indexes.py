@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from formats.errors import UnreadableInput
-from formats.findings import Finding, Severity, finding
-from formats.kafka import index_check, offset_index, time_index, txn_index
-from formats.kafka.txn_index import AbortedTxn
-from recovery.kafka.checks_segments import SegmentResult
-from recovery.kafka.evidence import Evidence
+from replog.formats.errors import UnreadableInput
+from replog.formats.findings import Finding, Severity, finding
+from replog.formats.kafka import index_check, offset_index, time_index, txn_index
+from replog.formats.kafka.txn_index import AbortedTxn
+from replog.recovery.kafka.checks_segments import SegmentResult
+from replog.recovery.kafka.evidence import Evidence
 
 
 def check_indexes(ev: Evidence, seg: SegmentResult, paths: dict[str, Path], *, active: bool,

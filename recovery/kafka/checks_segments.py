@@ -12,11 +12,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.errors import FormatError
-from formats.findings import Finding, finding
-from formats.kafka import batch as v2
-from formats.kafka import names
-from formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
+from replog.formats.errors import FormatError
+from replog.formats.findings import Finding, finding
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import names
+from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
 
 MAX_RECORD_FINDINGS = 100  # per segment
 KNOWN_PARTITION_FILES = frozenset({names.LEADER_EPOCH_CHECKPOINT, names.PARTITION_METADATA,
@@ -135,7 +135,7 @@ def record_findings(buf: memoryview | bytes, batches: list[BatchInfo], path: str
                     fast_threshold: int | None = None) -> list[Finding]:
     """Batches whose records do not decode or break the batch's bounds, up to `MAX_RECORD_FINDINGS`
     (the first problem of each). Large segments use the compiled record kernel; same answers."""
-    from recovery.kafka.logdir import use_fast_walk
+    from replog.recovery.kafka.logdir import use_fast_walk
     if use_fast_walk(len(buf), FAST_DEEP_BYTES if fast_threshold is None else fast_threshold):
         return _record_findings_fast(buf, batches, path)
     out: list[Finding] = []
@@ -150,10 +150,10 @@ def record_findings(buf: memoryview | bytes, batches: list[BatchInfo], path: str
 def _record_findings_fast(buf: memoryview | bytes, batches: list[BatchInfo], path: str) -> list[Finding]:
     """`deep_check` over all batches at once: records as columns, the per-record rules vectorised."""
     import numpy as np
-
-    from formats.kafka.columns import to_record_batch
-    from formats.kafka.fastrecords import iter_record_columns
     import pyarrow as pa
+
+    from replog.formats.kafka.columns import to_record_batch
+    from replog.formats.kafka.fastrecords import iter_record_columns
 
     checked = [b for b in batches if b.crc_valid and 0 <= b.magic <= 2]
     if not checked:

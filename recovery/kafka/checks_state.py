@@ -12,12 +12,12 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from formats.findings import Finding, finding
-from formats.kafka.checkpoint import EpochEntry
-from formats.kafka.producer_snapshot import ProducerSnapshotEntry
-from formats.kafka.segment import BatchInfo
-from formats.kafka.txn_index import AbortedTxn
-from recovery.kafka.producer_state import ProducerState
+from replog.formats.findings import Finding, finding
+from replog.formats.kafka.checkpoint import EpochEntry
+from replog.formats.kafka.producer_snapshot import ProducerSnapshotEntry
+from replog.formats.kafka.segment import BatchInfo
+from replog.formats.kafka.txn_index import AbortedTxn
+from replog.recovery.kafka.producer_state import ProducerState
 
 MAX_EPOCH_FINDINGS = 50
 

@@ -14,20 +14,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from formats.discovery import DirKind, FileKind, classify_file, find_roots, is_partition_dir
-from formats.errors import FormatError, UnreadableInput
-from formats.findings import Finding, Severity, finding, from_error
-from formats.kafka import checkpoint, names
-from formats.kafka.checkpoint import EpochEntry
-from formats.kafka.partition_metadata import parse_partition_metadata
-from formats.kafka.producer_snapshot import parse_producer_snapshot
-from formats.kafka.quorum_state import parse_quorum_state
-from formats.kafka.segment import BatchInfo, batch_records
-from recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state
-from recovery.kafka.checks_broker import PartitionOffsets
-from recovery.kafka.evidence import Evidence
-from recovery.kafka.logdir import BrokerCheckpoints
-from recovery.kafka.producer_state import marker_of
+from replog.formats.discovery import DirKind, FileKind, classify_file, find_roots, is_partition_dir
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.findings import Finding, Severity, finding, from_error
+from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.checkpoint import EpochEntry
+from replog.formats.kafka.partition_metadata import parse_partition_metadata
+from replog.formats.kafka.producer_snapshot import parse_producer_snapshot
+from replog.formats.kafka.quorum_state import parse_quorum_state
+from replog.formats.kafka.segment import BatchInfo, batch_records
+from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state
+from replog.recovery.kafka.checks_broker import PartitionOffsets
+from replog.recovery.kafka.evidence import Evidence
+from replog.recovery.kafka.logdir import BrokerCheckpoints
+from replog.recovery.kafka.producer_state import marker_of
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
@@ -81,7 +81,7 @@ def diagnose(paths: list[Path]) -> DoctorReport:
 
 def _store(ev: Evidence, root: Path, report: DoctorReport) -> None:
     """A RocketMQ store: its own checks, every file it read hashed like the rest."""
-    from recovery.rocketmq.doctor import diagnose_store
+    from replog.recovery.rocketmq.doctor import diagnose_store
     findings, files = diagnose_store(root)
     report.findings += findings
     for f in files:
@@ -272,7 +272,7 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
 def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]:
     log = path.with_name(names.segment_file_name(base, "log"))
     if not log.is_file():
-        from formats.kafka import offset_index, time_index, txn_index
+        from replog.formats.kafka import offset_index, time_index, txn_index
         data = ev.read_small(path, 1 << 30)
         reader = {"index": offset_index.read_offset_index, "timeindex": time_index.read_time_index,
                   "txnindex": txn_index.read_txn_index}[kind]
@@ -281,8 +281,8 @@ def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]
         seg = checks_segments.walk_segment(buf, log, base)
     expected = []
     if kind == "txnindex":
-        from recovery.kafka.rebuild import rebuild_indexes
-        from recovery.kafka.producer_state import ProducerState
+        from replog.recovery.kafka.producer_state import ProducerState
+        from replog.recovery.kafka.rebuild import rebuild_indexes
         with ev.mapped(log) as buf:
             expected = rebuild_indexes(buf, base, [b for b in seg.batches if _sound(b)],
                                        producers=ProducerState()).aborted

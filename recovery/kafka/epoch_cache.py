@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from formats.kafka.checkpoint import EpochEntry
+from replog.formats.kafka.checkpoint import EpochEntry
 
 UNDEFINED = (-1, -1)
 

@@ -11,9 +11,9 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import mapped, read_small
-from formats.findings import Finding, finding, from_error
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import mapped, read_small
+from replog.formats.findings import Finding, finding, from_error
 
 _CHUNK = 1 << 20
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 import os
 
-from formats.dump import DumpOptions, dump_file
-from formats.fileio import atomic_write
-from formats.kafka import names
-from recovery.kafka.repair import read_batches
-from recovery.kafka.replay import ReplayResult
-from recovery.outputs import evidence_roots, mark_complete, prepare_output
+from replog.formats.dump import DumpOptions, dump_file
+from replog.formats.fileio import atomic_write
+from replog.formats.kafka import names
+from replog.recovery.kafka.repair import read_batches
+from replog.recovery.kafka.replay import ReplayResult
+from replog.recovery.outputs import evidence_roots, mark_complete, prepare_output
 
 
 def export_lost(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:

@@ -24,13 +24,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from formats.errors import ReplogError, UnsafeOutput
-from formats.fileio import atomic_write, fsync_dir, read_small
-from formats.kafka import checkpoint, names
-from recovery.kafka.repair import RepairedReplica, read_batches
-from recovery.kafka.replay import ReplayResult
-from recovery.kafka.replica import load_replica
-from recovery.kafka.writer import write_partition
+from replog.formats.errors import ReplogError, UnsafeOutput
+from replog.formats.fileio import atomic_write, fsync_dir, read_small
+from replog.formats.kafka import checkpoint, names
+from replog.recovery.kafka.repair import RepairedReplica, read_batches
+from replog.recovery.kafka.replay import ReplayResult
+from replog.recovery.kafka.replica import load_replica
+from replog.recovery.kafka.writer import write_partition
 
 JOURNAL = "journal.json"
 STAGING_SUFFIX = ".replog-staging"

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from formats.discovery import is_partition_dir
-from formats.errors import FormatError, UnreadableInput
-from formats.findings import Finding, finding, from_error
-from formats.fileio import mapped, read_small
-from formats.kafka import checkpoint, names
-from formats.kafka.checkpoint import EpochEntry
-from formats.kafka.segment import SegmentWalk
+from replog.formats.discovery import is_partition_dir
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import mapped, read_small
+from replog.formats.findings import Finding, finding, from_error
+from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.checkpoint import EpochEntry
+from replog.formats.kafka.segment import SegmentWalk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -137,7 +137,7 @@ def use_fast_walk(size: int, threshold: int | None = None) -> bool:
     """True when a segment of `size` bytes pays for the compiled walk (and numba is installed)."""
     if size <= (FAST_WALK_BYTES if threshold is None else threshold):
         return False
-    from formats.kafka.fastwalk import HAVE_NUMBA
+    from replog.formats.kafka.fastwalk import HAVE_NUMBA
     return HAVE_NUMBA
 
 
@@ -205,7 +205,17 @@ def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> SegmentWalk:
     """`_summarize_reference` over the kernel's column blocks (vectorised per block)."""
     import numpy as np
 
-    from formats.kafka.fastwalk import F_BASE, F_EPOCH, F_FIRST_TS, F_LAST, F_MAGIC, F_MAX_TS, F_POSITION, F_SIZE, FastWalk
+    from replog.formats.kafka.fastwalk import (
+        F_BASE,
+        F_EPOCH,
+        F_FIRST_TS,
+        F_LAST,
+        F_MAGIC,
+        F_MAX_TS,
+        F_POSITION,
+        F_SIZE,
+        FastWalk,
+    )
     walk = FastWalk(buf, summary.path, summary.base_offset)
     epochs = RisingEpochs()
     for cols in walk.column_blocks():

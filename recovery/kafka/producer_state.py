@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from formats.kafka import batch as v2
-from formats.kafka import control
-from formats.kafka.producer_snapshot import ProducerSnapshotEntry
-from formats.kafka.segment import BatchInfo
-from formats.kafka.txn_index import AbortedTxn
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import control
+from replog.formats.kafka.producer_snapshot import ProducerSnapshotEntry
+from replog.formats.kafka.segment import BatchInfo
+from replog.formats.kafka.txn_index import AbortedTxn
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from recovery.kafka.replica import BatchRef, Replica
+from replog.recovery.kafka.replica import BatchRef, Replica
 
 EPOCH, HW = "epoch", "hw"
 MAX_ROUNDS = 10_000  # truncation rounds per follower; each strictly lowers the latest epoch

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from formats.errors import FormatError
-from formats.kafka import offset_index, time_index, txn_index
-from formats.kafka.segment import BatchInfo, batch_records
-from formats.kafka.txn_index import AbortedTxn
-from recovery.kafka.epoch_cache import EpochCache
-from recovery.kafka.producer_state import ProducerState, marker_of
+from replog.formats.errors import FormatError
+from replog.formats.kafka import offset_index, time_index, txn_index
+from replog.formats.kafka.segment import BatchInfo, batch_records
+from replog.formats.kafka.txn_index import AbortedTxn
+from replog.recovery.kafka.epoch_cache import EpochCache
+from replog.recovery.kafka.producer_state import ProducerState, marker_of
 
 INDEX_INTERVAL_BYTES = 4096
 

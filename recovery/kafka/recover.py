@@ -29,19 +29,19 @@ from typing import Any
 
 from crc32c import crc32c
 
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import atomic_write, fsync_dir, mapped, read_small
-from formats.findings import Finding, finding
-from formats.kafka import batch as v2
-from formats.kafka import checkpoint, names
-from formats.kafka.partition_metadata import parse_partition_metadata
-from formats.kafka.producer_snapshot import build_producer_snapshot, parse_producer_snapshot
-from formats.kafka.segment import BatchInfo, SegmentWalk
-from recovery.kafka.epoch_cache import EpochCache
-from recovery.kafka.logdir import read_broker_checkpoints
-from recovery.kafka.producer_state import ProducerEntry, ProducerState
-from recovery import outputs
-from recovery.kafka.rebuild import rebuild_indexes
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import atomic_write, fsync_dir, mapped, read_small
+from replog.formats.findings import Finding, finding
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.partition_metadata import parse_partition_metadata
+from replog.formats.kafka.producer_snapshot import build_producer_snapshot, parse_producer_snapshot
+from replog.formats.kafka.segment import BatchInfo, SegmentWalk
+from replog.recovery import outputs
+from replog.recovery.kafka.epoch_cache import EpochCache
+from replog.recovery.kafka.logdir import read_broker_checkpoints
+from replog.recovery.kafka.producer_state import ProducerEntry, ProducerState
+from replog.recovery.kafka.rebuild import rebuild_indexes
 
 COMPLETE_MARKER = outputs.COMPLETE_MARKER
 _MAX_V2_BATCH = 1 << 30
@@ -181,7 +181,7 @@ def _walk_from(buf: memoryview, path: Path, base: int, start: int) -> tuple[list
 def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                       salvage: bool = False, force: bool = False) -> RecoverResult:
     """Recover one partition dir into `out_dir` (a new log dir); the input is only read."""
-    from recovery.kafka.doctor import diagnose
+    from replog.recovery.kafka.doctor import diagnose
 
     pdir, out = Path(partition_dir), Path(out_dir)
     parsed = names.parse_partition_dir(pdir.name)
@@ -417,7 +417,7 @@ def _write_output(tmp: Path, pdir: Path, log_dir: Path, segments: list[Segment],
     _put(tmp, names.RECOVERY_POINT_OFFSET_CHECKPOINT, checkpoint.build_offset_checkpoint({key: result.recovery_point}))
     lso_entries = {key: result.log_start_offset} if result.log_start_offset > segments[0].base_offset else {}
     _put(tmp, names.LOG_START_OFFSET_CHECKPOINT, checkpoint.build_offset_checkpoint(lso_entries))
-    from formats.kafka.meta_properties import parse_meta_properties
+    from replog.formats.kafka.meta_properties import parse_meta_properties
     _copy_if_valid(log_dir / names.META_PROPERTIES, tmp, parse_meta_properties)
     fsync_dir(part)
     fsync_dir(tmp)

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from formats.fileio import atomic_write, mapped
-from formats.kafka import checkpoint, names
-from recovery.kafka.doctor import diagnose
-from recovery.kafka.replay import ReplayResult
-from recovery.kafka.replica import BatchRef, Replica, load_replica
-from recovery.kafka.writer import DEFAULT_SEGMENT_BYTES, write_partition
-from recovery.outputs import evidence_roots, mark_complete, prepare_output
+from replog.formats.fileio import atomic_write, mapped
+from replog.formats.kafka import checkpoint, names
+from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.kafka.replay import ReplayResult
+from replog.recovery.kafka.replica import BatchRef, Replica, load_replica
+from replog.recovery.kafka.writer import DEFAULT_SEGMENT_BYTES, write_partition
+from replog.recovery.outputs import evidence_roots, mark_complete, prepare_output
 
 
 @dataclass

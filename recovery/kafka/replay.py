@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.errors import ReplogError
-from recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, Transcript, replay
-from recovery.kafka.replica import BatchRef, Replica, load_replica
+from replog.formats.errors import ReplogError
+from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, Transcript, replay
+from replog.recovery.kafka.replica import BatchRef, Replica, load_replica
 
 
 @dataclass
@@ -143,9 +143,9 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
 
 def sample_keys(batches: Sequence[BatchRef], limit: int = 5) -> list[str]:
     """Up to `limit` distinct record keys (UTF-8, else hex) from the first lost batches."""
-    from formats.errors import FormatError
-    from formats.fileio import mapped
-    from formats.kafka.segment import SegmentWalk, batch_records
+    from replog.formats.errors import FormatError
+    from replog.formats.fileio import mapped
+    from replog.formats.kafka.segment import SegmentWalk, batch_records
     keys: list[str] = []
     for ref in batches:
         if not ref.file or len(keys) >= limit:

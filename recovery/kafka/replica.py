@@ -14,14 +14,14 @@ from itertools import repeat
 from pathlib import Path
 from typing import NamedTuple
 
-from formats.errors import FormatError, UnreadableInput
-from formats.findings import Finding
-from formats.fileio import mapped, read_small
-from formats.kafka import checkpoint, meta_properties, names
-from formats.kafka.checkpoint import EpochEntry
-from formats.kafka.segment import BatchInfo, SegmentWalk
-from recovery.kafka.epoch_cache import EpochCache
-from recovery.kafka.logdir import RisingEpochs, read_broker_checkpoints, use_fast_walk
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import mapped, read_small
+from replog.formats.findings import Finding
+from replog.formats.kafka import checkpoint, meta_properties, names
+from replog.formats.kafka.checkpoint import EpochEntry
+from replog.formats.kafka.segment import BatchInfo, SegmentWalk
+from replog.recovery.kafka.epoch_cache import EpochCache
+from replog.recovery.kafka.logdir import RisingEpochs, read_broker_checkpoints, use_fast_walk
 
 FIELD_ROWS = {name: k for k, name in enumerate(BatchInfo._fields)}  # rows of FastWalk.column_blocks
 
@@ -171,7 +171,7 @@ def _segment_refs_fast(buf: memoryview, path: str, base_offset: int, rep: Replic
     """`_segment_refs` from the kernel's column blocks: no per-batch Python besides the BatchRef itself."""
     import numpy as np
 
-    from formats.kafka.fastwalk import FastWalk
+    from replog.formats.kafka.fastwalk import FastWalk
     walk = FastWalk(buf, path, base_offset)
     for cols in walk.column_blocks():
         pick = cols[_REF_FIELDS]
@@ -206,7 +206,7 @@ def _load_epochs(p: Path, rep: Replica, lso_checkpoint: int, rising: list[EpochE
 
 
 def _topic_id(p: Path) -> str | None:
-    from formats.kafka.partition_metadata import parse_partition_metadata
+    from replog.formats.kafka.partition_metadata import parse_partition_metadata
     path = p / names.PARTITION_METADATA
     if not path.is_file():
         return None

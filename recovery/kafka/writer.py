@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.fileio import atomic_write
-from formats.kafka import checkpoint, names
-from formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
-from formats.kafka.producer_snapshot import build_producer_snapshot
-from formats.kafka.segment import SegmentWalk
-from recovery.kafka.epoch_cache import EpochCache
-from recovery.kafka.producer_state import ProducerState
-from recovery.kafka.rebuild import INDEX_INTERVAL_BYTES, rebuild_indexes
+from replog.formats.fileio import atomic_write
+from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
+from replog.formats.kafka.producer_snapshot import build_producer_snapshot
+from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.kafka.epoch_cache import EpochCache
+from replog.recovery.kafka.producer_state import ProducerState
+from replog.recovery.kafka.rebuild import INDEX_INTERVAL_BYTES, rebuild_indexes
 
 DEFAULT_SEGMENT_BYTES = 1 << 30
 INT32_MAX = 2**31 - 1

@@ -14,17 +14,23 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import mapped, read_small
-from formats.findings import Finding, Severity, finding
-from formats.rocketmq import config_json
-from formats.rocketmq.checkpoint import check_checkpoint
-from formats.rocketmq.commitlog import file_name
-from formats.rocketmq.consumequeue import CQ_STORE_UNIT_SIZE, CQEntry, is_ext_address, walk_consumequeue
-from formats.rocketmq.epoch_file import parse_epoch_file, read_epoch_file
-from formats.rocketmq.index_file import DEFAULT_HASH_SLOT_NUM, HEADER_SIZE, ENTRY_SIZE, SLOT_SIZE, \
-    IndexFile, index_key_hash
-from recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import mapped, read_small
+from replog.formats.findings import Finding, Severity, finding
+from replog.formats.rocketmq import config_json
+from replog.formats.rocketmq.checkpoint import check_checkpoint
+from replog.formats.rocketmq.commitlog import file_name
+from replog.formats.rocketmq.consumequeue import CQ_STORE_UNIT_SIZE, CQEntry, is_ext_address, walk_consumequeue
+from replog.formats.rocketmq.epoch_file import parse_epoch_file, read_epoch_file
+from replog.formats.rocketmq.index_file import (
+    DEFAULT_HASH_SLOT_NUM,
+    ENTRY_SIZE,
+    HEADER_SIZE,
+    SLOT_SIZE,
+    IndexFile,
+    index_key_hash,
+)
+from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 
 _SEARCH_LIMIT = 1 << 20   # index files up to this size get their slot count searched for
 

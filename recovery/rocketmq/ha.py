@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from formats.errors import FormatError, ReplogError, UnreadableInput
-from formats.fileio import mapped, read_small
-from formats.rocketmq import commitlog as cl
-from formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_offsets
-from recovery.kafka.protocol import Transcript
-from recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
+from replog.formats.errors import FormatError, ReplogError, UnreadableInput
+from replog.formats.fileio import mapped, read_small
+from replog.formats.rocketmq import commitlog as cl
+from replog.formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_offsets
+from replog.recovery.kafka.protocol import Transcript
+from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 
 CLASSIC, AUTOSWITCH = "classic", "autoswitch"
 HA_TRANSFER_BATCH_SIZE = 32768        # haTransferBatchSize
@@ -445,7 +445,7 @@ def replay_stores(stores: Sequence[StoreModel], leader: str | None = None, proto
 
 def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str | None = None) -> HAReplayResult:
     """Load `[NAME=]PATH` stores and replay them (protocol default: classic)."""
-    from recovery.kafka.replay import parse_named
+    from replog.recovery.kafka.replay import parse_named
 
     if len(specs) < 2:
         raise ReplogError("replay needs at least two stores (a master and a slave)")

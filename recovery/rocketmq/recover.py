@@ -16,16 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from formats.fileio import atomic_write, fsync_dir, mapped
-from formats.findings import Finding, Severity
-from formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
-from formats.rocketmq.commitlog import file_name
-from formats.rocketmq.consumequeue import DEFAULT_FILE_SIZE as CQ_DEFAULT_FILE_SIZE
-from formats.rocketmq.consumequeue import write_queue
-from formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
-from formats.rocketmq.index_file import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, IndexWriter
-from recovery.outputs import mark_complete, prepare_output
-from recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
+from replog.formats.fileio import atomic_write, fsync_dir, mapped
+from replog.formats.findings import Finding, Severity
+from replog.formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
+from replog.formats.rocketmq.commitlog import file_name
+from replog.formats.rocketmq.consumequeue import DEFAULT_FILE_SIZE as CQ_DEFAULT_FILE_SIZE
+from replog.formats.rocketmq.consumequeue import write_queue
+from replog.formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
+from replog.formats.rocketmq.index_file import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, IndexWriter
+from replog.recovery.outputs import mark_complete, prepare_output
+from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 
 _CHUNK = 8 << 20
 
@@ -86,7 +86,7 @@ def write_commitlog(directory: Path, pieces: Iterable[Piece], file_size: int, fi
 
 def index_geometry(model: StoreModel) -> tuple[int, int] | None:
     """(hash slots, entry capacity) of the input's index files, or None if it has none usable."""
-    from recovery.rocketmq.doctor import fallback_slots, infer_hash_slot_num
+    from replog.recovery.rocketmq.doctor import fallback_slots, infer_hash_slot_num
     for p in model.layout.index_files:
         with mapped(p) as buf:
             slots = infer_hash_slot_num(buf) or fallback_slots(len(buf))
@@ -123,7 +123,7 @@ def rebuild_consume_queues(root: Path, messages: list[MessageRef], file_size: in
 def _index_name(ts: int, taken: set[str]) -> str:
     ms = max(ts, 0)
     while True:
-        t = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+        t = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
         name = t.strftime("%Y%m%d%H%M%S") + f"{t.microsecond // 1000:03d}"
         if name not in taken:
             taken.add(name)
@@ -215,7 +215,7 @@ def recover_store(store: str | os.PathLike[str], out: str | os.PathLike[str], *,
     The input is only read. Returns the contract's recover shape (offsets are
     commitlog physical offsets) plus what was dropped, rebuilt and verified.
     """
-    from recovery.rocketmq.doctor import diagnose_store
+    from replog.recovery.rocketmq.doctor import diagnose_store
 
     before, _ = diagnose_store(store)
     model = load_store(store, abnormal=True)

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from formats.fileio import mapped
-from formats.findings import Severity
-from recovery.outputs import mark_complete, prepare_output
-from recovery.rocketmq.doctor import diagnose_store
-from recovery.rocketmq.ha import HAReplayResult, Plan, ReplicaOutcome
-from recovery.rocketmq.recover import Piece, prefix_pieces, write_store
-from recovery.rocketmq.store_model import StoreModel, load_store
+from replog.formats.fileio import mapped
+from replog.formats.findings import Severity
+from replog.recovery.outputs import mark_complete, prepare_output
+from replog.recovery.rocketmq.doctor import diagnose_store
+from replog.recovery.rocketmq.ha import HAReplayResult, Plan, ReplicaOutcome
+from replog.recovery.rocketmq.recover import Piece, prefix_pieces, write_store
+from replog.recovery.rocketmq.store_model import StoreModel, load_store
 
 _CHUNK = 8 << 20
 

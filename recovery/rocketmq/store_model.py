@@ -14,17 +14,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.errors import FormatError, UnreadableInput
-from formats.fileio import mapped
-from formats.findings import Finding
-from formats.rocketmq import commitlog as cl
-from formats.rocketmq.commitlog_walk import walk_commitlog
-from formats.rocketmq.abort import AbortMarker, read_abort
-from formats.rocketmq.checkpoint import Checkpoint, read_checkpoint
-from formats.rocketmq.consumequeue import read_entries
-from formats.rocketmq.epoch_file import EpochEntry, read_epoch_file
-from formats.rocketmq.index_file import message_keys
-from formats.rocketmq.store import StoreLayout, detect_store
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import mapped
+from replog.formats.findings import Finding
+from replog.formats.rocketmq import commitlog as cl
+from replog.formats.rocketmq.abort import AbortMarker, read_abort
+from replog.formats.rocketmq.checkpoint import Checkpoint, read_checkpoint
+from replog.formats.rocketmq.commitlog_walk import walk_commitlog
+from replog.formats.rocketmq.consumequeue import read_entries
+from replog.formats.rocketmq.epoch_file import EpochEntry, read_epoch_file
+from replog.formats.rocketmq.index_file import message_keys
+from replog.formats.rocketmq.store import StoreLayout, detect_store
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_" + "X" * 4  # the delay-queue topic; its name really ends in four X
 _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

@@ -5,7 +5,7 @@ import mmap
 import os
 from pathlib import Path
 
-from formats.fileio import mapped, release_pages
+from replog.formats.fileio import mapped, release_pages
 
 
 def test_released_pages_fault_back_in_unchanged(tmp_path: Path) -> None:

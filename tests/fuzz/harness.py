@@ -23,7 +23,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.errors import FormatError
+from replog.formats.errors import FormatError
 from tests.fuzz import seeds as seed_sources
 from tests.fuzz.mutators import mutate
 from tests.fuzz.targets import TARGETS, Scratch
@@ -71,7 +71,7 @@ def load_corpus(target: str, root: Path = CORPUS) -> dict[str, bytes]:
 def fleet_seeds() -> dict[str, dict[str, bytes]]:
     """Seeds cut from a freshly generated sample fleet; empty when the generator is absent."""
     try:
-        from samples.kafka_fleet import generate_kafka_fleet
+        from replog.samples.kafka_fleet import generate_kafka_fleet
     except ImportError:
         return {}
     with tempfile.TemporaryDirectory(prefix="replog-fuzz-fleet-") as d:

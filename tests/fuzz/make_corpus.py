@@ -22,7 +22,7 @@ FLEET_PER_TARGET = 6
 def corpus_files() -> dict[str, dict[str, bytes]]:
     out = {t: dict(s) for t, s in hand_built().items()}
     try:
-        from samples.kafka_fleet import generate_kafka_fleet
+        from replog.samples.kafka_fleet import generate_kafka_fleet
     except ImportError:
         return out
     with tempfile.TemporaryDirectory() as d:

@@ -9,19 +9,19 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from formats.discovery import FileKind, classify_file
-from formats.kafka import batch as v2
-from formats.kafka import checkpoint, codecs, control, legacy, offset_index, time_index, txn_index
-from formats.kafka.checkpoint import EpochEntry
-from formats.kafka.clean_shutdown import CleanShutdown, build_clean_shutdown
-from formats.kafka.internal import consumer_offsets, metadata, transaction_state
-from formats.kafka.meta_properties import MetaProperties, build_meta_properties
-from formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
-from formats.kafka.producer_snapshot import ProducerSnapshotEntry, build_producer_snapshot
-from formats.kafka.quorum_state import QuorumState, build_quorum_state
-from formats.kafka.segment import SegmentWalk
-from formats.rocketmq import checkpoint as rmq_checkpoint
-from formats.rocketmq import commitlog, config_json, consumequeue, epoch_file, index_file
+from replog.formats.discovery import FileKind, classify_file
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import checkpoint, codecs, control, legacy, offset_index, time_index, txn_index
+from replog.formats.kafka.checkpoint import EpochEntry
+from replog.formats.kafka.clean_shutdown import CleanShutdown, build_clean_shutdown
+from replog.formats.kafka.internal import consumer_offsets, metadata, transaction_state
+from replog.formats.kafka.meta_properties import MetaProperties, build_meta_properties
+from replog.formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
+from replog.formats.kafka.producer_snapshot import ProducerSnapshotEntry, build_producer_snapshot
+from replog.formats.kafka.quorum_state import QuorumState, build_quorum_state
+from replog.formats.kafka.segment import SegmentWalk
+from replog.formats.rocketmq import checkpoint as rmq_checkpoint
+from replog.formats.rocketmq import commitlog, config_json, consumequeue, epoch_file, index_file
 
 INDEX_SLOTS = 16       # small RocketMQ index files: 40 + 16*4 + 8*20 bytes
 INDEX_ENTRIES = 8

@@ -13,14 +13,26 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from formats.dump import DumpOptions, dump_file
-from formats.errors import FormatError
-from formats.kafka import checkpoint, clean_shutdown, codecs, control, legacy, meta_properties
-from formats.kafka import offset_index, partition_metadata, producer_snapshot, quorum_state, time_index, txn_index
-from formats.kafka.internal import decode_consumer_offsets, decode_metadata_entry, decode_transaction_state
-from formats.kafka.segment import SegmentWalk, batch_records
-from formats.rocketmq import checkpoint as rmq_checkpoint
-from formats.rocketmq import commitlog, config_json, consumequeue, epoch_file, index_file
+from replog.formats.dump import DumpOptions, dump_file
+from replog.formats.errors import FormatError
+from replog.formats.kafka import (
+    checkpoint,
+    clean_shutdown,
+    codecs,
+    control,
+    legacy,
+    meta_properties,
+    offset_index,
+    partition_metadata,
+    producer_snapshot,
+    quorum_state,
+    time_index,
+    txn_index,
+)
+from replog.formats.kafka.internal import decode_consumer_offsets, decode_metadata_entry, decode_transaction_state
+from replog.formats.kafka.segment import SegmentWalk, batch_records
+from replog.formats.rocketmq import checkpoint as rmq_checkpoint
+from replog.formats.rocketmq import commitlog, config_json, consumequeue, epoch_file, index_file
 
 SEG = "00000000000000000000"
 _OPTIONS = (DumpOptions(deep=True, print_data=True, key_decoder="hex"),
@@ -151,14 +163,14 @@ def kafka_internal(data: bytes, scratch: Scratch) -> None:
 
 def kafka_partition(data: bytes, scratch: Scratch) -> None:
     """A partition dir whose only segment is `data`: replica load, ls summary and doctor must cope."""
-    from recovery.kafka.logdir import summarize_partition
-    from recovery.kafka.replica import load_replica
+    from replog.recovery.kafka.logdir import summarize_partition
+    from replog.recovery.kafka.replica import load_replica
     pdir = scratch.root / "ld" / "t-0"
     scratch.put(f"ld/t-0/{SEG}.log", data)
     load_replica(pdir)
     summarize_partition(pdir)
     try:
-        from recovery.kafka.doctor import diagnose
+        from replog.recovery.kafka.doctor import diagnose
     except ImportError:
         return
     diagnose([pdir])

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from formats import fileio
-from formats.kafka import batch as v2
+from replog.formats import fileio
+from replog.formats.kafka import batch as v2
 from tests.fuzz.harness import check_input
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_read_small_still_refuses_oversized_files(tmp_path: Path) -> None:
 
 _SHRINK = r"""
 import os, sys
-from formats.fileio import mapped
+from replog.formats.fileio import mapped
 path = sys.argv[1]
 with mapped(path) as buf:
     os.truncate(path, 0)          # what a broker's truncation does under a reader

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from formats.kafka import batch as v2
-from formats.kafka import checkpoint, names
-from formats.kafka.segment import SegmentWalk
-from recovery.kafka.writer import write_partition
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.kafka.writer import write_partition
 from tests.formats.kafka.segments import TS, data_batch, marker
 
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"

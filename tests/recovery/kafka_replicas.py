@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from formats.fileio import atomic_write
-from formats.kafka import batch as v2
-from formats.kafka import checkpoint
-from recovery.kafka.epoch_cache import EpochCache
-from recovery.kafka.writer import write_partition
+from replog.formats.fileio import atomic_write
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import checkpoint
+from replog.recovery.kafka.epoch_cache import EpochCache
+from replog.recovery.kafka.writer import write_partition
 
 TS = 1_700_000_000_000
 

@@ -1,20 +1,29 @@
 """doctor: each planted defect is found with its code, position and offset; clean dirs are clean."""
 from __future__ import annotations
 
-from tests.realdata import REALDATA
-
 import struct
 from pathlib import Path
 
 import pytest
 
-from formats.kafka import checkpoint, names, offset_index
-from formats.kafka.producer_snapshot import ProducerSnapshotEntry, build_producer_snapshot
-from recovery.kafka.doctor import diagnose
-from recovery.kafka.recover import recover_partition
-from recovery.kafka.writer import write_partition
-from tests.recovery.kafka_dirs import (batches_of, build_log_dir, data_batch, flip, marker, seg_path,
-                                       set_checkpoint, tree_hashes, txn_batch, undecodable_batch)
+from replog.formats.kafka import checkpoint, names, offset_index
+from replog.formats.kafka.producer_snapshot import ProducerSnapshotEntry, build_producer_snapshot
+from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.kafka.recover import recover_partition
+from replog.recovery.kafka.writer import write_partition
+from tests.realdata import REALDATA
+from tests.recovery.kafka_dirs import (
+    batches_of,
+    build_log_dir,
+    data_batch,
+    flip,
+    marker,
+    seg_path,
+    set_checkpoint,
+    tree_hashes,
+    txn_batch,
+    undecodable_batch,
+)
 
 
 def codes(report, severity: str | None = None) -> list[str]:

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recovery.kafka.epoch_cache import EpochCache
+from replog.recovery.kafka.epoch_cache import EpochCache
 
 
 def cache(*assigns: tuple[int, int]) -> EpochCache:

@@ -5,10 +5,10 @@ import random
 
 import pytest
 
-from formats.kafka import batch as v2
-from formats.kafka import fastwalk
-from formats.kafka.segment import SegmentWalk
-from recovery.kafka.checks_segments import record_findings
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import fastwalk
+from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.kafka.checks_segments import record_findings
 from tests.recovery.test_fast_load import _damage, _segment
 
 pytestmark = pytest.mark.skipif(not fastwalk.HAVE_NUMBA, reason="numba not installed: nothing fast to compare")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from formats.kafka import batch as v2
-from formats.kafka import checkpoint, codecs, control, fastwalk, legacy, names
-from recovery.kafka.logdir import summarize_log_dir, summarize_partition, use_fast_walk
-from recovery.kafka.replica import load_replica
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import checkpoint, codecs, control, fastwalk, legacy, names
+from replog.recovery.kafka.logdir import summarize_log_dir, summarize_partition, use_fast_walk
+from replog.recovery.kafka.replica import load_replica
 
 pytestmark = pytest.mark.skipif(not fastwalk.HAVE_NUMBA, reason="numba not installed: nothing fast to compare")
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from formats.errors import ReplogError, UnsafeOutput
-from recovery.kafka import inplace
-from recovery.kafka.inplace import repair_in_place, restore
-from recovery.kafka.replay import replay_paths
-from recovery.kafka.replica import load_replica
+from replog.formats.errors import ReplogError, UnsafeOutput
+from replog.recovery.kafka import inplace
+from replog.recovery.kafka.inplace import repair_in_place, restore
+from replog.recovery.kafka.replay import replay_paths
+from replog.recovery.kafka.replica import load_replica
 from tests.recovery.kafka_replicas import replica_dir
 
 

@@ -6,8 +6,8 @@ import sys
 import time
 from pathlib import Path
 
-from formats.fileio import locked_by_another_process
-from recovery.kafka.doctor import diagnose
+from replog.formats.fileio import locked_by_another_process
+from replog.recovery.kafka.doctor import diagnose
 from tests.recovery.kafka_replicas import replica_dir
 
 HOLD = """

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from formats.errors import UnsafeOutput
-from recovery.kafka.export import export_lost
-from recovery.kafka.repair import repair
-from recovery.kafka.replay import replay_paths
-from recovery.kafka.replica import load_replica
+from replog.formats.errors import UnsafeOutput
+from replog.recovery.kafka.export import export_lost
+from replog.recovery.kafka.repair import repair
+from replog.recovery.kafka.replay import replay_paths
+from replog.recovery.kafka.replica import load_replica
 from tests.recovery.kafka_replicas import replica_dir
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recovery.kafka.replay import replay_paths, run_replay
-from recovery.kafka.replica import load_replica, replica_from_batches
+from replog.recovery.kafka.replay import replay_paths, run_replay
+from replog.recovery.kafka.replica import load_replica, replica_from_batches
 from tests.recovery.kafka_replicas import replica_dir
 
 
@@ -77,7 +77,7 @@ def test_follower_behind_leader_log_start(tmp_path: Path) -> None:
 
 
 def test_leader_shorter_without_epochs(tmp_path: Path) -> None:
-    from formats.kafka.legacy import build_message
+    from replog.formats.kafka.legacy import build_message
     lead = [build_message(o, b"k", f"v{o}".encode(), magic=1, timestamp=1000 + o) for o in range(3)]
     foll = [build_message(o, b"k", f"v{o}".encode(), magic=1, timestamp=1000 + o) for o in range(6)]
     a = replica_dir(tmp_path, "A", lead, hw=3)

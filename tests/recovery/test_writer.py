@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from formats.kafka import checkpoint, offset_index, time_index, txn_index
-from formats.kafka.producer_snapshot import parse_producer_snapshot
-from formats.kafka.segment import SegmentWalk
-from recovery.kafka.logdir import summarize_partition
-from recovery.kafka.writer import write_partition
-from formats.kafka import batch as v2
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import checkpoint, offset_index, time_index, txn_index
+from replog.formats.kafka.producer_snapshot import parse_producer_snapshot
+from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.kafka.logdir import summarize_partition
+from replog.recovery.kafka.writer import write_partition
 from tests.formats.kafka.segments import TS, data_batch, marker
 
 

@@ -7,8 +7,8 @@ import zlib
 import zstandard
 from crc32c import crc32c
 
-from formats.kafka import batch as v2
-from formats.kafka import codecs
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import codecs
 
 CRC_START = 21  # Kafka's batch CRC covers attributes .. end
 

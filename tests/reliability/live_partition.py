@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from formats.kafka import batch as v2
-from formats.kafka import names
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import names
 
 TS = 1_700_000_000_000
 
@@ -48,13 +48,13 @@ def write(pdir: Path, seconds: float, seed: int) -> None:
                 cut = rng.randint(1, len(data)) if rng.random() < 0.3 else len(data)
                 os.pwrite(fd, data[:cut], pos)               # a torn append, completed next round
                 if cut == len(data):
-                    from formats.kafka.segment import SegmentWalk
+                    from replog.formats.kafka.segment import SegmentWalk
                     info = next(SegmentWalk(data, "<w>").batches())
                     ends.append((pos + len(data), info.next_offset))
                 else:
                     os.pwrite(fd, data[cut:], pos + cut)
                     info_end = pos + len(data)
-                    from formats.kafka.segment import SegmentWalk
+                    from replog.formats.kafka.segment import SegmentWalk
                     ends.append((info_end, next(SegmentWalk(data, "<w>").batches()).next_offset))
             if ends[-1][0] > 2 << 20:
                 os.ftruncate(fd, 0)
@@ -65,8 +65,8 @@ def write(pdir: Path, seconds: float, seed: int) -> None:
 
 
 def read(pdir: Path, seconds: float) -> dict:
-    from recovery.kafka.logdir import summarize_partition
-    from recovery.kafka.replica import load_replica
+    from replog.recovery.kafka.logdir import summarize_partition
+    from replog.recovery.kafka.replica import load_replica
     segs = sorted(pdir.glob("*.log"))
     active = str(segs[-1])
     sealed_findings: list[dict] = []

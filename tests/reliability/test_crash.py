@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from formats.errors import UnreadableInput
-from recovery.outputs import COMPLETE_MARKER
-from recovery.kafka.replica import load_replica
+from replog.formats.errors import UnreadableInput
+from replog.recovery.kafka.replica import load_replica
+from replog.recovery.outputs import COMPLETE_MARKER
 from tests.reliability.trees import sha256_tree, unclean_pair
 
 REPLOG = Path(sys.executable).parent / "replog"
@@ -69,8 +69,8 @@ def count_writes(args: list[str]) -> int:
     """How many atomic writes the same run makes, counted in-process by the hook's counter."""
     from typer.testing import CliRunner
 
-    from formats import fileio
-    from toolkit.cli import app
+    from replog.formats import fileio
+    from replog.toolkit.cli import app
     before = fileio._writes_started
     res = CliRunner().invoke(app, args)
     assert res.exit_code in (0, 1), res.output

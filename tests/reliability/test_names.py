@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from formats.kafka import names
+from replog.formats.kafka import names
+from replog.toolkit.cli import app
 from tests.recovery.kafka_replicas import replica_dir
 from tests.reliability.trees import changes, sha256_tree, unclean_pair
-from toolkit.cli import app
 
 runner = CliRunner()
 HOSTILE_CHECKPOINT = b"0\n3\n../../x 0 5\n../../../../tmp/evil 1 7\nt 0 %d\n"

@@ -20,13 +20,17 @@ from typing import Any
 import pytest
 from crc32c import crc32c
 
-from formats.dump import DumpOptions, dump_file
-from formats.errors import FormatError
-from formats.kafka import batch as v2
-from formats.kafka import checkpoint, codecs
-from formats.kafka.producer_snapshot import ProducerSnapshotEntry, build_producer_snapshot, parse_producer_snapshot
-from formats.kafka.segment import SegmentWalk, batch_records
-from recovery.kafka.replica import load_replica
+from replog.formats.dump import DumpOptions, dump_file
+from replog.formats.errors import FormatError
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import checkpoint, codecs
+from replog.formats.kafka.producer_snapshot import (
+    ProducerSnapshotEntry,
+    build_producer_snapshot,
+    parse_producer_snapshot,
+)
+from replog.formats.kafka.segment import SegmentWalk, batch_records
+from replog.recovery.kafka.replica import load_replica
 from tests.reliability.hostile import bomb_batch, many_empty_batches
 
 MEMORY_BOUND = 100 << 20
@@ -61,7 +65,7 @@ def partition(tmp_path: Path, log: bytes, **files: bytes) -> Path:
 
 _CHILD = r"""
 import json, resource, sys
-from formats.dump import DumpOptions, dump_file
+from replog.formats.dump import DumpOptions, dump_file
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 batches = findings = 0
 for e in dump_file(sys.argv[1], DumpOptions()):
@@ -196,7 +200,7 @@ def test_decompression_bomb_in_a_batch_is_stopped(tmp_path: Path, bombs: dict[in
 
 
 def test_decompression_bomb_seen_by_doctor(tmp_path: Path, bombs: dict[int, bytes]) -> None:
-    diagnose = pytest.importorskip("recovery.kafka.doctor").diagnose
+    diagnose = pytest.importorskip("replog.recovery.kafka.doctor").diagnose
     pdir = partition(tmp_path, bombs[codecs.ZSTD])
     report, peak = peak_memory(lambda: diagnose([pdir]))
     assert "KAFKA_DECOMPRESSION_BOMB" in {f.code for f in report.findings}
@@ -226,14 +230,14 @@ def test_64mib_zero_filled_log(zero_partition: Path) -> None:
 
 
 def test_64mib_zero_filled_log_doctor(zero_partition: Path) -> None:
-    diagnose = pytest.importorskip("recovery.kafka.doctor").diagnose
+    diagnose = pytest.importorskip("replog.recovery.kafka.doctor").diagnose
     report, peak = peak_memory(lambda: diagnose([zero_partition]))
     assert "KAFKA_ZERO_TAIL" in {f.code for f in report.findings}
     assert peak < MEMORY_BOUND
 
 
 def test_rocketmq_commitlog_total_size_2_31_minus_1(tmp_path: Path) -> None:
-    from formats.rocketmq import commitlog
+    from replog.formats.rocketmq import commitlog
     msg = bytearray(commitlog.build_message(topic="t", body=b"x"))
     struct.pack_into(">i", msg, 0, 2**31 - 1)
     path = tmp_path / "commitlog" / SEG

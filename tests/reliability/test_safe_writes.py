@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from formats.kafka import names
+from replog.formats.kafka import names
+from replog.toolkit.cli import app
 from tests.reliability.trees import sha256_tree, unclean_pair
-from toolkit.cli import app
 
 runner = CliRunner()
 USAGE = 2
@@ -58,9 +58,9 @@ def scan_dir(root: Path, log_dir: Path) -> Path:
     """A fleet scan's output written with pyarrow from the scan tasks (no Spark)."""
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
-    schemas = pytest.importorskip("spark.schemas")
-    report = pytest.importorskip("spark.report")
-    tasks = pytest.importorskip("spark.tasks")
+    schemas = pytest.importorskip("replog.spark.schemas")
+    report = pytest.importorskip("replog.spark.report")
+    tasks = pytest.importorskip("replog.spark.tasks")
     tables: dict[str, list] = {name: [] for name in schemas.TABLES}
     for unit in tasks.log_dir_units("1", str(log_dir)):
         for table, batch in tasks.run_unit(unit):
@@ -107,7 +107,7 @@ def test_fleet_report_leaves_its_scan_bit_identical(tmp_path: Path, evidence: tu
 
 
 def test_rocketmq_commands_leave_the_store_bit_identical(tmp_path: Path) -> None:
-    from formats.rocketmq import commitlog
+    from replog.formats.rocketmq import commitlog
     store = tmp_path / "store"
     w = commitlog.CommitLogWriter(4096)
     for i in range(20):

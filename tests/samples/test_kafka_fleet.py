@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from formats.errors import UnsafeOutput
-from formats.kafka import checkpoint, control, offset_index, time_index
-from formats.kafka.clean_shutdown import parse_clean_shutdown
-from formats.kafka.internal.consumer_offsets import decode_consumer_offsets
-from formats.kafka.meta_properties import parse_meta_properties
-from formats.kafka.partition_metadata import parse_partition_metadata
-from formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
-from recovery.kafka.logdir import flags, summarize_log_dir
-from samples.kafka_fleet import generate_kafka_fleet
-from samples.manifest import is_manifest
+from replog.formats.errors import UnsafeOutput
+from replog.formats.kafka import checkpoint, control, offset_index, time_index
+from replog.formats.kafka.clean_shutdown import parse_clean_shutdown
+from replog.formats.kafka.internal.consumer_offsets import decode_consumer_offsets
+from replog.formats.kafka.meta_properties import parse_meta_properties
+from replog.formats.kafka.partition_metadata import parse_partition_metadata
+from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
+from replog.recovery.kafka.logdir import flags, summarize_log_dir
+from replog.samples.kafka_fleet import generate_kafka_fleet
+from replog.samples.manifest import is_manifest
 
 BROKERS = ("broker-1", "broker-2", "broker-3")
 PARTITIONS = ("orders-0", "orders-1", "orders-2", "payments-0", "users-0", "legacy-events-0",
@@ -196,7 +196,7 @@ def test_divergence_is_real(fleet: tuple[Path, dict]) -> None:
 
 
 def test_run_samples_refuses_what_it_did_not_generate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from toolkit.commands import run_samples
+    from replog.toolkit.commands import run_samples
 
     out = tmp_path / "samples"
     assert run_samples(out, 7, False) == 0

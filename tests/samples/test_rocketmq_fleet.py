@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recovery.rocketmq.doctor import diagnose_store
-from recovery.rocketmq.ha import replay_paths
-from samples.rocketmq_fleet import MASTER_TAIL, SLAVE_TAIL, generate_rocketmq_samples
+from replog.recovery.rocketmq.doctor import diagnose_store
+from replog.recovery.rocketmq.ha import replay_paths
+from replog.samples.rocketmq_fleet import MASTER_TAIL, SLAVE_TAIL, generate_rocketmq_samples
 
 
 def test_damaged_store_has_exactly_the_planted_defects(tmp_path: Path) -> None:

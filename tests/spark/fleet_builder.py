@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.fileio import atomic_write
-from formats.kafka import checkpoint, names
-from formats.kafka.meta_properties import MetaProperties, build_meta_properties
-from recovery.kafka.writer import write_partition
-from formats.kafka import batch as v2
+from replog.formats.fileio import atomic_write
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.meta_properties import MetaProperties, build_meta_properties
+from replog.recovery.kafka.writer import write_partition
 from tests.formats.kafka.segments import TS, data_batch
 
 TOPICS = ("fx.orders", "fx.payments", "fx.events", "fx.audit")
@@ -86,7 +86,7 @@ def _segment_holding(part: Path, offset: int) -> Path:
 
 def _flip_crc(part: Path, offset: int) -> None:
     """Flip one byte in the records of the batch starting at `offset` (stored CRC no longer matches)."""
-    from formats.kafka.segment import SegmentWalk
+    from replog.formats.kafka.segment import SegmentWalk
 
     seg = _segment_holding(part, offset)
     data = bytearray(seg.read_bytes())

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from recovery.kafka.doctor import diagnose
-from recovery.kafka.logdir import summarize_log_dir
-from spark.fleet import MARKER, prepare_output, LogDir
-from spark.report import fleet_report, load_table
+from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.kafka.logdir import summarize_log_dir
+from replog.spark.fleet import MARKER, LogDir, prepare_output
+from replog.spark.report import fleet_report, load_table
+from replog.toolkit.views import ls_rows
 from tests.spark.fleet_builder import BROKERS, build_fleet
-from toolkit.views import ls_rows
 
 pytestmark = pytest.mark.spark
 LS_FIELDS = ("topic", "partition", "state", "segments", "bytes", "log_start_offset", "log_end_offset",
@@ -21,10 +21,10 @@ LS_FIELDS = ("topic", "partition", "state", "segments", "bytes", "log_start_offs
 
 @pytest.fixture(scope="module")
 def session():
-    from spark.java import java_problem
+    from replog.spark.java import java_problem
     if java_problem():
         pytest.skip(java_problem())
-    from spark.session import get_session
+    from replog.spark.session import get_session
     spark = get_session("local[2]")
     yield spark
     spark.stop()
@@ -33,8 +33,8 @@ def session():
 @pytest.fixture(scope="module")
 def scan(session, tmp_path_factory: pytest.TempPathFactory):
     """Sample generator's fleet as g1..g3 and the test builder's as b1..b3, named by an inventory."""
-    from samples.kafka_fleet import generate_kafka_fleet
-    from spark.fleet import scan_fleet
+    from replog.samples.kafka_fleet import generate_kafka_fleet
+    from replog.spark.fleet import scan_fleet
 
     root = tmp_path_factory.mktemp("fleetscan")
     manifest = generate_kafka_fleet(root / "gen", seed=7)
@@ -129,8 +129,8 @@ def test_report_reads_the_scan(scan) -> None:
 def split_scan(session, scan):
     """The test builder's fleet again, as a file:// URI, every partition split (threshold 1 byte), with
     the RocketMQ sample stores beside it."""
-    from samples.rocketmq_fleet import generate_rocketmq_samples
-    from spark.fleet import scan_fleet
+    from replog.samples.rocketmq_fleet import generate_rocketmq_samples
+    from replog.spark.fleet import scan_fleet
 
     out, *_ = scan
     root = out.parent

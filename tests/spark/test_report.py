@@ -9,12 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from spark import schemas
-from spark.report import MARKER, fleet_report
-from spark.tasks import assemble_replica_set, log_dir_units, run_unit
+from replog.spark import schemas
+from replog.spark.report import MARKER, fleet_report
+from replog.spark.tasks import assemble_replica_set, log_dir_units, run_unit
+from replog.toolkit.cli import app
+from replog.toolkit.fleet_view import render_html
 from tests.spark.fleet_builder import BROKERS, build_fleet
-from toolkit.cli import app
-from toolkit.fleet_view import render_html
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from recovery.kafka.doctor import diagnose
-from recovery.kafka.logdir import summarize_log_dir
-from spark import schemas
-from spark.tasks import Unit, assemble_replica_set, log_dir_units, run_unit
+from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.kafka.logdir import summarize_log_dir
+from replog.spark import schemas
+from replog.spark.tasks import Unit, assemble_replica_set, log_dir_units, run_unit
+from replog.toolkit.views import ls_rows
 from tests.spark.fleet_builder import BROKERS, build_fleet
-from toolkit.views import ls_rows
 
 LS_FIELDS = ("topic", "partition", "state", "segments", "bytes", "log_start_offset", "log_end_offset",
              "high_watermark", "recovery_point", "latest_epoch", "first_timestamp", "max_timestamp", "flags")

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from recovery.rocketmq.doctor import diagnose_store
-from spark import remote, schemas
-from spark.fleet import discover
-from spark.tasks import Unit, apply_split_counts, log_dir_units, remote_log_dir_units, run_unit, store_unit
+from replog.recovery.rocketmq.doctor import diagnose_store
+from replog.spark import remote, schemas
+from replog.spark.fleet import discover
+from replog.spark.tasks import Unit, apply_split_counts, log_dir_units, remote_log_dir_units, run_unit, store_unit
 from tests.spark.fleet_builder import build_fleet
 
 
@@ -20,7 +20,7 @@ from tests.spark.fleet_builder import build_fleet
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("units")
     build_fleet(root / "fx")
-    from samples.rocketmq_fleet import generate_rocketmq_samples
+    from replog.samples.rocketmq_fleet import generate_rocketmq_samples
     generate_rocketmq_samples(root / "rmq")
     return root
 
@@ -37,7 +37,7 @@ def tables_of(units: list[Unit], with_batches: bool = True) -> dict[str, pa.Tabl
 
 
 def rows(t: pa.Table) -> list[tuple[Any, ...]]:
-    return sorted((tuple(repr(v) for v in r.values()) for r in t.to_pylist()))
+    return sorted(tuple(repr(v) for v in r.values()) for r in t.to_pylist())
 
 
 def same_tables(a: dict[str, pa.Table], b: dict[str, pa.Table]) -> None:
@@ -70,8 +70,8 @@ def test_record_decoding_moves_to_the_segment_units(fleet: Path, tmp_path: Path)
     import shutil
     import struct
 
-    from formats.kafka import batch as v2
-    from recovery.kafka.writer import write_partition
+    from replog.formats.kafka import batch as v2
+    from replog.recovery.kafka.writer import write_partition
     from tests.formats.kafka.segments import data_batch
 
     log_dir = tmp_path / "b"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from replog.toolkit.cli import app
 from tests.recovery.rocketmq.stores import build, spec, tree_digest
-from toolkit.cli import app
 
 runner = CliRunner()
 REPLICA_FIELDS = {"name", "path", "log_end_offset_before", "high_watermark_before", "truncated_to",

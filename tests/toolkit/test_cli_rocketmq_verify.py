@@ -6,8 +6,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from replog.toolkit.cli import app
 from tests.recovery.rocketmq.stores import FILE_SIZE, build, spec, tree_digest
-from toolkit.cli import app
 
 runner = CliRunner()
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from formats.kafka.internal.consumer_offsets import decode_consumer_offsets
-from formats.kafka.internal.metadata import decode_control_value, decode_metadata_record
-from formats.kafka.internal.transaction_state import decode_transaction_state
+from replog.formats.kafka.internal.consumer_offsets import decode_consumer_offsets
+from replog.formats.kafka.internal.metadata import decode_control_value, decode_metadata_record
+from replog.formats.kafka.internal.transaction_state import decode_transaction_state
 
 __all__ = ["decode_consumer_offsets", "decode_transaction_state", "decode_metadata_record",
            "decode_control_value", "decode_metadata_entry"]
@@ -22,7 +22,7 @@ __all__ = ["decode_consumer_offsets", "decode_transaction_state", "decode_metada
 def decode_metadata_entry(key: bytes | None, value: bytes | None, is_control: bool) -> dict[str, Any] | None:
     """A `__cluster_metadata` record: a KRaft control value or a metadata record."""
     if is_control:
-        from formats.kafka.control import parse_control_key
+        from replog.formats.kafka.control import parse_control_key
         ctype = parse_control_key(key).type
         return None if value is None else decode_control_value(ctype, value)
     return None if value is None else decode_metadata_record(value)

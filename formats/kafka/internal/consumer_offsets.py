@@ -13,10 +13,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from formats.errors import FormatError
-from formats.kafka.internal.protocol import (
-    BYTES, INT8, INT32, INT64, STRING, UUID, Array, Field, Message, Struct, read_int16,
-    to_bytes, version_prefixed,
+from replog.formats.errors import FormatError
+from replog.formats.kafka.internal.protocol import (
+    BYTES,
+    INT8,
+    INT32,
+    INT64,
+    STRING,
+    UUID,
+    Array,
+    Field,
+    Message,
+    Struct,
+    read_int16,
+    to_bytes,
+    version_prefixed,
 )
 
 # --- schemas (group-coordinator/src/main/resources/common/message/) -------------

@@ -14,10 +14,24 @@ schema version 0 as `ControlRecordUtils` does; their own ``version`` field is da
 """
 from __future__ import annotations
 
-from formats.errors import FormatError
-from formats.kafka.internal.protocol import (
-    BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, STRING, UINT16, UUID, Array, Field, Message,
-    Reader, Struct, write_uvarint,
+from replog.formats.errors import FormatError
+from replog.formats.kafka.internal.protocol import (
+    BOOL,
+    BYTES,
+    FLOAT64,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    UINT16,
+    UUID,
+    Array,
+    Field,
+    Message,
+    Reader,
+    Struct,
+    write_uvarint,
 )
 
 FRAME_VERSION = 1

@@ -23,7 +23,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from formats.errors import FormatError
+from replog.formats.errors import FormatError
 
 CODE = "KAFKA_RECORDS_UNDECODABLE"
 UNKNOWN_TAGS = "unknownTaggedFields"

@@ -9,9 +9,19 @@ coordinator (core `TransactionMetadata.scala`).
 """
 from __future__ import annotations
 
-from formats.errors import FormatError
-from formats.kafka.internal.protocol import (
-    INT8, INT16, INT32, INT64, STRING, Array, Field, Message, Struct, read_int16, version_prefixed,
+from replog.formats.errors import FormatError
+from replog.formats.kafka.internal.protocol import (
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    Array,
+    Field,
+    Message,
+    Struct,
+    read_int16,
+    version_prefixed,
 )
 
 TRANSACTION_LOG_KEY = Message("TransactionLogKey", (Field("transactionalId", STRING),), valid="0")

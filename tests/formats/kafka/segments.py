@@ -1,8 +1,8 @@
 """Segment bytes for tests, built with our writers (helpers, not tests)."""
 from __future__ import annotations
 
-from formats.kafka import batch as v2
-from formats.kafka import control
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import control
 
 TS = 1_700_000_000_000
 

@@ -1,29 +1,28 @@
 """Record batch v2: fixed vectors from the reference, layout agreement, round trips, differential."""
 from __future__ import annotations
 
-from formats.codes import CODES
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka import batch as v2
-from formats.kafka import control
-from formats.kafka.varint import encode_varint, read_varint
+from replog.formats.codes import CODES
+from replog.formats.errors import FormatError
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import control
+from replog.formats.kafka.varint import encode_varint, read_varint
 
 TS = 1700000000000
 
 # kafka.md §2.1: one record, key null, value "hi", base offset 0, epoch 0.
 WORKED_V2 = bytes.fromhex(
-    "0000000000000000" "0000003a" "00000000" "02" "bbcc4115" "0000" "00000000"
-    "0000018bcfe56800" "0000018bcfe56800" "ffffffffffffffff" "ffff" "ffffffff" "00000001"
+    "0000000000000000 0000003a 00000000 02 bbcc4115 0000 00000000"
+    "0000018bcfe56800 0000018bcfe56800 ffffffffffffffff ffff ffffffff 00000001"
     "100000000104686900")
 # kafka.md §3: COMMIT marker, producer 4242, coordinator epoch 5, offset 106, leader epoch 7.
 WORKED_COMMIT = bytes.fromhex(
-    "000000000000006a" "00000042" "00000007" "02" "f0c3d57f" "0030" "00000000"
-    "0000018bcfe56800" "0000018bcfe56800" "0000000000001092" "0000" "ffffffff" "00000001"
-    "200000000800000001" "0c00000000000500")
+    "000000000000006a 00000042 00000007 02 f0c3d57f 0030 00000000"
+    "0000018bcfe56800 0000018bcfe56800 0000000000001092 0000 ffffffff 00000001"
+    "200000000800000001 0c00000000000500")
 
 
 def test_worked_example_builds_byte_for_byte() -> None:

@@ -1,15 +1,14 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
-
 import random
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka import checkpoint as cp
+from replog.formats.errors import FormatError
+from replog.formats.kafka import checkpoint as cp
+from tests.realdata import REALDATA
 
 TOPICS = st.text("abcXYZ019._-", min_size=1, max_size=30).filter(lambda t: t not in (".", ".."))
 MAPPINGS = st.dictionaries(st.tuples(TOPICS, st.integers(0, 2**31 - 1)), st.integers(-(2**63), 2**63 - 1),

@@ -1,15 +1,12 @@
 from __future__ import annotations
 
-from tests.realdata import real_files
-
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka import clean_shutdown as csd
-
+from replog.formats.errors import FormatError
+from replog.formats.kafka import clean_shutdown as csd
+from tests.realdata import real_files
 
 
 @given(st.none() | st.integers(-(2**63), 2**63 - 1))

@@ -15,9 +15,9 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka import codecs
-from formats.kafka.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress
+from replog.formats.errors import FormatError
+from replog.formats.kafka import codecs
+from replog.formats.kafka.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,8 +1,6 @@
 """The fast walk and fast record decode give exactly the reference's answers."""
 from __future__ import annotations
 
-from tests.realdata import REALDATA
-
 import os
 
 import pyarrow as pa
@@ -11,10 +9,11 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from formats.kafka import batch as v2
-from formats.kafka import fastrecords, fastwalk, legacy
-from formats.kafka.fastwalk import FastWalk, fast_batch_columns, reference_batch_columns
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import fastrecords, fastwalk, legacy
+from replog.formats.kafka.fastwalk import FastWalk, fast_batch_columns, reference_batch_columns
 from tests.formats.kafka.segments import TS, marker
+from tests.realdata import REALDATA
 
 pytestmark = pytest.mark.skipif(not fastwalk.HAVE_NUMBA, reason="numba not installed: nothing fast to compare")
 

@@ -1,10 +1,6 @@
 """`__consumer_offsets` key/value decoders and encoders, on generated and real broker records."""
 from __future__ import annotations
 
-from tests.mutate import damage
-
-from tests.realdata import REALDATA
-
 import json
 from collections import Counter
 from pathlib import Path
@@ -13,17 +9,28 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka.internal.consumer_offsets import (
-    CONSUMER_ASSIGNMENT, CONSUMER_GROUP_VALUES, CONSUMER_SUBSCRIPTION, GROUP_METADATA_VALUE, KEY_TYPES,
-    OFFSET_COMMIT_VALUE, decode_consumer_offsets, encode_consumer_protocol, encode_group_metadata_key,
-    encode_group_metadata_value, encode_key, encode_offset_commit_key, encode_offset_commit_value,
+from replog.formats.errors import FormatError
+from replog.formats.kafka.internal.consumer_offsets import (
+    CONSUMER_ASSIGNMENT,
+    CONSUMER_GROUP_VALUES,
+    CONSUMER_SUBSCRIPTION,
+    GROUP_METADATA_VALUE,
+    KEY_TYPES,
+    OFFSET_COMMIT_VALUE,
+    decode_consumer_offsets,
+    encode_consumer_protocol,
+    encode_group_metadata_key,
+    encode_group_metadata_value,
+    encode_key,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
     encode_value,
 )
-from formats.kafka.internal.protocol import Message
-from formats.kafka.segment import SegmentWalk, batch_records
+from replog.formats.kafka.internal.protocol import Message
+from replog.formats.kafka.segment import SegmentWalk, batch_records
 from tests.formats.kafka.test_internal_protocol import message_values, struct_values
-
+from tests.mutate import damage
+from tests.realdata import REALDATA
 
 
 def _key_data(version: int) -> st.SearchStrategy:

@@ -1,10 +1,6 @@
 """KRaft metadata record and control value decoders/encoders, on generated records and real metadata logs."""
 from __future__ import annotations
 
-from tests.mutate import damage
-
-from tests.realdata import REALDATA
-
 import json
 import struct
 from collections import Counter
@@ -14,15 +10,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka.internal.metadata import (
-    CONTROL_VALUES, METADATA_RECORDS, decode_control_value, decode_metadata_record, encode_config_record,
-    encode_control_value, encode_feature_level_record, encode_metadata_record, encode_partition_change_record,
-    encode_partition_record, encode_register_broker_record, encode_topic_record,
+from replog.formats.errors import FormatError
+from replog.formats.kafka.internal.metadata import (
+    CONTROL_VALUES,
+    METADATA_RECORDS,
+    decode_control_value,
+    decode_metadata_record,
+    encode_config_record,
+    encode_control_value,
+    encode_feature_level_record,
+    encode_metadata_record,
+    encode_partition_change_record,
+    encode_partition_record,
+    encode_register_broker_record,
+    encode_topic_record,
 )
-from formats.kafka.internal.protocol import parse_versions
-from formats.kafka.segment import SegmentWalk, batch_records
+from replog.formats.kafka.internal.protocol import parse_versions
+from replog.formats.kafka.segment import SegmentWalk, batch_records
 from tests.formats.kafka.test_internal_protocol import message_values
+from tests.mutate import damage
+from tests.realdata import REALDATA
 
 TOPIC_ID = "gSnfpEbtQfSDpxM2lhEn9A"
 

@@ -5,17 +5,33 @@ values; the other internal-topic tests import it for their round trips.
 """
 from __future__ import annotations
 
-from tests.mutate import damage
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka.internal.protocol import (
-    BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, STRING, UINT16, UNKNOWN_TAGS, UUID, Array, Field,
-    Message, Reader, Struct, Type, uuid_to_str, write_uvarint,
+from replog.formats.errors import FormatError
+from replog.formats.kafka.internal.protocol import (
+    BOOL,
+    BYTES,
+    FLOAT64,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    UINT16,
+    UNKNOWN_TAGS,
+    UUID,
+    Array,
+    Field,
+    Message,
+    Reader,
+    Struct,
+    Type,
+    uuid_to_str,
+    write_uvarint,
 )
+from tests.mutate import damage
 
 _RANGES = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
 

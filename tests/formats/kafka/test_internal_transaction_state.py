@@ -1,20 +1,23 @@
 """`__transaction_state` key/value decoders and encoders (no real transactional data exists: generated only)."""
 from __future__ import annotations
 
-from tests.mutate import damage
-
 import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka.internal.transaction_state import (
-    STATE_KEY, TRANSACTION_LOG_VALUE, decode_transaction_state, encode_transaction_log_key,
-    encode_transaction_log_value, state_name,
+from replog.formats.errors import FormatError
+from replog.formats.kafka.internal.transaction_state import (
+    STATE_KEY,
+    TRANSACTION_LOG_VALUE,
+    decode_transaction_state,
+    encode_transaction_log_key,
+    encode_transaction_log_value,
+    state_name,
 )
 from tests.formats.kafka.test_internal_protocol import message_values
+from tests.mutate import damage
 
 values = st.integers(0, 1).flatmap(lambda v: st.tuples(st.just(v), message_values(TRANSACTION_LOG_VALUE, v)))
 

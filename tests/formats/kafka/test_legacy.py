@@ -10,11 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka import codecs, legacy
-from formats.kafka.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD
-from formats.kafka.legacy import (LEGACY_ENTRY, LegacyEntry, build_compressed, build_message, inner_records,
-                                  read_legacy_entry)
+from replog.formats.errors import FormatError
+from replog.formats.kafka import codecs, legacy
+from replog.formats.kafka.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD
+from replog.formats.kafka.legacy import (
+    LEGACY_ENTRY,
+    LegacyEntry,
+    build_compressed,
+    build_message,
+    inner_records,
+    read_legacy_entry,
+)
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

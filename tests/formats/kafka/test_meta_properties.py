@@ -1,17 +1,15 @@
 from __future__ import annotations
 
-from tests.mutate import rejected_mutations
-
-from tests.realdata import REALDATA, real_files
-
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka import meta_properties as mp
+from replog.formats.errors import FormatError
+from replog.formats.kafka import meta_properties as mp
+from tests.mutate import rejected_mutations
+from tests.realdata import REALDATA, real_files
 
 TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x2FFFF, exclude_categories=("Cs",)), max_size=20)
 IDS = st.sampled_from(["3tZY1iwAzpFlSVBhblXsrQ", "XHhkr4tkSsD900pOQ8pPfg", None])
@@ -19,7 +17,7 @@ IDS = st.sampled_from(["3tZY1iwAzpFlSVBhblXsrQ", "XHhkr4tkSsD900pOQ8pPfg", None]
 
 @given(st.dictionaries(TEXT, TEXT, max_size=10))
 def test_java_properties_round_trip(props):
-    data = mp.build_java_properties(props, when=datetime(2025, 1, 19, 17, 55, 21, tzinfo=timezone.utc))
+    data = mp.build_java_properties(props, when=datetime(2025, 1, 19, 17, 55, 21, tzinfo=UTC))
     assert mp.parse_java_properties(data) == props
 
 
@@ -80,7 +78,7 @@ def test_v0_defaults():
 
 
 def test_java_date():
-    assert mp.java_date(datetime(2025, 1, 19, 17, 55, 21, tzinfo=timezone.utc)) == "Sun Jan 19 17:55:21 UTC 2025"
+    assert mp.java_date(datetime(2025, 1, 19, 17, 55, 21, tzinfo=UTC)) == "Sun Jan 19 17:55:21 UTC 2025"
 
 
 def test_mutations_only_raise_format_error():

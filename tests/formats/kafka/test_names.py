@@ -1,13 +1,11 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
-
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.kafka import names as nm
+from replog.formats.kafka import names as nm
+from tests.realdata import REALDATA
 
 TOPICS = st.text("abcXYZ019._-", min_size=1, max_size=40).filter(nm.is_valid_topic_name)
 

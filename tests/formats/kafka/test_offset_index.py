@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from tests.realdata import real_files
-
 import os
 import random
 
@@ -9,10 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.findings import FindingSink
-from formats.kafka import offset_index as oi
-from formats.kafka.names import parse_segment_file_name
-
+from replog.formats.findings import FindingSink
+from replog.formats.kafka import offset_index as oi
+from replog.formats.kafka.names import parse_segment_file_name
+from tests.realdata import real_files
 
 
 def codes(read):

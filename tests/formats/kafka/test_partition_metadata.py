@@ -1,19 +1,15 @@
 from __future__ import annotations
 
-from tests.mutate import rejected_mutations
-
-
-from tests.realdata import real_files
-
 import uuid
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka import partition_metadata as pm
-
+from replog.formats.errors import FormatError
+from replog.formats.kafka import partition_metadata as pm
+from tests.mutate import rejected_mutations
+from tests.realdata import real_files
 
 
 @given(st.integers(0, 2**31 - 1), st.uuids(version=None).filter(lambda u: u.int != 0))

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA, real_files
-
 import random
 
 import pytest
@@ -9,9 +7,9 @@ from crc32c import crc32c
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka import producer_snapshot as ps
-
+from replog.formats.errors import FormatError
+from replog.formats.kafka import producer_snapshot as ps
+from tests.realdata import REALDATA, real_files
 
 
 def ints(bits):

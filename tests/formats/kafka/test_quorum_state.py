@@ -1,16 +1,13 @@
 from __future__ import annotations
 
-from tests.mutate import rejected_mutations
-
-from tests.realdata import REALDATA, real_files
-
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.kafka import quorum_state as qs
+from replog.formats.errors import FormatError
+from replog.formats.kafka import quorum_state as qs
+from tests.mutate import rejected_mutations
+from tests.realdata import REALDATA, real_files
 
 I32 = st.integers(-(2**31), 2**31 - 1)
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.kafka import batch as v2
-from formats.kafka.columns import BATCH_SCHEMA, column_chunks
-from formats.kafka.segment import SegmentWalk, batch_records, walk_segment
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka.columns import BATCH_SCHEMA, column_chunks
+from replog.formats.kafka.segment import SegmentWalk, batch_records, walk_segment
 from tests.formats.kafka.segments import data_batch, marker, simple_segment
 
 
@@ -154,6 +154,6 @@ def test_random_mutations_never_raise(seed: int, flips: int) -> None:
         try:
             batch_records(bytes(data[:cut]), info)
         except Exception as e:  # only FormatError may escape a decode
-            from formats.errors import FormatError
+            from replog.formats.errors import FormatError
             assert isinstance(e, FormatError), repr(e)
     assert walk.valid_bytes <= cut

@@ -1,16 +1,14 @@
 from __future__ import annotations
 
-from tests.realdata import real_files
-
 import random
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.kafka import time_index as ti
-from formats.kafka.names import parse_segment_file_name
-
+from replog.formats.kafka import time_index as ti
+from replog.formats.kafka.names import parse_segment_file_name
+from tests.realdata import real_files
 
 
 def codes(findings):

@@ -1,14 +1,13 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
-
 import random
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.kafka import txn_index as tx
+from replog.formats.kafka import txn_index as tx
+from tests.realdata import REALDATA
 
 I64 = st.integers(-(2**63), 2**63 - 1)
 

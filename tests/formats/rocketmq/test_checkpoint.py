@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
-
 import dataclasses
 from pathlib import Path
 
@@ -9,12 +7,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.rocketmq.abort import build_abort, parse_abort, read_abort
-from formats.rocketmq.checkpoint import (
-    CHECKPOINT, Checkpoint, build_checkpoint, check_checkpoint, parse_checkpoint, read_checkpoint,
+from replog.formats.errors import FormatError
+from replog.formats.rocketmq.abort import build_abort, parse_abort, read_abort
+from replog.formats.rocketmq.checkpoint import (
+    CHECKPOINT,
+    Checkpoint,
+    build_checkpoint,
+    check_checkpoint,
+    parse_checkpoint,
+    read_checkpoint,
     write_checkpoint,
 )
+from tests.realdata import REALDATA
 
 REAL = REALDATA / "rocketmq-shaoxubao" / "store"
 i64 = st.integers(-2**63, 2**63 - 1)

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
-
 import struct
 import zlib
 from pathlib import Path
@@ -10,13 +8,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.findings import Finding
-from formats.rocketmq.commitlog import (
-    BLANK, MAGIC_BLANK, MAGIC_V1, MAGIC_V2, MESSAGE, CommitLogWriter, Message, build_blank,
-    build_message, encode_message, java_crc32, java_string_hash, parse_properties, read_message,
+from replog.formats.errors import FormatError
+from replog.formats.findings import Finding
+from replog.formats.rocketmq.commitlog import (
+    BLANK,
+    MAGIC_BLANK,
+    MAGIC_V1,
+    MAGIC_V2,
+    MESSAGE,
+    CommitLogWriter,
+    Message,
+    build_blank,
+    build_message,
+    encode_message,
+    java_crc32,
+    java_string_hash,
+    parse_properties,
+    read_message,
 )
-from formats.rocketmq.commitlog_walk import walk_commitlog
+from replog.formats.rocketmq.commitlog_walk import walk_commitlog
+from tests.realdata import REALDATA
 
 REAL = REALDATA
 REAL_COMMITLOGS = [REAL / "rocketmq-shaoxubao/store/unit_test_store/commitlog/00000000000000000000",

@@ -1,9 +1,5 @@
 from __future__ import annotations
 
-from formats.codes import CODES
-
-from tests.realdata import REALDATA
-
 import json
 from pathlib import Path
 
@@ -11,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.rocketmq.config_json import dumps, load_config, loads, write_config
+from replog.formats.codes import CODES
+from replog.formats.errors import FormatError
+from replog.formats.rocketmq.config_json import dumps, load_config, loads, write_config
+from tests.realdata import REALDATA
 
 REAL = REALDATA
 

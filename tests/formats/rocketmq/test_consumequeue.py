@@ -7,12 +7,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.findings import Finding
-from formats.rocketmq.consumequeue import (
-    CQ_ENTRY, CQ_EXT_UNIT, PRE_BLANK, CQEntry, build_entry, build_ext_unit, build_files,
-    ext_address_to_offset, offset_to_ext_address, read_entries, read_entry, read_ext_units,
-    walk_consumequeue, write_queue,
+from replog.formats.errors import FormatError
+from replog.formats.findings import Finding
+from replog.formats.rocketmq.consumequeue import (
+    CQ_ENTRY,
+    CQ_EXT_UNIT,
+    PRE_BLANK,
+    CQEntry,
+    build_entry,
+    build_ext_unit,
+    build_files,
+    ext_address_to_offset,
+    offset_to_ext_address,
+    read_entries,
+    read_entry,
+    read_ext_units,
+    walk_consumequeue,
+    write_queue,
 )
 
 i64 = st.integers(-2**63, 2**63 - 1)

@@ -1,17 +1,22 @@
 from __future__ import annotations
 
-from formats.codes import CODES
-
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.errors import FormatError, UnreadableInput
-from formats.rocketmq.epoch_file import (
-    LONG_MAX, EpochEntry, EpochRange, build_epoch_file, parse_epoch_file, read_epoch_file,
-    with_end_offsets, write_epoch_file,
+from replog.formats.codes import CODES
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.rocketmq.epoch_file import (
+    LONG_MAX,
+    EpochEntry,
+    EpochRange,
+    build_epoch_file,
+    parse_epoch_file,
+    read_epoch_file,
+    with_end_offsets,
+    write_epoch_file,
 )
 
 

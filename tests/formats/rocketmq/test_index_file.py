@@ -6,11 +6,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.findings import Finding
-from formats.rocketmq.index_file import (
-    ENTRY_SIZE, HEADER_SIZE, INDEX_ENTRY, INDEX_HEADER, IndexFile, IndexWriter, build_index,
-    file_size_for, index_key_hash, message_keys,
+from replog.formats.errors import FormatError
+from replog.formats.findings import Finding
+from replog.formats.rocketmq.index_file import (
+    ENTRY_SIZE,
+    HEADER_SIZE,
+    INDEX_ENTRY,
+    INDEX_HEADER,
+    IndexFile,
+    IndexWriter,
+    build_index,
+    file_size_for,
+    index_key_hash,
+    message_keys,
 )
 
 SLOTS, NUM = 7, 40

@@ -1,16 +1,15 @@
 from __future__ import annotations
 
-from tests.realdata import REALDATA
-
 from pathlib import Path
 
 import pytest
 
-from formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
-from formats.rocketmq.commitlog import CommitLogWriter
-from formats.rocketmq.consumequeue import write_queue
-from formats.rocketmq.index_file import build_index
-from formats.rocketmq.store import detect_store, is_rocketmq_store, scan_store
+from replog.formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
+from replog.formats.rocketmq.commitlog import CommitLogWriter
+from replog.formats.rocketmq.consumequeue import write_queue
+from replog.formats.rocketmq.index_file import build_index
+from replog.formats.rocketmq.store import detect_store, is_rocketmq_store, scan_store
+from tests.realdata import REALDATA
 
 REAL = REALDATA
 

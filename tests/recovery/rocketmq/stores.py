@@ -4,8 +4,19 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from samples.rocketmq_stores import (CQ_FILE_SIZE, FILE_SIZE, INDEX_NUM, SLOTS, T0, Built, Written,  # noqa: F401
-                                     append, build, finish, spec)
+from replog.samples.rocketmq_stores import (  # noqa: F401
+    CQ_FILE_SIZE,
+    FILE_SIZE,
+    INDEX_NUM,
+    SLOTS,
+    T0,
+    Built,
+    Written,
+    append,
+    build,
+    finish,
+    spec,
+)
 
 
 def tree_digest(root: Path) -> dict[str, str]:

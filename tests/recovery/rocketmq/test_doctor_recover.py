@@ -1,21 +1,20 @@
 """RocketMQ doctor and recover on stores built by the format writers, one damage kind at a time."""
 from __future__ import annotations
 
-from tests.realdata import REALDATA
-
 import struct
 from pathlib import Path
 
 import pytest
 
-from formats.errors import UnreadableInput, UnsafeOutput
-from formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
-from formats.rocketmq.commitlog import CommitLogWriter, file_name
-from formats.rocketmq.consumequeue import ENTRY
-from formats.rocketmq.epoch_file import EpochEntry, build_epoch_file
-from recovery.rocketmq.doctor import diagnose_store, infer_hash_slot_num
-from recovery.rocketmq.recover import recover_store
-from recovery.rocketmq.store_model import load_store
+from replog.formats.errors import UnreadableInput, UnsafeOutput
+from replog.formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
+from replog.formats.rocketmq.commitlog import CommitLogWriter, file_name
+from replog.formats.rocketmq.consumequeue import ENTRY
+from replog.formats.rocketmq.epoch_file import EpochEntry, build_epoch_file
+from replog.recovery.rocketmq.doctor import diagnose_store, infer_hash_slot_num
+from replog.recovery.rocketmq.recover import recover_store
+from replog.recovery.rocketmq.store_model import load_store
+from tests.realdata import REALDATA
 from tests.recovery.rocketmq.stores import FILE_SIZE, SLOTS, T0, Built, append, build, finish, spec, tree_digest
 
 N = 24

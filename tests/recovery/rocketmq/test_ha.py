@@ -5,14 +5,21 @@ from pathlib import Path
 
 import pytest
 
-from formats.errors import ReplogError
-from formats.rocketmq.commitlog import CommitLogWriter
-from formats.rocketmq.epoch_file import EpochRange
-from recovery.rocketmq.doctor import diagnose_store
-from recovery.rocketmq.ha import (AUTOSWITCH, CLASSIC, HA_TRANSFER_BATCH_SIZE, _frame_sizes, compare_logs,
-                                  find_consistent_point, replay_paths)
-from recovery.rocketmq.repair import repair_stores
-from recovery.rocketmq.store_model import load_store
+from replog.formats.errors import ReplogError
+from replog.formats.rocketmq.commitlog import CommitLogWriter
+from replog.formats.rocketmq.epoch_file import EpochRange
+from replog.recovery.rocketmq.doctor import diagnose_store
+from replog.recovery.rocketmq.ha import (
+    AUTOSWITCH,
+    CLASSIC,
+    HA_TRANSFER_BATCH_SIZE,
+    _frame_sizes,
+    compare_logs,
+    find_consistent_point,
+    replay_paths,
+)
+from replog.recovery.rocketmq.repair import repair_stores
+from replog.recovery.rocketmq.store_model import load_store
 from tests.recovery.rocketmq.stores import FILE_SIZE, Built, append, build, spec, tree_digest
 
 COMMON = [spec(i) for i in range(20)]
