@@ -101,7 +101,7 @@ def _goal(name: str, seconds: float, walk_seconds: float, nbytes: int, **extra: 
 
 def measure(size: int, repeat: int, spark: bool = False) -> dict[str, Any]:
     """Build the replicas under a temp dir and measure every goal on them."""
-    from replog.recovery.kafka.doctor import diagnose
+    from replog.recovery.doctor import diagnose
     from replog.recovery.kafka.replay import replay_paths
     with tempfile.TemporaryDirectory(prefix="replog-goals-") as tmp:
         pdirs = build_replicas(Path(tmp), size)

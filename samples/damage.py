@@ -11,6 +11,7 @@ from pathlib import Path
 
 from replog.formats.fileio import atomic_write
 from replog.formats.kafka import checkpoint, names, offset_index, time_index
+from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.samples.manifest import PlantedDamage
@@ -24,12 +25,7 @@ def _rel(root: Path, path: Path) -> str:
 
 def segment_bases(part: Path) -> list[int]:
     """Base offsets of the `.log` files of a partition dir, in order."""
-    bases = []
-    for name in os.listdir(part):
-        seg = names.parse_segment_file_name(name)
-        if seg and seg.kind == "log" and not seg.transient:
-            bases.append(seg.base_offset)
-    return sorted(bases)
+    return list(list_partition_files(part).logs)
 
 
 def _log(part: Path, base: int, kind: str = "log") -> Path:

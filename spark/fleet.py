@@ -31,6 +31,8 @@ from replog.formats.fileio import atomic_write, read_small
 from replog.formats.kafka import names
 from replog.formats.kafka.meta_properties import parse_meta_properties
 from replog.recovery import outputs
+from replog.recovery.kafka.logdir import node_id
+from replog.recovery.naming import broker_name
 from replog.spark import remote, schemas
 from replog.spark.report import MARKER
 from replog.spark.tasks import SPLIT_BYTES, Unit, log_dir_units, remote_log_dir_units, run_unit, store_unit
@@ -77,19 +79,6 @@ class FleetScanResult:
 # -- discovery ------------------------------------------------------------------------
 
 
-def broker_name(log_dir: Path) -> str:
-    """broker.id / node.id from meta.properties, else the directory's name."""
-    meta = log_dir / names.META_PROPERTIES
-    if meta.is_file():
-        try:
-            node = parse_meta_properties(read_small(meta)).node_id
-            if node is not None:
-                return str(node)
-        except (FormatError, UnreadableInput):
-            pass
-    return log_dir.name
-
-
 def read_inventory(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
     """Lines `broker=path` (blank lines and `#` comments ignored)."""
     out = []
@@ -127,7 +116,8 @@ def discover(paths: Sequence[str | os.PathLike[str]], inventory: str | os.PathLi
         for m in matches:
             for kind, d in _roots_at(Path(m), skipped):
                 found.setdefault(("local", str(d.resolve())),
-                                 LogDir(broker or (broker_name(d) if kind == "kafka" else d.name), str(d), kind))
+                                 LogDir(broker or (broker_name(node_id(d), d.name) if kind == "kafka" else d.name),
+                                        str(d), kind))
     if not found:
         raise UnreadableInput("no Kafka log dir or RocketMQ store found under " + ", ".join(r for _, r in named))
     return sorted(found.values(), key=lambda d: (d.broker, d.path)), skipped
@@ -166,15 +156,13 @@ def _keep_roots(roots: list[tuple[str, Any]], given: str, skipped: list[str]) ->
 
 
 def _remote_broker_name(fs: Any, path: str, kind: str) -> str:
-    if kind == "kafka":
-        try:
-            node = parse_meta_properties(remote.read_small(fs, remote.join(path, names.META_PROPERTIES),
-                                                           1 << 20)).node_id
-            if node is not None:
-                return str(node)
-        except (FormatError, UnreadableInput):
-            pass
-    return remote.base_name(path)
+    if kind != "kafka":
+        return remote.base_name(path)
+    try:
+        node = parse_meta_properties(remote.read_small(fs, remote.join(path, names.META_PROPERTIES), 1 << 20)).node_id
+    except (FormatError, UnreadableInput):
+        node = None
+    return broker_name(node, remote.base_name(path))
 
 
 # -- output dir ---------------------------------------------------------------------------

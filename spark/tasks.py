@@ -38,10 +38,11 @@ from replog.formats.fileio import mapped
 from replog.formats.findings import Finding, finding
 from replog.formats.kafka import names
 from replog.formats.kafka.columns import column_chunks
+from replog.formats.kafka.partition_files import live_segment_bases
 from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_segments, doctor
 from replog.recovery.kafka.checks_broker import PartitionOffsets
-from replog.recovery.kafka.evidence import Evidence
 from replog.recovery.kafka.logdir import (
     BrokerCheckpoints,
     PartitionSummary,
@@ -53,7 +54,6 @@ from replog.spark import remote, schemas
 
 TableBatch = tuple[str, pa.RecordBatch]
 
-_OFFSET_CHECKPOINTS = ("high_watermarks", "recovery_points", "log_start_offsets", "cleaner_offsets")
 SPLIT_BYTES = 256 << 20     # a partition dir above this becomes several units
 
 
@@ -106,7 +106,7 @@ def remote_log_dir_units(broker: str, filesystem: Any, log_dir: str,
     packed = remote.pack(filesystem)
     infos = remote.listing(filesystem, log_dir)
     with remote.scratch() as tmp:
-        remote.mirror(filesystem, log_dir, tmp, only=set(_ROOT_CHECKPOINT_NAMES))
+        remote.mirror(filesystem, log_dir, tmp, only=set(names.ROOT_OFFSET_CHECKPOINTS))
         cps = read_broker_checkpoints(tmp)
     units = [Unit("log_dir", broker, log_dir, log_dir, fs=packed)]
     for info in infos:
@@ -119,14 +119,11 @@ def remote_log_dir_units(broker: str, filesystem: Any, log_dir: str,
     return units
 
 
-_ROOT_CHECKPOINT_NAMES = (names.REPLICATION_OFFSET_CHECKPOINT, names.RECOVERY_POINT_OFFSET_CHECKPOINT,
-                          names.LOG_START_OFFSET_CHECKPOINT, names.CLEANER_OFFSET_CHECKPOINT)
-
-
 def _offsets_of(cps: BrokerCheckpoints, name: str) -> tuple[dict[str, int | None], dict[str, int | None]]:
     parsed = names.parse_partition_dir(name)
     tp = (parsed.topic, parsed.partition)
-    offsets = {attr: getattr(cps, attr).get(tp) for attr in _OFFSET_CHECKPOINTS if getattr(cps, attr) is not None}
+    offsets = {attr: getattr(cps, attr).get(tp) for attr in names.ROOT_OFFSET_CHECKPOINTS.values()
+               if getattr(cps, attr) is not None}
     return offsets, {attr: cps.line_positions.get(attr, {}).get(tp) for attr in offsets}
 
 
@@ -136,8 +133,7 @@ def partition_units(unit: Unit, sizes: dict[str, int], split_bytes: int | None) 
     unit = replace(unit, size=total)
     if split_bytes is None or total <= split_bytes:
         return [unit]
-    logs = sorted((seg.base_offset, sizes[n]) for n in sizes
-                  for seg in [names.parse_segment_file_name(n)] if seg and seg.kind == "log" and not seg.transient)
+    logs = [(base, sizes[names.segment_file_name(base, "log")]) for base in live_segment_bases(sizes)]
     groups: list[list[int]] = [[]]
     acc = 0
     for base, size in logs:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.replay import replay_paths
 from replog.samples.kafka_fleet import generate_kafka_fleet
 

@@ -75,7 +75,7 @@ def run_ls(path: Any, fmt: Format | None) -> int:
 
 def _is_rocketmq(specs: list[str]) -> bool:
     from replog.formats.discovery import is_rocketmq_store
-    from replog.recovery.kafka.replay import parse_named
+    from replog.recovery.naming import parse_named
     return is_rocketmq_store(parse_named(specs[0])[1])
 
 

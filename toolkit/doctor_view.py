@@ -118,7 +118,7 @@ def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path]
 
 def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any) -> int:
     """diagnose -> optional manifest -> render; exit 1 on error findings."""
-    from replog.recovery.kafka.doctor import diagnose
+    from replog.recovery.doctor import diagnose
     from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json, write_jsonl
 
     if manifest is not None:

@@ -32,16 +32,22 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
 QUORUM_STATE = "quorum-state"
 
-OFFSET_CHECKPOINT_NAMES = frozenset({
-    REPLICATION_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT,
-    LOG_START_OFFSET_CHECKPOINT, CLEANER_OFFSET_CHECKPOINT,
-})
+# the log-dir root offset checkpoints and what each holds per topic-partition
+ROOT_OFFSET_CHECKPOINTS = {
+    REPLICATION_OFFSET_CHECKPOINT: "high_watermarks",
+    RECOVERY_POINT_OFFSET_CHECKPOINT: "recovery_points",
+    LOG_START_OFFSET_CHECKPOINT: "log_start_offsets",
+    CLEANER_OFFSET_CHECKPOINT: "cleaner_offsets",
+}
+OFFSET_CHECKPOINT_NAMES = frozenset(ROOT_OFFSET_CHECKPOINTS)
 CHECKPOINT_NAMES = OFFSET_CHECKPOINT_NAMES | {LEADER_EPOCH_CHECKPOINT}
 ROOT_FILE_NAMES = frozenset({META_PROPERTIES, CLEAN_SHUTDOWN, LOCK_FILE, BOOTSTRAP_CHECKPOINT})
 CHECKPOINT_TMP_SUFFIX = ".tmp"
 
 METADATA_TOPIC = "__cluster_metadata"
-SKIPPED_DIR_NAMES = frozenset({f"{METADATA_TOPIC}-0", "remote-log-index-cache"})
+REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"  # tiered storage's `RemoteIndexCache.DIR_NAME`
+# dirs of a log dir that `LogManager.loadLogs` does not load as partitions (the raft layer owns the metadata log)
+SKIPPED_DIR_NAMES = frozenset({f"{METADATA_TOPIC}-0", REMOTE_INDEX_CACHE_DIR})
 
 DIR_STATES = {"-delete": "delete", "-future": "future", "-stray": "stray"}
 _SUFFIXED_DIR = {s: re.compile(rf"^(\S+)-(\S+)\.(\S+){s}$") for s in DIR_STATES}

@@ -17,17 +17,11 @@ from replog.formats.findings import Finding, finding
 from replog.formats.kafka import names
 from replog.formats.kafka.clean_shutdown import parse_clean_shutdown
 from replog.formats.kafka.meta_properties import parse_meta_properties
-from replog.recovery.kafka.evidence import Evidence
+from replog.recovery.evidence import Evidence
 from replog.recovery.kafka.logdir import BrokerCheckpoints, read_broker_checkpoints
+from replog.recovery.outputs import COMPLETE_MARKER
 
-ROOT_CHECKPOINTS = {
-    names.REPLICATION_OFFSET_CHECKPOINT: "high_watermarks",
-    names.RECOVERY_POINT_OFFSET_CHECKPOINT: "recovery_points",
-    names.LOG_START_OFFSET_CHECKPOINT: "log_start_offsets",
-    names.CLEANER_OFFSET_CHECKPOINT: "cleaner_offsets",
-}
 MEMBERSHIP_CHECKPOINTS = (names.REPLICATION_OFFSET_CHECKPOINT, names.RECOVERY_POINT_OFFSET_CHECKPOINT)
-REPLOG_MARKER = ".replog-complete"
 MAX_LISTED = 10
 
 
@@ -57,7 +51,7 @@ def check_root_files(ev: Evidence, log_dir: Path) -> list[Finding]:
     for name in sorted(os.listdir(log_dir)):
         path = log_dir / name
         if path.is_dir():
-            if names.parse_partition_dir(name) is None:
+            if names.parse_partition_dir(name) is None and name not in names.SKIPPED_DIR_NAMES:
                 out.append(finding("KAFKA_BAD_PARTITION_DIR", str(path),
                                    message=f"{name!r} is not <topic>-<partition>; some brokers refuse to start"))
             continue
@@ -68,7 +62,7 @@ def check_root_files(ev: Evidence, log_dir: Path) -> list[Finding]:
         elif name.endswith(names.CHECKPOINT_TMP_SUFFIX):
             out.append(finding("KAFKA_CHECKPOINT_TMP_LEFTOVER", str(path),
                                message=f"{name}: interrupted atomic write; the file without .tmp is authoritative"))
-        elif name not in ROOT_CHECKPOINTS and name not in names.ROOT_FILE_NAMES and name != REPLOG_MARKER:
+        elif name not in names.ROOT_OFFSET_CHECKPOINTS and name not in names.ROOT_FILE_NAMES and name != COMPLETE_MARKER:
             out.append(finding("UNKNOWN_FILE", str(path)))
     return out
 
@@ -102,7 +96,7 @@ def check_membership(parts: list[PartitionOffsets], cps: BrokerCheckpoints, log_
     out: list[Finding] = []
     on_disk = {(p.topic, p.partition) for p in parts if p.state == "live" and p.topic != names.METADATA_TOPIC}
     for name in MEMBERSHIP_CHECKPOINTS:
-        mapping = getattr(cps, ROOT_CHECKPOINTS[name])
+        mapping = getattr(cps, names.ROOT_OFFSET_CHECKPOINTS[name])
         if mapping is None:
             continue
         path = str(log_dir / name)
@@ -110,8 +104,8 @@ def check_membership(parts: list[PartitionOffsets], cps: BrokerCheckpoints, log_
             out.append(finding("KAFKA_PARTITION_NOT_IN_CHECKPOINT", path, message=
                                f"{topic}-{partition} is on disk but not in {name} (created just before a crash, "
                                "or the checkpoint is stale)", topic=topic, partition=partition))
-    for name in ROOT_CHECKPOINTS:
-        mapping = getattr(cps, ROOT_CHECKPOINTS[name])
+    for name in names.ROOT_OFFSET_CHECKPOINTS:
+        mapping = getattr(cps, names.ROOT_OFFSET_CHECKPOINTS[name])
         if not mapping:
             continue
         extra = sorted(set(mapping) - {(p.topic, p.partition) for p in parts})

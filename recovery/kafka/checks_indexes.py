@@ -12,8 +12,8 @@ from replog.formats.errors import UnreadableInput
 from replog.formats.findings import Finding, Severity, finding
 from replog.formats.kafka import index_check, offset_index, time_index, txn_index
 from replog.formats.kafka.txn_index import AbortedTxn
+from replog.recovery.evidence import Evidence
 from replog.recovery.kafka.checks_segments import SegmentResult
-from replog.recovery.kafka.evidence import Evidence
 
 
 def check_indexes(ev: Evidence, seg: SegmentResult, paths: dict[str, Path], *, active: bool,

@@ -8,7 +8,6 @@ every record.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,62 +15,44 @@ from replog.formats.errors import FormatError
 from replog.formats.findings import Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
+from replog.formats.kafka.partition_files import PartitionFiles, list_partition_files
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
 
 MAX_RECORD_FINDINGS = 100  # per segment
-KNOWN_PARTITION_FILES = frozenset({names.LEADER_EPOCH_CHECKPOINT, names.PARTITION_METADATA,
-                                   names.QUORUM_STATE})
+_TRANSIENT_MEANING = {
+    "deleted": "scheduled for deletion; the broker erases it at startup (evidence: a complete former segment)",
+    "cleaned": "incomplete cleaner/split output; the broker deletes it at startup",
+    "swap": "a cleaned or split segment not yet swapped in; the broker completes the swap at startup",
+}
 
 
 @dataclass
 class Inventory:
-    """The files of a partition dir, sorted into what the broker would do with them."""
+    """The files of a partition dir (`PartitionFiles`) and what is wrong with them."""
 
-    logs: dict[int, Path] = field(default_factory=dict)
-    indexes: dict[tuple[int, str], Path] = field(default_factory=dict)  # (base, kind)
-    snapshots: dict[int, Path] = field(default_factory=dict)
-    kraft_snapshots: list[Path] = field(default_factory=list)
+    files: PartitionFiles
     findings: list[Finding] = field(default_factory=list)
 
 
 def inventory(pdir: Path) -> Inventory:
-    inv = Inventory()
-    for name in sorted(os.listdir(pdir)):
-        path = pdir / name
-        if not path.is_file():
-            inv.findings.append(finding("UNKNOWN_FILE", str(path), message="unexpected directory in a partition dir"))
-            continue
-        seg = names.parse_segment_file_name(name)
-        if seg is not None and seg.transient:
-            what = {"deleted": "scheduled for deletion; the broker erases it at startup (evidence: a complete "
-                               "former segment)",
-                    "cleaned": "incomplete cleaner/split output; the broker deletes it at startup",
-                    "swap": "a cleaned or split segment not yet swapped in; the broker completes the swap "
-                            "at startup"}[seg.transient]
-            inv.findings.append(finding("KAFKA_ORPHAN_TEMP_FILE", str(path), message=f".{seg.transient} file: {what}",
-                                        base_offset=seg.base_offset, transient=seg.transient))
-        elif seg is not None and seg.kind == "log":
-            inv.logs[seg.base_offset] = path
-        elif seg is not None and seg.kind == "snapshot":
-            inv.snapshots[seg.base_offset] = path
-        elif seg is not None:
-            inv.indexes[(seg.base_offset, seg.kind)] = path
-        elif names.parse_kraft_snapshot_name(name) is not None:
-            inv.kraft_snapshots.append(path)
-        elif names.is_segment_like(name):
-            inv.findings.append(finding("KAFKA_SEGMENT_BAD_NAME", str(path)))
-        elif names.is_checkpoint_tmp_name(name) or name.endswith(".tmp"):
-            inv.findings.append(finding("KAFKA_CHECKPOINT_TMP_LEFTOVER", str(path),
-                                        message=f"{name}: interrupted atomic write; the file without .tmp is authoritative"))
-        elif name not in KNOWN_PARTITION_FILES:
-            inv.findings.append(finding("UNKNOWN_FILE", str(path)))
-    for (base, kind), path in sorted(inv.indexes.items()):
-        if base not in inv.logs:
+    files = list_partition_files(pdir)
+    by_entry = [finding("UNKNOWN_FILE", str(p), message="unexpected directory in a partition dir")
+                for p in files.not_files]
+    by_entry += [finding("KAFKA_ORPHAN_TEMP_FILE", str(p), message=f".{seg.transient} file: "
+                         f"{_TRANSIENT_MEANING[seg.transient]}", base_offset=seg.base_offset, transient=seg.transient)
+                 for p, seg in files.transient]
+    by_entry += [finding("KAFKA_SEGMENT_BAD_NAME", str(p)) for p in files.bad_segment_names]
+    by_entry += [finding("KAFKA_CHECKPOINT_TMP_LEFTOVER", str(p), message=f"{p.name}: interrupted atomic write; "
+                         "the file without .tmp is authoritative") for p in files.tmp_files]
+    by_entry += [finding("UNKNOWN_FILE", str(p)) for p in files.unknown_files]
+    inv = Inventory(files, sorted(by_entry, key=lambda f: f.path))
+    for (base, kind), path in sorted(files.indexes.items()):
+        if base not in files.logs:
             inv.findings.append(finding("KAFKA_INDEX_WITHOUT_LOG", str(path), offset=base,
                                         message=f".{kind} without {names.segment_file_name(base, 'log')}: "
                                                 "the broker deletes it at startup"))
-    for base, path in sorted(inv.logs.items()):
-        if (base, "index") not in inv.indexes and path.stat().st_size > 0:
+    for base, path in files.logs.items():
+        if (base, "index") not in files.indexes and path.stat().st_size > 0:
             inv.findings.append(finding("KAFKA_INDEX_MISSING", str(path.with_suffix(".index")), offset=base,
                                         message="no .index for this segment; the broker rebuilds it at startup "
                                                 "(normal for an active segment whose preallocated index was not copied)"))

@@ -1,6 +1,6 @@
-"""`diagnose`: every defect of a Kafka log dir, partition dir or single file, located.
+"""Every defect of a Kafka log dir, partition dir or single file, located (`recovery.doctor` dispatches).
 
-A path is dispatched with `formats.discovery`; a log dir is its root files,
+A log dir is its root files,
 its checkpoints against its partitions, and every partition; a partition is
 its inventory, every segment (walked and deep-decoded once), its indexes, its
 leader-epoch checkpoint, producer snapshots and metadata files. Every file
@@ -10,117 +10,48 @@ end and a change is reported.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from replog.formats.discovery import DirKind, FileKind, classify_file, find_roots, is_partition_dir
+from replog.formats.discovery import FileKind, classify_file, is_partition_dir
 from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.findings import Finding, Severity, finding, from_error
+from replog.formats.findings import Finding, finding, from_error
 from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.producer_snapshot import parse_producer_snapshot
 from replog.formats.kafka.quorum_state import parse_quorum_state
 from replog.formats.kafka.segment import BatchInfo, batch_records
+from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state
 from replog.recovery.kafka.checks_broker import PartitionOffsets
-from replog.recovery.kafka.evidence import Evidence
 from replog.recovery.kafka.logdir import BrokerCheckpoints
 from replog.recovery.kafka.producer_state import marker_of
 
-_SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
-
-@dataclass
-class DoctorReport:
-    inputs: list[dict[str, Any]] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    partitions: list[PartitionOffsets] = field(default_factory=list)
-
-    @property
-    def summary(self) -> dict[str, int]:
-        counts = {s: 0 for s in Severity}
-        for f in self.findings:
-            counts[f.severity] += 1
-        return {"errors": counts[Severity.ERROR], "warnings": counts[Severity.WARNING],
-                "infos": counts[Severity.INFO]}
-
-    @property
-    def has_errors(self) -> bool:
-        return any(f.severity is Severity.ERROR for f in self.findings)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"inputs": self.inputs,
-                "findings": [{k: v for k, v in f.to_dict().items() if k != "details"} for f in self.findings],
-                "summary": self.summary}
-
-
-def diagnose(paths: list[Path]) -> DoctorReport:
-    """Check every path; raises `UnreadableInput` for a path that is not there or not Kafka."""
-    ev, report = Evidence(), DoctorReport()
-    for path in paths:
-        if not os.path.exists(path):
-            raise UnreadableInput(f"{path}: no such file or directory")
-    for path in paths:
-        p = Path(path)
-        if p.is_dir():
-            roots = find_roots(p)
-            if not roots:
-                raise UnreadableInput(f"{p}: no Kafka log dir, partition dir or RocketMQ store in it")
-            for kind, root in roots:
-                _DIR_CHECKS[kind](ev, root, report)
-        else:
-            report.findings += check_file(ev, p)
-    for changed in ev.changed_since():
-        report.findings.append(finding("INPUT_CHANGED", changed))
-    report.inputs = ev.listing()
-    report.findings.sort(key=_order)
-    return report
-
-
-def _store(ev: Evidence, root: Path, report: DoctorReport) -> None:
-    """A RocketMQ store: its own checks, every file it read hashed like the rest."""
-    from replog.recovery.rocketmq.doctor import diagnose_store
-    findings, files = diagnose_store(root)
-    report.findings += findings
-    for f in files:
-        ev.note(Path(f))
-
-
-_DIR_CHECKS = {DirKind.KAFKA_LOG_DIR: lambda ev, p, r: _log_dir(ev, p, r),
-               DirKind.KAFKA_PARTITION_DIR: lambda ev, p, r: _partition_with_parent(ev, p, r),
-               DirKind.ROCKETMQ_STORE: lambda ev, p, r: _store(ev, p, r)}
-
-
-def _order(f: Finding) -> tuple:
-    return (str(Path(f.path).parent), _SEVERITY_ORDER[f.severity], f.path,
-            f.position if f.position is not None else -1, f.code)
-
-
-def _log_dir(ev: Evidence, log_dir: Path, report: DoctorReport) -> None:
+def check_log_dir(ev: Evidence, log_dir: Path) -> tuple[list[Finding], list[PartitionOffsets]]:
+    """A broker log dir: its root files and checkpoints, every partition, and membership."""
     cps = checks_broker.read_checkpoints(ev, log_dir)
-    report.findings += cps.findings + checks_broker.check_root_files(ev, log_dir)
+    found = cps.findings + checks_broker.check_root_files(ev, log_dir)
     parts: list[PartitionOffsets] = []
     for name in sorted(os.listdir(log_dir)):
         if is_partition_dir(log_dir / name):
-            offsets, found = check_partition(ev, log_dir / name, cps, log_dir)
+            offsets, more = check_partition(ev, log_dir / name, cps, log_dir)
             parts.append(offsets)
-            report.findings += found
-    report.findings += checks_broker.check_membership(parts, cps, log_dir)
-    report.partitions += parts
+            found += more
+    found += checks_broker.check_membership(parts, cps, log_dir)
+    return found, parts
 
 
-def _partition_with_parent(ev: Evidence, pdir: Path, report: DoctorReport) -> None:
+def check_partition_with_parent(ev: Evidence, pdir: Path) -> tuple[list[Finding], list[PartitionOffsets]]:
     """A partition alone; its broker checkpoints are used when the parent is a log dir."""
     parent = pdir.parent
     cps = None
-    if any((parent / n).is_file() for n in checks_broker.ROOT_CHECKPOINTS):
+    found: list[Finding] = []
+    if any((parent / n).is_file() for n in names.OFFSET_CHECKPOINT_NAMES):
         cps = checks_broker.read_checkpoints(ev, parent)
-        report.findings += cps.findings
-    offsets, found = check_partition(ev, pdir, cps, parent)
-    report.findings += found
-    report.partitions.append(offsets)
+        found += cps.findings
+    offsets, more = check_partition(ev, pdir, cps, parent)
+    return found + more, [offsets]
 
 
 def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
@@ -134,7 +65,7 @@ def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
     out = list(inv.findings)
     out += _metadata_files(ev, pdir)
     epochs, epoch_positions, epoch_ok = _epoch_checkpoint(ev, pdir, out)
-    bases = sorted(inv.logs)
+    bases = list(inv.files.logs)
     lso_cp = (cps.log_start_offsets or {}).get((parsed.topic, parsed.partition)) if cps else None
     log_start = max(lso_cp or 0, bases[0] if bases else 0)
     state = checks_state.StateChecker(epochs if epoch_ok else None, str(pdir / names.LEADER_EPOCH_CHECKPOINT),
@@ -160,7 +91,7 @@ def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
 
 def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: checks_state.StateChecker,
              active: bool, deep: bool = True) -> tuple[checks_segments.SegmentResult | None, list[Finding]]:
-    path = inv.logs[base]
+    path = inv.files.logs[base]
     try:
         with ev.mapped(path) as buf:
             seg = checks_segments.walk_segment(buf, path, base, deep)
@@ -175,7 +106,8 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
     found = list(seg.findings)
     if not seg.batches and not found:
         found.append(finding("KAFKA_SEGMENT_EMPTY", str(path), position=0, offset=base))
-    kinds = {k: inv.indexes[(base, k)] for k in ("index", "timeindex", "txnindex") if (base, k) in inv.indexes}
+    kinds = {k: inv.files.indexes[(base, k)] for k in ("index", "timeindex", "txnindex")
+             if (base, k) in inv.files.indexes}
     found += checks_indexes.check_indexes(ev, seg, kinds, active=active, expected_aborts=aborted)
     return seg, found
 
@@ -215,7 +147,7 @@ def _epoch_checkpoint(ev: Evidence, pdir: Path, out: list[Finding]) -> tuple[lis
 
 def _snapshots(ev: Evidence, inv: checks_segments.Inventory, out: list[Finding]) -> dict:
     parsed = {}
-    for offset, path in sorted(inv.snapshots.items()):
+    for offset, path in inv.files.snapshots.items():
         try:
             snap = parse_producer_snapshot(ev.read_small(path))
         except FormatError as e:

@@ -16,8 +16,9 @@ from replog.formats.discovery import is_partition_dir
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped, read_small
 from replog.formats.findings import Finding, finding, from_error
-from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka import checkpoint, meta_properties, names
 from replog.formats.kafka.checkpoint import EpochEntry
+from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.segment import SegmentWalk
 
 if TYPE_CHECKING:
@@ -100,14 +101,6 @@ class LogDirSummary:
     findings: list[Finding] = field(default_factory=list)
 
 
-_ROOT_CHECKPOINTS = {
-    names.REPLICATION_OFFSET_CHECKPOINT: "high_watermarks",
-    names.RECOVERY_POINT_OFFSET_CHECKPOINT: "recovery_points",
-    names.LOG_START_OFFSET_CHECKPOINT: "log_start_offsets",
-    names.CLEANER_OFFSET_CHECKPOINT: "cleaner_offsets",
-}
-
-
 def read_broker_checkpoints(log_dir: str | os.PathLike[str],
                             read: Callable[[Path], bytes] = read_small) -> BrokerCheckpoints:
     """Parse the root checkpoints that exist; a malformed one becomes a finding.
@@ -115,7 +108,7 @@ def read_broker_checkpoints(log_dir: str | os.PathLike[str],
     `read` lets doctor route every read through its evidence log (hashing).
     """
     out = BrokerCheckpoints()
-    for name, attr in _ROOT_CHECKPOINTS.items():
+    for name, attr in names.ROOT_OFFSET_CHECKPOINTS.items():
         path = Path(log_dir) / name
         if not path.is_file():
             continue
@@ -128,6 +121,17 @@ def read_broker_checkpoints(log_dir: str | os.PathLike[str],
         except UnreadableInput as e:
             out.findings.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
     return out
+
+
+def node_id(log_dir: str | os.PathLike[str]) -> int | None:
+    """node.id / broker.id from the log dir's meta.properties; None when absent or unreadable."""
+    meta = Path(log_dir) / names.META_PROPERTIES
+    if not meta.is_file():
+        return None
+    try:
+        return meta_properties.parse_meta_properties(read_small(meta)).node_id
+    except (FormatError, UnreadableInput):
+        return None
 
 
 FAST_WALK_BYTES = 8 << 20  # segments above this are walked by the numba kernel (its import costs ~0.6 s)
@@ -243,14 +247,13 @@ def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpo
     if parsed is None:
         raise UnreadableInput(f"{p}: not a topic-partition directory name")
     part = PartitionSummary(str(p), parsed.topic, parsed.partition, parsed.state)
-    for name in sorted(os.listdir(p)):
-        seg = names.parse_segment_file_name(name)
-        if seg and seg.transient:
-            part.transient_files.append(name)
-            part.findings.append(finding("KAFKA_ORPHAN_TEMP_FILE", str(p / name),
-                                         message=f"{seg.transient} file left in the partition"))
-        elif seg and seg.kind == "log":
-            part.segments.append(summarize_segment(p / name, seg.base_offset, fast_threshold))
+    files = list_partition_files(p)
+    for path, seg in files.transient:
+        part.transient_files.append(path.name)
+        part.findings.append(finding("KAFKA_ORPHAN_TEMP_FILE", str(path),
+                                     message=f"{seg.transient} file left in the partition"))
+    for base, path in files.logs.items():
+        part.segments.append(summarize_segment(path, base, fast_threshold))
     _read_epoch_checkpoint(p, part)
     _derive_offsets(part, checkpoints or BrokerCheckpoints())
     return part

@@ -10,20 +10,12 @@ it to the followers. Every step is an event in the transcript.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from replog.recovery.kafka.replica import BatchRef, Replica
+from replog.recovery.transcript import Transcript
 
 EPOCH, HW = "epoch", "hw"
 MAX_ROUNDS = 10_000  # truncation rounds per follower; each strictly lowers the latest epoch
-
-
-@dataclass
-class Transcript:
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, kind: str, replica: str, **details: Any) -> None:
-        self.events.append({"step": len(self.events) + 1, "kind": kind, "replica": replica, **details})
 
 
 @dataclass

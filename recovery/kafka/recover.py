@@ -34,6 +34,7 @@ from replog.formats.fileio import atomic_write, fsync_dir, mapped, read_small
 from replog.formats.findings import Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.producer_snapshot import build_producer_snapshot, parse_producer_snapshot
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk
@@ -102,22 +103,18 @@ def check_output(out_dir: Path, inputs: list[Path], force: bool) -> None:
 
 def _cleanup_plan(pdir: Path, result: RecoverResult) -> dict[int, Path]:
     """Segment logs the broker would keep after temp-file cleanup and swap completion (§10.2 1-2)."""
-    logs: dict[int, Path] = {}
+    files = list_partition_files(pdir)
+    logs = dict(files.logs)
     swaps: dict[int, Path] = {}
     cleaned: list[int] = []
     dropped = result.dropped["files"]
-    for name in sorted(os.listdir(pdir)):
-        seg = names.parse_segment_file_name(name)
-        if seg is None:
-            continue
+    for path, seg in files.transient:
         if seg.transient == "deleted" or seg.transient == "cleaned":
-            dropped.append({"file": name, "reason": f".{seg.transient} file deleted at load"})
+            dropped.append({"file": path.name, "reason": f".{seg.transient} file deleted at load"})
             if seg.transient == "cleaned":
                 cleaned.append(seg.base_offset)
-        elif seg.transient == "swap" and seg.kind == "log":
-            swaps[seg.base_offset] = pdir / name
-        elif seg.transient is None and seg.kind == "log":
-            logs[seg.base_offset] = pdir / name
+        elif seg.kind == "log":
+            swaps[seg.base_offset] = path
     min_cleaned = min(cleaned, default=None)
     for base in sorted(swaps):
         if min_cleaned is not None and base >= min_cleaned:
@@ -181,7 +178,7 @@ def _walk_from(buf: memoryview, path: Path, base: int, start: int) -> tuple[list
 def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                       salvage: bool = False, force: bool = False) -> RecoverResult:
     """Recover one partition dir into `out_dir` (a new log dir); the input is only read."""
-    from replog.recovery.kafka.doctor import diagnose
+    from replog.recovery.doctor import diagnose
 
     pdir, out = Path(partition_dir), Path(out_dir)
     parsed = names.parse_partition_dir(pdir.name)

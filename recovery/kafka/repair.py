@@ -16,7 +16,7 @@ from typing import Any
 
 from replog.formats.fileio import atomic_write, mapped
 from replog.formats.kafka import checkpoint, names
-from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.replay import ReplayResult
 from replog.recovery.kafka.replica import BatchRef, Replica, load_replica
 from replog.recovery.kafka.writer import DEFAULT_SEGMENT_BYTES, write_partition

@@ -6,15 +6,15 @@ batch's bytes come from).
 """
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from replog.formats.errors import ReplogError
-from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, Transcript, replay
+from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import BatchRef, Replica, load_replica
+from replog.recovery.naming import parse_named
+from replog.recovery.transcript import Transcript
 
 
 @dataclass
@@ -164,24 +164,6 @@ def sample_keys(batches: Sequence[BatchRef], limit: int = 5) -> list[str]:
             if len(keys) >= limit:
                 break
     return keys
-
-
-_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
-
-
-def check_name(name: str) -> str:
-    """Replica names become directory names under --out: one plain path component only."""
-    if not _NAME.fullmatch(name) or name in (".", ".."):
-        raise ReplogError(f"replica name {name!r} must be 1-100 of A-Z a-z 0-9 . _ - (and not . or ..)")
-    return name
-
-
-def parse_named(spec: str) -> tuple[str | None, str]:
-    """`NAME=PATH` or `PATH`; a NAME is checked to be safe as a directory name."""
-    if "=" in spec and not os.path.exists(spec):
-        name, path = spec.split("=", 1)
-        return check_name(name), path
-    return None, spec
 
 
 def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH) -> ReplayResult:

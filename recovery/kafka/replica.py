@@ -8,7 +8,6 @@ repair can copy them later.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -17,11 +16,13 @@ from typing import NamedTuple
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped, read_small
 from replog.formats.findings import Finding
-from replog.formats.kafka import checkpoint, meta_properties, names
+from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.checkpoint import EpochEntry
+from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk
 from replog.recovery.kafka.epoch_cache import EpochCache
-from replog.recovery.kafka.logdir import RisingEpochs, read_broker_checkpoints, use_fast_walk
+from replog.recovery.kafka.logdir import RisingEpochs, node_id, read_broker_checkpoints, use_fast_walk
+from replog.recovery.naming import broker_name
 
 FIELD_ROWS = {name: k for k, name in enumerate(BatchInfo._fields)}  # rows of FastWalk.column_blocks
 
@@ -84,18 +85,9 @@ class Replica:
 
 
 def default_name(path: Path) -> str:
-    """Broker id from the parent log dir's meta.properties, else the log dir's name
-    (made safe as a directory name: it names the replica's output dir)."""
-    path = path.resolve()
-    meta = path.parent / names.META_PROPERTIES
-    if meta.is_file():
-        try:
-            props = meta_properties.parse_meta_properties(read_small(meta))
-            if props.node_id is not None:
-                return f"broker-{props.node_id}"
-        except (FormatError, UnreadableInput):
-            pass
-    return re.sub(r"[^A-Za-z0-9._-]", "_", path.parent.name or path.name).strip(".") or "replica"
+    """The replica's default name: its broker log dir's name (`naming.broker_name`)."""
+    log_dir = path.resolve().parent
+    return broker_name(node_id(log_dir), log_dir.name or path.resolve().name)
 
 
 def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
@@ -128,17 +120,14 @@ def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None) -> t
     """Batches up to the first invalid one; returns the first segment's base offset and the
     epoch candidates: (epoch, base offset) of kept v2 batches whose epoch exceeds every earlier one."""
     truncated, first_base, rising = False, None, RisingEpochs()
-    for name in sorted(os.listdir(p)):
-        seg = names.parse_segment_file_name(name)
-        if seg is None or seg.kind != "log" or seg.transient:
-            continue
-        first_base = seg.base_offset if first_base is None else first_base
-        path = str(p / name)
-        with mapped(p / name) as buf:
+    for base, seg_path in list_partition_files(p).logs.items():
+        first_base = base if first_base is None else first_base
+        path = str(seg_path)
+        with mapped(seg_path) as buf:
             if use_fast_walk(len(buf), fast_threshold):
-                valid_bytes, found = _segment_refs_fast(buf, path, seg.base_offset, rep, truncated, rising)
+                valid_bytes, found = _segment_refs_fast(buf, path, base, rep, truncated, rising)
             else:
-                valid_bytes, found = _segment_refs(buf, path, seg.base_offset, rep, truncated, rising)
+                valid_bytes, found = _segment_refs(buf, path, base, rep, truncated, rising)
             rep.findings.extend(found)
             truncated = truncated or valid_bytes < len(buf)
     return first_base, rising.starts

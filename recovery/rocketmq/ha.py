@@ -21,8 +21,9 @@ from replog.formats.errors import FormatError, ReplogError, UnreadableInput
 from replog.formats.fileio import mapped, read_small
 from replog.formats.rocketmq import commitlog as cl
 from replog.formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_offsets
-from replog.recovery.kafka.protocol import Transcript
+from replog.recovery.naming import parse_named
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
+from replog.recovery.transcript import Transcript
 
 CLASSIC, AUTOSWITCH = "classic", "autoswitch"
 HA_TRANSFER_BATCH_SIZE = 32768        # haTransferBatchSize
@@ -445,7 +446,6 @@ def replay_stores(stores: Sequence[StoreModel], leader: str | None = None, proto
 
 def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str | None = None) -> HAReplayResult:
     """Load `[NAME=]PATH` stores and replay them (protocol default: classic)."""
-    from replog.recovery.kafka.replay import parse_named
 
     if len(specs) < 2:
         raise ReplogError("replay needs at least two stores (a master and a slave)")

@@ -170,7 +170,7 @@ def kafka_partition(data: bytes, scratch: Scratch) -> None:
     load_replica(pdir)
     summarize_partition(pdir)
     try:
-        from replog.recovery.kafka.doctor import diagnose
+        from replog.recovery.doctor import diagnose
     except ImportError:
         return
     diagnose([pdir])

@@ -8,7 +8,7 @@ import pytest
 
 from replog.formats.kafka import checkpoint, names, offset_index
 from replog.formats.kafka.producer_snapshot import ProducerSnapshotEntry, build_producer_snapshot
-from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.recover import recover_partition
 from replog.recovery.kafka.writer import write_partition
 from tests.realdata import REALDATA

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from replog.formats.fileio import locked_by_another_process
-from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.doctor import diagnose
 from tests.recovery.kafka_replicas import replica_dir
 
 HOLD = """

@@ -8,7 +8,7 @@ import pytest
 
 from replog.formats.errors import UnsafeOutput
 from replog.formats.kafka import checkpoint, names
-from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.recover import COMPLETE_MARKER, recover_partition
 from tests.recovery.kafka_dirs import batches_of, build_log_dir, flip, seg_path, set_checkpoint, tree_hashes
 

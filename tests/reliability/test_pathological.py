@@ -200,7 +200,7 @@ def test_decompression_bomb_in_a_batch_is_stopped(tmp_path: Path, bombs: dict[in
 
 
 def test_decompression_bomb_seen_by_doctor(tmp_path: Path, bombs: dict[int, bytes]) -> None:
-    diagnose = pytest.importorskip("replog.recovery.kafka.doctor").diagnose
+    diagnose = pytest.importorskip("replog.recovery.doctor").diagnose
     pdir = partition(tmp_path, bombs[codecs.ZSTD])
     report, peak = peak_memory(lambda: diagnose([pdir]))
     assert "KAFKA_DECOMPRESSION_BOMB" in {f.code for f in report.findings}
@@ -230,7 +230,7 @@ def test_64mib_zero_filled_log(zero_partition: Path) -> None:
 
 
 def test_64mib_zero_filled_log_doctor(zero_partition: Path) -> None:
-    diagnose = pytest.importorskip("replog.recovery.kafka.doctor").diagnose
+    diagnose = pytest.importorskip("replog.recovery.doctor").diagnose
     report, peak = peak_memory(lambda: diagnose([zero_partition]))
     assert "KAFKA_ZERO_TAIL" in {f.code for f in report.findings}
     assert peak < MEMORY_BOUND

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.logdir import summarize_log_dir
 from replog.spark.fleet import MARKER, LogDir, prepare_output
 from replog.spark.report import fleet_report, load_table

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from replog.recovery.kafka.doctor import diagnose
+from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.logdir import summarize_log_dir
 from replog.spark import schemas
 from replog.spark.tasks import Unit, assemble_replica_set, log_dir_units, run_unit

@@ -177,7 +177,7 @@ def test_remote_store_and_discovery(fleet: Path) -> None:
     fs = pafs.PyFileSystem(_Guarded(str(fleet)))
     dirs, _ = discover(["rmq", "fx"], filesystem=fs)
     assert sorted((d.kind, d.path) for d in dirs)[:2] == [("kafka", "fx/broker-1"), ("kafka", "fx/broker-2")]
-    assert {d.broker for d in dirs} == {"1", "2", "3", "master", "slave", "damaged"}
+    assert {d.broker for d in dirs} == {"broker-1", "broker-2", "broker-3", "master", "slave", "damaged"}
     remote_t = tables_of([d.units(None)[0] for d in dirs if d.broker == "damaged"])
     local_t = tables_of([store_unit("damaged", str(fleet / "rmq" / "damaged"))])
     [r], [l] = remote_t["stores"].to_pylist(), local_t["stores"].to_pylist()
