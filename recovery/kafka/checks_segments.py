@@ -100,7 +100,7 @@ class SegmentResult:
         return valid[-1].next_offset if valid else None
 
 
-def walk_segment(buf: memoryview | bytes, path: Path, base_offset: int, deep: bool = True) -> SegmentResult:
+def check_segment(buf: memoryview | bytes, path: Path, base_offset: int, deep: bool = True) -> SegmentResult:
     """Walk one `.log`; with `deep`, decode every CRC-valid batch's records too (the broker never does)."""
     walk = SegmentWalk(buf, str(path), base_offset)
     batches = list(walk.batches())

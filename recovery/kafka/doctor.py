@@ -94,7 +94,7 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
     path = inv.files.logs[base]
     try:
         with ev.mapped(path) as buf:
-            seg = checks_segments.walk_segment(buf, path, base, deep)
+            seg = checks_segments.check_segment(buf, path, base, deep)
             aborted = []
             for b in seg.batches:
                 if _sound(b):
@@ -178,7 +178,7 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
     try:
         if kind is FileKind.KAFKA_SEGMENT and seg is not None and not seg.transient:
             with ev.mapped(path) as buf:
-                return checks_segments.walk_segment(buf, path, seg.base_offset).findings
+                return checks_segments.check_segment(buf, path, seg.base_offset).findings
         if kind in (FileKind.KAFKA_OFFSET_INDEX, FileKind.KAFKA_TIME_INDEX, FileKind.KAFKA_TXN_INDEX) and seg:
             return _index_file(ev, path, seg.base_offset, seg.kind)
         if kind is FileKind.KAFKA_PRODUCER_SNAPSHOT:
@@ -210,7 +210,7 @@ def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]
                   "txnindex": txn_index.read_txn_index}[kind]
         return reader(data, base, path=str(path)).findings
     with ev.mapped(log) as buf:
-        seg = checks_segments.walk_segment(buf, log, base)
+        seg = checks_segments.check_segment(buf, log, base)
     expected = []
     if kind == "txnindex":
         from replog.recovery.kafka.producer_state import ProducerState
