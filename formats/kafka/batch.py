@@ -56,10 +56,23 @@ RECORD_BODY = cs.Struct(
 )
 RECORD = cs.Prefixed(VARINT, RECORD_BODY)
 
+
+
+def field_positions(layout: cs.Struct) -> dict[str, int]:
+    """Byte position of each field of a fixed-size construct layout, from the layout itself."""
+    positions, at = {}, 0
+    for sub in layout.subcons:
+        positions[sub.name] = at
+        at += sub.sizeof()
+    return positions
+
+
 HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = HEADER.size  # 61
-LENGTH_OFFSET = 8
-CRC_START = 21
+HEADER_SIZE = BATCH_HEADER.sizeof()  # 61
+AT = field_positions(BATCH_HEADER)  # where each header field starts, e.g. AT["records_count"] == 57
+LENGTH_OFFSET = AT["batch_length"]
+LOG_OVERHEAD = AT["partition_leader_epoch"]  # offset + length fields: a batch's size is length + 12
+CRC_START = AT["attributes"]  # the CRC covers attributes to the end
 MAGIC = 2
 MIN_RECORD_SIZE = 7  # length varint + attributes + 5 one-byte varints
 

@@ -2,13 +2,16 @@
 
 The kernel reads every batch header and checks every CRC (table-driven
 CRC-32C, slice-by-8) in one compiled loop over a uint8 view of the buffer (no
-copy), writing the `BatchInfo` fields into preallocated int64 columns. It stops
+copy), writing the `BatchInfo` fields into the int64 columns of a `BatchBlock`;
+where each header field sits comes from the construct layout (`batch.AT`),
+which row each field fills from the block's field list (`blocks.ROW`). It stops
 at the first position that is not a clean, complete magic-2 batch; there the
 reference `SegmentWalk` reads one entry (legacy, torn, zero tail...) and the
 kernel takes over again after it. Batch checks are vectorised over the columns,
 and only the rows they flag (bad CRC, gaps, control batches...) go through the
-reference `SegmentWalk._check`, so every finding, its order and `valid_bytes`
-are the reference's own: speed never changes an answer.
+reference's public `SegmentWalk.check`, on a reference walk this walk owns and
+keeps the outcome in, so every finding, its order and `valid_bytes` are the
+reference's own: speed never changes an answer.
 Without numba everything falls back to the reference walk.
 """
 from __future__ import annotations
@@ -20,7 +23,10 @@ import pyarrow as pa
 
 from replog.formats.fileio import RELEASE_STEP, release_pages
 from replog.formats.findings import Finding
-from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK, column_chunks, to_record_batch
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import blocks
+from replog.formats.kafka.blocks import BatchBlock
+from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK, to_record_batch
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk
 
 try:  # numba is optional at run time: without it the reference walk answers
@@ -41,11 +47,26 @@ _CRC32C_POLY = 0x82F63B78
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 _INT64_MIN = -2**63
-# Row index of each BatchInfo field in the kernel's int64 column block.
-FIELDS = BatchInfo._fields
+FIELDS = blocks.FIELDS
+# Rows of the block each field fills, and where in a v2 header each field is: module
+# constants, frozen into the compiled kernels.
 (F_POSITION, F_SIZE, F_MAGIC, F_BASE, F_LAST, F_COUNT, F_EPOCH, F_CRC, F_CRC_VALID, F_ATTR, F_CODEC,
- F_TS_TYPE, F_FIRST_TS, F_MAX_TS, F_PID, F_PEPOCH, F_BSEQ, F_TXN, F_CONTROL, F_DELETE_HORIZON) = range(len(FIELDS))
-_NUMPY_TYPES = [BATCH_SCHEMA.field(name).type.to_pandas_dtype() for name in FIELDS]
+ F_TS_TYPE, F_FIRST_TS, F_MAX_TS, F_PID, F_PEPOCH, F_BSEQ, F_TXN, F_CONTROL, F_DELETE_HORIZON) = (
+    blocks.ROW[name] for name in ("position", "size", "magic", "base_offset", "last_offset", "count",
+                                  "partition_leader_epoch", "crc", "crc_valid", "attributes", "codec",
+                                  "timestamp_type", "first_timestamp", "max_timestamp", "producer_id",
+                                  "producer_epoch", "base_sequence", "is_transactional", "is_control",
+                                  "has_delete_horizon"))
+_AT_LENGTH, _AT_EPOCH, _AT_MAGIC, _AT_CRC = (v2.AT[k] for k in ("batch_length", "partition_leader_epoch",
+                                                               "magic", "crc"))
+_AT_ATTRIBUTES, _AT_DELTA, _AT_FIRST_TS, _AT_MAX_TS = (v2.AT[k] for k in ("attributes", "last_offset_delta",
+                                                                         "base_timestamp", "max_timestamp"))
+_AT_PID, _AT_PEPOCH, _AT_BSEQ, _AT_COUNT = (v2.AT[k] for k in ("producer_id", "producer_epoch", "base_sequence",
+                                                              "records_count"))
+_HEADER_SIZE, _LOG_OVERHEAD, _MIN_LENGTH = v2.HEADER_SIZE, v2.LOG_OVERHEAD, v2.HEADER_SIZE - v2.LOG_OVERHEAD
+_MAX_LENGTH = _INT32_MAX - _LOG_OVERHEAD  # size = length + 12 must stay an int32 position step
+_CODEC_MASK, _TS_TYPE_MASK, _TXN_MASK = v2.CODEC_MASK, v2.TIMESTAMP_TYPE_MASK, v2.TRANSACTIONAL_MASK
+_CONTROL_MASK, _DELETE_HORIZON_MASK = v2.CONTROL_MASK, v2.DELETE_HORIZON_MASK
 
 
 def crc32c_tables() -> np.ndarray:
@@ -180,45 +201,46 @@ def crc32c_hw_kernel(buf, start, stop):  # pragma: no cover - compiled
 def _clean_size(buf, pos, end):  # pragma: no cover - compiled
     """Size of the clean, complete v2 batch at pos, or -1 where the reference must judge.
 
-    Not clean: fewer than 61 bytes left, a length below a v2 header, magic
-    other than 2, a batch running past `end`, a last offset outside int64.
+    Not clean: fewer bytes left than a v2 header, a length below a v2 header,
+    magic other than 2, a batch running past `end`, a last offset outside int64.
     """
-    if end - pos < 61:
+    if end - pos < _HEADER_SIZE:
         return -1
-    length = _be(buf, pos + 8, 4)
-    if length < 49 or buf[pos + 16] != 2 or length > 2147483635 or pos + 12 + length > end:
+    length = _be(buf, pos + _AT_LENGTH, 4)
+    if (length < _MIN_LENGTH or buf[pos + _AT_MAGIC] != 2 or length > _MAX_LENGTH
+            or pos + _LOG_OVERHEAD + length > end):
         return -1
     base = _be(buf, pos, 8)
-    delta = _be(buf, pos + 23, 4)
-    if (delta > 0 and base > 9223372036854775807 - delta) or (delta < 0 and base < -9223372036854775808 - delta):
+    delta = _be(buf, pos + _AT_DELTA, 4)
+    if (delta > 0 and base > _INT64_MAX - delta) or (delta < 0 and base < _INT64_MIN - delta):
         return -1
-    return length + 12
+    return length + _LOG_OVERHEAD
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _fill_row(buf, pos, size, cols, row):  # pragma: no cover - compiled
     """Write the BatchInfo fields of the batch at pos (all but crc_valid) into cols[:, row]."""
     base = _be(buf, pos, 8)
-    attributes = _be(buf, pos + 21, 2)
-    cols[0, row] = pos
-    cols[1, row] = size
-    cols[2, row] = 2
-    cols[3, row] = base
-    cols[4, row] = base + _be(buf, pos + 23, 4)
-    cols[5, row] = _be(buf, pos + 57, 4)
-    cols[6, row] = _be(buf, pos + 12, 4)
-    cols[7, row] = _be(buf, pos + 17, 4) & 0xFFFFFFFF
-    cols[9, row] = attributes
-    cols[10, row] = attributes & 0x07
-    cols[11, row] = 1 if attributes & 0x08 else 0
-    cols[12, row] = _be(buf, pos + 27, 8)
-    cols[13, row] = _be(buf, pos + 35, 8)
-    cols[14, row] = _be(buf, pos + 43, 8)
-    cols[15, row] = _be(buf, pos + 51, 2)
-    cols[16, row] = _be(buf, pos + 53, 4)
-    cols[17, row] = 1 if attributes & 0x10 else 0
-    cols[18, row] = 1 if attributes & 0x20 else 0
-    cols[19, row] = 1 if attributes & 0x40 else 0
+    attributes = _be(buf, pos + _AT_ATTRIBUTES, 2)
+    cols[F_POSITION, row] = pos
+    cols[F_SIZE, row] = size
+    cols[F_MAGIC, row] = 2
+    cols[F_BASE, row] = base
+    cols[F_LAST, row] = base + _be(buf, pos + _AT_DELTA, 4)
+    cols[F_COUNT, row] = _be(buf, pos + _AT_COUNT, 4)
+    cols[F_EPOCH, row] = _be(buf, pos + _AT_EPOCH, 4)
+    cols[F_CRC, row] = _be(buf, pos + _AT_CRC, 4) & 0xFFFFFFFF
+    cols[F_ATTR, row] = attributes
+    cols[F_CODEC, row] = attributes & _CODEC_MASK
+    cols[F_TS_TYPE, row] = 1 if attributes & _TS_TYPE_MASK else 0
+    cols[F_FIRST_TS, row] = _be(buf, pos + _AT_FIRST_TS, 8)
+    cols[F_MAX_TS, row] = _be(buf, pos + _AT_MAX_TS, 8)
+    cols[F_PID, row] = _be(buf, pos + _AT_PID, 8)
+    cols[F_PEPOCH, row] = _be(buf, pos + _AT_PEPOCH, 2)
+    cols[F_BSEQ, row] = _be(buf, pos + _AT_BSEQ, 4)
+    cols[F_TXN, row] = 1 if attributes & _TXN_MASK else 0
+    cols[F_CONTROL, row] = 1 if attributes & _CONTROL_MASK else 0
+    cols[F_DELETE_HORIZON, row] = 1 if attributes & _DELETE_HORIZON_MASK else 0
 
 
 @njit(cache=True, nogil=True)
@@ -229,7 +251,7 @@ def walk_kernel(buf, pos, end, cols, row, row_limit, t):  # pragma: no cover - c
         if size < 0:
             break
         _fill_row(buf, pos, size, cols, row)
-        cols[8, row] = 1 if crc32c_kernel(buf, pos + 21, pos + size, t) == cols[7, row] else 0
+        cols[F_CRC_VALID, row] = 1 if crc32c_kernel(buf, pos + _AT_ATTRIBUTES, pos + size, t) == cols[F_CRC, row] else 0
         pos += size
         row += 1
     return row, pos
@@ -243,7 +265,7 @@ def walk_kernel_hw(buf, pos, end, cols, row, row_limit, t):  # pragma: no cover 
         if size < 0:
             break
         _fill_row(buf, pos, size, cols, row)
-        cols[8, row] = 1 if crc32c_hw_kernel(buf, pos + 21, pos + size) == cols[7, row] else 0
+        cols[F_CRC_VALID, row] = 1 if crc32c_hw_kernel(buf, pos + _AT_ATTRIBUTES, pos + size) == cols[F_CRC, row] else 0
         pos += size
         row += 1
     return row, pos
@@ -268,35 +290,48 @@ def crc32c(buf: bytes | memoryview) -> int:
 # --- the walk -------------------------------------------------------------------
 
 
-class FastWalk(SegmentWalk):
-    """A `SegmentWalk` whose clean v2 stretches are read by the kernel.
+class FastWalk:
+    """A batch walk whose clean v2 stretches are read by the kernel, yielding `BatchBlock`s.
 
-    Same fields and the same outcome; `column_chunks()` yields Arrow record
-    batches (`BATCH_SCHEMA`) of at most `chunk` rows while it walks.
+    The outcome (findings, `valid_bytes`, counters) is kept on `reference`, a
+    `SegmentWalk` of the same buffer: it reads the entries the kernel leaves to
+    it and judges the rows the vectorised checks flag, through its public
+    `read_at`/`step`/`check`. So the outcome is the reference's by construction.
     """
 
+    def __init__(self, buf: bytes | memoryview, path: str, base_offset: int | None = None,
+                 limit: int | None = None) -> None:
+        self.buf, self.path, self.base_offset, self.limit = buf, path, base_offset, limit
+        self.reference = SegmentWalk(buf, path, base_offset, limit)
+
+    # the outcome, as the reference walk has it
+    findings = property(lambda self: self.reference.findings)
+    valid_bytes = property(lambda self: self.reference.valid_bytes)
+    end_position = property(lambda self: self.reference.end_position)
+    batch_count = property(lambda self: self.reference.batch_count)
+    first_offset = property(lambda self: self.reference.first_offset)
+    next_offset = property(lambda self: self.reference.next_offset)
+    zero_tail = property(lambda self: self.reference.zero_tail)
+
     def column_chunks(self, chunk: int = CHUNK) -> Iterator[pa.RecordBatch]:
-        if not HAVE_NUMBA or self.limit is not None:
-            yield from column_chunks(self.path, self.batches(), chunk)
-            return
-        for cols in self.column_blocks(chunk):
-            yield self._emit(cols, cols.shape[1])
+        """The walk as Arrow record batches (`BATCH_SCHEMA`) of at most `chunk` rows."""
+        for block in self.blocks(chunk):
+            yield block.to_arrow(self.path)
 
-    def column_blocks(self, chunk: int = CHUNK) -> Iterator[np.ndarray]:
-        """The walk as int64 blocks `cols[field, row]` (rows of `FIELDS`, at most `chunk` columns).
+    def blocks(self, chunk: int = CHUNK) -> Iterator[BatchBlock]:
+        """The walk as `BatchBlock`s of at most `chunk` rows.
 
-        Raw values, no Arrow typing (a legacy magic of 130 stays 130). Each block
-        is a view into one reused buffer: read it before asking for the next.
-        When a block is yielded, `valid_bytes` and the counters cover its rows.
+        Each block is a view into one reused buffer: read it (or copy it) before
+        asking for the next. When a block is yielded, the outcome covers its rows.
         """
         if not HAVE_NUMBA or self.limit is not None:
-            for info in self.batches():
-                yield np.array([[int(v)] for v in info], dtype=np.int64)
+            yield from _reference_blocks(self.reference, chunk)
             return
+        ref = self.reference
         arr = as_uint8(self.buf)
         end = len(arr)
         cols = np.empty((len(FIELDS), chunk), dtype=np.int64)
-        pos, row, released, self._prev_last, self._broken = 0, 0, 0, None, False
+        pos, row, released, ref.prev_last, ref.broken = 0, 0, 0, None, False
         while pos < end:
             if pos - released > RELEASE_STEP:  # keep memory flat on multi-GiB segments
                 release_pages(self.buf, released, pos)
@@ -304,98 +339,88 @@ class FastWalk(SegmentWalk):
             start_row = row
             window = min(end, pos + RELEASE_STEP)  # a batch across the window's end goes to the reference
             row, pos = WALK_KERNEL(arr, pos, window, cols, row, chunk, CRC_TABLES)
-            self._judge(cols, start_row, row)
+            self._judge(BatchBlock(cols[:, start_row:row]))
             if row == chunk:
-                yield cols[:, :row]
+                yield BatchBlock(cols[:, :row])
                 row = 0
                 continue
             if pos >= end:
                 break
             if pos == window:
                 continue
-            info = self._read_at(pos, end)
+            info = ref.read_at(pos, end)
             if info is None:
                 break
-            self._step(info)
+            ref.step(info)
             cols[:, row] = [int(v) for v in info]
             row += 1
             pos = info.end
             if row == chunk:
-                yield cols[:, :row]
+                yield BatchBlock(cols[:, :row])
                 row = 0
-        self.end_position = pos
+        ref.end_position = pos
         if row:
-            yield cols[:, :row]
+            yield BatchBlock(cols[:, :row])
 
-    def _judge(self, cols: np.ndarray, lo: int, hi: int) -> None:
-        """Apply the reference checks to kernel rows [lo, hi): `_check` runs only where flagged."""
-        if hi <= lo:
+    def _judge(self, block: BatchBlock) -> None:
+        """Apply the reference checks to kernel rows: `check` runs only on the rows flagged."""
+        if not len(block):
             return
-        last = cols[F_LAST, lo:hi]
+        ref = self.reference
+        last = block.last_offset
         running = np.maximum.accumulate(last)
         prev = np.empty_like(last)
         prev[1:] = running[:-1]
-        if self._prev_last is not None:
-            prev[0] = self._prev_last
-            np.maximum(prev, self._prev_last, out=prev)
-        count0 = self.batch_count
-        for i in np.flatnonzero(self._flagged(cols, lo, hi, prev)).tolist():
-            self.batch_count = count0 + i
-            prev_last = int(prev[i]) if i or self._prev_last is not None else None
-            if not self._check(BatchInfo(*_row(cols, lo + i)), prev_last) and not self._broken:
+        if ref.prev_last is not None:
+            prev[0] = ref.prev_last
+            np.maximum(prev, ref.prev_last, out=prev)
+        count0 = ref.batch_count
+        for i in np.flatnonzero(self._flagged(block, prev)).tolist():
+            ref.batch_count = count0 + i
+            prev_last = int(prev[i]) if i or ref.prev_last is not None else None
+            if not ref.check(block.row(i), prev_last) and not ref.broken:
                 if i:
-                    self.valid_bytes = int(cols[F_POSITION, lo + i - 1] + cols[F_SIZE, lo + i - 1])
-                self._broken = True
-        if not self._broken:
-            self.valid_bytes = int(cols[F_POSITION, hi - 1] + cols[F_SIZE, hi - 1])
+                    ref.valid_bytes = int(block.position[i - 1] + block.size[i - 1])
+                ref.broken = True
+        if not ref.broken:
+            ref.valid_bytes = int(block.position[-1] + block.size[-1])
         top = int(running[-1])
-        self._prev_last = top if self._prev_last is None else max(self._prev_last, top)
-        self.batch_count = count0 + hi - lo
-        if self.first_offset is None:
-            self.first_offset = int(cols[F_BASE, lo])
-        self.next_offset = int(last[-1]) + 1
+        ref.prev_last = top if ref.prev_last is None else max(ref.prev_last, top)
+        ref.batch_count = count0 + len(block)
+        if ref.first_offset is None:
+            ref.first_offset = int(block.base_offset[0])
+        ref.next_offset = int(last[-1]) + 1
 
-    def _flagged(self, cols: np.ndarray, lo: int, hi: int, prev: np.ndarray) -> np.ndarray:
-        """Rows on which `_check` could add a finding or return False."""
-        base, last, count = cols[F_BASE, lo:hi], cols[F_LAST, lo:hi], cols[F_COUNT, lo:hi]
-        flagged = (cols[F_CRC_VALID, lo:hi] == 0) | (cols[F_CODEC, lo:hi] > 4) | (cols[F_CONTROL, lo:hi] != 0)
+    def _flagged(self, block: BatchBlock, prev: np.ndarray) -> np.ndarray:
+        """Rows on which `SegmentWalk.check` could add a finding or return False."""
+        base, last, count = block.base_offset, block.last_offset, block.count
+        flagged = (block.crc_valid == 0) | (block.codec > 4) | (block.is_control != 0)
         flagged |= (count < 0) | (last < base) | (count > last - base + 1)
         continuous = (base > prev) & (base - prev == 1)
-        if self._prev_last is None:
+        if self.reference.prev_last is None:
             continuous[0] = True
         flagged |= ~continuous
         if self.base_offset is not None:
             seg = self.base_offset
             if _INT64_MIN <= seg <= _INT64_MAX - _INT32_MAX:
                 flagged |= (last < seg) | (last > seg + _INT32_MAX)
-                if self.batch_count == 0:
+                if self.reference.batch_count == 0:
                     flagged[0] |= base[0] < seg
             else:
                 flagged[:] = True
         return flagged
 
-    def _emit(self, cols: np.ndarray, n: int) -> pa.RecordBatch:
-        """Columns of the first n rows, typed as `BATCH_SCHEMA`."""
-        arrays = [_repeat_string(self.path, n)]
-        arrays += [pa.array(cols[k, :n].astype(dtype), BATCH_SCHEMA.field(k + 1).type)
-                   for k, dtype in enumerate(_NUMPY_TYPES)]
-        return pa.RecordBatch.from_arrays(arrays, schema=BATCH_SCHEMA)
 
-
-def _row(cols: np.ndarray, row: int) -> list[int | bool]:
-    values: list[int | bool] = cols[:, row].tolist()
-    for k in (F_CRC_VALID, F_TXN, F_CONTROL, F_DELETE_HORIZON):
-        values[k] = bool(values[k])
-    return values
-
-
-def _repeat_string(text: str, n: int) -> pa.Array:
-    """`n` copies of one string as an Arrow string column, built from buffers."""
-    data = text.encode("utf-8")
-    offsets = np.arange(n + 1, dtype=np.int32) * len(data) if n * len(data) < 2**31 else None
-    if offsets is None:
-        return pa.array([text] * n, pa.string())
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+def _reference_blocks(walk: SegmentWalk, chunk: int) -> Iterator[BatchBlock]:
+    """The reference walk's batches grouped into blocks (without numba, or with a `limit`)."""
+    pending: list[BatchInfo] = []
+    for info in walk.batches():
+        pending.append(info)
+        if len(pending) == chunk:
+            yield BatchBlock.from_infos(pending)
+            pending = []
+    if pending:
+        yield BatchBlock.from_infos(pending)
 
 
 def fast_walk(buf: bytes | memoryview, path: str, base_offset: int | None = None) -> tuple[FastWalk, pa.Table]:

@@ -18,9 +18,9 @@ from replog.formats.findings import Finding, finding, from_error
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import control, legacy
 
-HEADER_SIZE_UP_TO_MAGIC = 17
+HEADER_SIZE_UP_TO_MAGIC = v2.AT["magic"] + 1  # offset, length, epoch, magic: what every magic shares
 MIN_ENTRY_SIZE = 14          # LegacyRecord.RECORD_OVERHEAD_V0: smaller is corrupt
-V2_MIN_LENGTH = v2.HEADER_SIZE - 12
+V2_MIN_LENGTH = v2.HEADER_SIZE - v2.LOG_OVERHEAD
 _ZERO_CHUNK = 1 << 20
 
 
@@ -72,18 +72,18 @@ class SegmentWalk:
     first_offset: int | None = None
     next_offset: int | None = None  # last offset + 1 of the last batch seen
     zero_tail: bool = False
-    _prev_last: int | None = field(default=None, repr=False)  # highest last offset so far
-    _broken: bool = field(default=False, repr=False)          # an invalid batch was met
+    prev_last: int | None = field(default=None, repr=False)  # highest last offset so far
+    broken: bool = field(default=False, repr=False)          # an invalid batch was met
 
     def batches(self) -> Iterator[BatchInfo]:
         """Yield every batch whose framing can be read, valid or not."""
         end = len(self.buf) if self.limit is None else min(self.limit, len(self.buf))
-        pos, released, self._prev_last, self._broken = 0, 0, None, False
+        pos, released, self.prev_last, self.broken = 0, 0, None, False
         while pos < end:
-            info = self._read_at(pos, end)
+            info = self.read_at(pos, end)
             if info is None:
                 break
-            self._step(info)
+            self.step(info)
             pos = info.end
             if pos - released > RELEASE_STEP:  # keep memory flat on multi-GiB segments
                 release_pages(self.buf, released, pos)
@@ -91,13 +91,13 @@ class SegmentWalk:
             yield info
         self.end_position = pos
 
-    def _step(self, info: BatchInfo) -> None:
+    def step(self, info: BatchInfo) -> None:
         """Account for one batch: its findings, the recovery truncation point, the counters."""
-        ok = self._check(info, self._prev_last)
-        if ok and not self._broken:
+        ok = self.check(info, self.prev_last)
+        if ok and not self.broken:
             self.valid_bytes = info.end
-        self._broken = self._broken or not ok
-        self._prev_last = info.last_offset if self._prev_last is None else max(self._prev_last, info.last_offset)
+        self.broken = self.broken or not ok
+        self.prev_last = info.last_offset if self.prev_last is None else max(self.prev_last, info.last_offset)
         self.batch_count += 1
         if self.first_offset is None:
             self.first_offset = info.base_offset
@@ -111,22 +111,22 @@ class SegmentWalk:
 
     # -- framing -----------------------------------------------------------------
 
-    def _read_at(self, pos: int, end: int) -> BatchInfo | None:
+    def read_at(self, pos: int, end: int) -> BatchInfo | None:
         buf, remaining = self.buf, end - pos
         if remaining < HEADER_SIZE_UP_TO_MAGIC:
             self._tail(pos, end, "KAFKA_TRAILING_BYTES")
             return None
         offset = int.from_bytes(buf[pos:pos + 8], "big", signed=True)
-        size = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+        size = int.from_bytes(buf[pos + v2.LENGTH_OFFSET:pos + v2.LOG_OVERHEAD], "big", signed=True)
         if size < MIN_ENTRY_SIZE:
             self._tail(pos, end, "KAFKA_BATCH_LENGTH_TOO_SMALL",
                        f"length field {size} is below the minimum of {MIN_ENTRY_SIZE}", offset)
             return None
-        magic = int.from_bytes(buf[pos + 16:pos + 17], "big", signed=True)
-        if pos + 12 + size > end:
+        magic = int.from_bytes(buf[pos + v2.AT["magic"]:pos + HEADER_SIZE_UP_TO_MAGIC], "big", signed=True)
+        if pos + v2.LOG_OVERHEAD + size > end:
             if self.limit is None or end == len(buf):
                 code = "KAFKA_TORN_TAIL" if 0 <= magic <= 2 else "KAFKA_BATCH_LENGTH_IMPOSSIBLE"
-                self._add(code, pos, offset, f"batch of {12 + size} bytes declared, "
+                self._add(code, pos, offset, f"batch of {v2.LOG_OVERHEAD + size} bytes declared, "
                           f"{remaining} bytes remain in the file (magic {magic})")
             return None
         if magic >= 2:
@@ -137,7 +137,7 @@ class SegmentWalk:
         buf = self.buf
         if size < V2_MIN_LENGTH:
             offset = int.from_bytes(buf[pos:pos + 8], "big", signed=True)
-            return BatchInfo(pos, size + 12, magic, offset, offset, 0, -1, 0, False, 0, 0, -1,
+            return BatchInfo(pos, size + v2.LOG_OVERHEAD, magic, offset, offset, 0, -1, 0, False, 0, 0, -1,
                              -1, -1, -1, -1, -1, False, False, False)
         h = v2.read_header(buf, pos)
         crc_ok = v2.compute_crc(buf, pos, h.size) == h.crc
@@ -152,8 +152,9 @@ class SegmentWalk:
             e = legacy.read_legacy_entry(self.buf, pos)
         except FormatError as err:
             self.findings.append(from_error(err, self.path))
-            size = int.from_bytes(self.buf[pos + 8:pos + 12], "big", signed=True) + 12
-            magic = int.from_bytes(self.buf[pos + 16:pos + 17], "big", signed=True)
+            length = int.from_bytes(self.buf[pos + v2.LENGTH_OFFSET:pos + v2.LOG_OVERHEAD], "big", signed=True)
+            size = length + v2.LOG_OVERHEAD
+            magic = int.from_bytes(self.buf[pos + v2.AT["magic"]:pos + HEADER_SIZE_UP_TO_MAGIC], "big", signed=True)
             return BatchInfo(pos, size, magic, offset, offset, 0, -1, 0, False, 0, 0,
                              -1, -1, -1, -1, -1, -1, False, False, False)
         base, count = e.offset, 1
@@ -171,7 +172,7 @@ class SegmentWalk:
 
     # -- checks --------------------------------------------------------------------
 
-    def _check(self, b: BatchInfo, prev_last: int | None) -> bool:
+    def check(self, b: BatchInfo, prev_last: int | None) -> bool:
         """Record findings for one batch; False when broker recovery would stop here."""
         ok = True
         if b.magic > 2 or b.magic < 0:
@@ -256,6 +257,9 @@ def _all_zero(buf: bytes | memoryview, start: int, end: int) -> bool:
 
 def batch_records(buf: bytes | memoryview, info: BatchInfo) -> list[v2.Record]:
     """Decode the records of one batch (decompressing, bounded). Raises FormatError."""
+    if info.magic == 2 and (info.size < v2.HEADER_SIZE or info.position + v2.HEADER_SIZE > len(buf)):
+        raise FormatError("KAFKA_BATCH_LENGTH_TOO_SMALL", f"v2 batch of {info.size} bytes is smaller than its "
+                          f"{v2.HEADER_SIZE}-byte header", info.position, info.base_offset)
     if info.magic == 2:
         header = v2.read_header(buf, info.position)
         return v2.decode_records(header, v2.records_payload(buf, header))

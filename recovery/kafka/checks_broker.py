@@ -62,7 +62,8 @@ def check_root_files(ev: Evidence, log_dir: Path) -> list[Finding]:
         elif name.endswith(names.CHECKPOINT_TMP_SUFFIX):
             out.append(finding("KAFKA_CHECKPOINT_TMP_LEFTOVER", str(path),
                                message=f"{name}: interrupted atomic write; the file without .tmp is authoritative"))
-        elif name not in names.ROOT_OFFSET_CHECKPOINTS and name not in names.ROOT_FILE_NAMES and name != COMPLETE_MARKER:
+        elif name not in names.ROOT_OFFSET_CHECKPOINTS and name not in names.ROOT_FILE_NAMES \
+                and name != COMPLETE_MARKER:
             out.append(finding("UNKNOWN_FILE", str(path)))
     return out
 

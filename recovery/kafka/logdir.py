@@ -24,6 +24,8 @@ from replog.formats.kafka.segment import SegmentWalk
 if TYPE_CHECKING:
     import numpy as np
 
+    from replog.formats.kafka.fastwalk import FastWalk
+
 
 @dataclass
 class SegmentSummary:
@@ -205,36 +207,26 @@ def _timestamps(summary: SegmentSummary, first: int, maximum: int) -> None:
     summary.first_timestamp = first if summary.first_timestamp is None else min(summary.first_timestamp, first)
 
 
-def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> SegmentWalk:
-    """`_summarize_reference` over the kernel's column blocks (vectorised per block)."""
+def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> FastWalk:
+    """`_summarize_reference` over the kernel's batch blocks (vectorised per block)."""
     import numpy as np
 
-    from replog.formats.kafka.fastwalk import (
-        F_BASE,
-        F_EPOCH,
-        F_FIRST_TS,
-        F_LAST,
-        F_MAGIC,
-        F_MAX_TS,
-        F_POSITION,
-        F_SIZE,
-        FastWalk,
-    )
+    from replog.formats.kafka.fastwalk import FastWalk
     walk = FastWalk(buf, summary.path, summary.base_offset)
     epochs = RisingEpochs()
-    for cols in walk.column_blocks():
-        kept = int(np.searchsorted(cols[F_POSITION] + cols[F_SIZE], walk.valid_bytes, side="right"))
+    for block in walk.blocks():
+        kept = int(np.searchsorted(block.end, walk.valid_bytes, side="right"))
         if not kept:
             continue
-        cols = cols[:, :kept]
-        summary.valid_next_offset = int(cols[F_LAST, -1]) + 1
-        max_ts = cols[F_MAX_TS]
+        block = block[:kept]
+        summary.valid_next_offset = int(block.last_offset[-1]) + 1
+        max_ts = block.max_timestamp
         stamped = max_ts >= 0
         if stamped.any():
-            first = np.where(cols[F_FIRST_TS] >= 0, cols[F_FIRST_TS], max_ts)[stamped]
+            first = np.where(block.first_timestamp >= 0, block.first_timestamp, max_ts)[stamped]
             _timestamps(summary, int(first.min()), int(max_ts[stamped].max()))
-        v2 = cols[F_MAGIC] == 2
-        epochs.feed_columns(cols[F_EPOCH][v2], cols[F_BASE][v2])
+        v2 = block.magic == 2
+        epochs.feed_columns(block.partition_leader_epoch[v2], block.base_offset[v2])
     summary.epoch_starts = epochs.starts
     return walk
 

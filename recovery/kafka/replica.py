@@ -17,14 +17,13 @@ from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped, read_small
 from replog.formats.findings import Finding
 from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.blocks import ROW
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
-from replog.formats.kafka.segment import BatchInfo, SegmentWalk
+from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import RisingEpochs, node_id, read_broker_checkpoints, use_fast_walk
 from replog.recovery.naming import broker_name
-
-FIELD_ROWS = {name: k for k, name in enumerate(BatchInfo._fields)}  # rows of FastWalk.column_blocks
 
 
 class BatchRef(NamedTuple):
@@ -150,27 +149,24 @@ def _segment_refs(buf: memoryview, path: str, base_offset: int, rep: Replica, tr
     return walk.valid_bytes, walk.findings
 
 
-_REF_FIELDS = [FIELD_ROWS[name] for name in ("base_offset", "last_offset", "partition_leader_epoch", "crc",
-                                              "count", "size", "magic", "first_timestamp", "max_timestamp",
-                                              "producer_id")]
+_REF_FIELDS = [ROW[name] for name in ("base_offset", "last_offset", "partition_leader_epoch", "crc", "count",
+                                      "size", "magic", "first_timestamp", "max_timestamp", "producer_id")]
 
 
 def _segment_refs_fast(buf: memoryview, path: str, base_offset: int, rep: Replica, truncated: bool,
                        rising: RisingEpochs) -> tuple[int, list[Finding]]:
-    """`_segment_refs` from the kernel's column blocks: no per-batch Python besides the BatchRef itself."""
+    """`_segment_refs` from the kernel's batch blocks: no per-batch Python besides the BatchRef itself."""
     import numpy as np
 
     from replog.formats.kafka.fastwalk import FastWalk
     walk = FastWalk(buf, path, base_offset)
-    for cols in walk.column_blocks():
-        pick = cols[_REF_FIELDS]
-        magic = pick[6]
+    for block in walk.blocks():
+        pick = block.cols[_REF_FIELDS]
+        magic = block.magic
         pick[2] = np.where(magic == 2, pick[2], -1)
-        position = cols[FIELD_ROWS["position"]]
-        kept = 0 if truncated else int(np.searchsorted(position + cols[FIELD_ROWS["size"]], walk.valid_bytes,
-                                                       side="right"))
-        rows = [c.tolist() for c in pick] + [position.tolist()]
-        refs = list(map(BatchRef._make, zip(*rows[:10], repeat(path), rows[10])))
+        kept = 0 if truncated else int(np.searchsorted(block.end, walk.valid_bytes, side="right"))
+        rows = [c.tolist() for c in pick] + [block.position.tolist()]
+        refs = list(map(BatchRef._make, zip(*rows[:10], repeat(path), rows[10], strict=False)))
         rep.batches.extend(refs[:kept])
         rep.dropped_at_load.extend(refs[kept:])
         if kept:

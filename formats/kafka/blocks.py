@@ -1,0 +1,122 @@
+"""Batch metadata as columns: the one in-memory form of the batches of a walk.
+
+A `BatchBlock` holds up to a few tens of thousands of batches as one int64
+array `cols[field, row]`, the fields being `BatchInfo`'s in its order (so a
+row converts to the reference walk's `BatchInfo` exactly). Every command
+consumes blocks; a Python object per batch exists only for the rows that a
+check flags. Flags (crc_valid, is_control, ...) are 0/1; values are raw (a
+legacy magic of 130 stays 130), typed only when turned into Arrow.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from replog.formats.kafka.columns import BATCH_SCHEMA
+from replog.formats.kafka.segment import BatchInfo
+
+FIELDS: tuple[str, ...] = BatchInfo._fields
+ROW: dict[str, int] = {name: k for k, name in enumerate(FIELDS)}
+FLAG_FIELDS = frozenset({"crc_valid", "is_transactional", "is_control", "has_delete_horizon"})
+_NUMPY_TYPES = [BATCH_SCHEMA.field(name).type.to_pandas_dtype() for name in FIELDS]
+
+
+def _column(name: str) -> Any:
+    row = ROW[name]
+    return property(lambda self: self.cols[row], doc=f"the `{name}` of every batch of the block")
+
+
+class BatchBlock:
+    """Consecutive batches of one segment, as columns (a view: copy it to keep it past the next block)."""
+
+    __slots__ = ("cols",)
+
+    position = _column("position")
+    size = _column("size")
+    magic = _column("magic")
+    base_offset = _column("base_offset")
+    last_offset = _column("last_offset")
+    count = _column("count")
+    partition_leader_epoch = _column("partition_leader_epoch")
+    crc = _column("crc")
+    crc_valid = _column("crc_valid")
+    attributes = _column("attributes")
+    codec = _column("codec")
+    timestamp_type = _column("timestamp_type")
+    first_timestamp = _column("first_timestamp")
+    max_timestamp = _column("max_timestamp")
+    producer_id = _column("producer_id")
+    producer_epoch = _column("producer_epoch")
+    base_sequence = _column("base_sequence")
+    is_transactional = _column("is_transactional")
+    is_control = _column("is_control")
+    has_delete_horizon = _column("has_delete_horizon")
+
+    def __init__(self, cols: np.ndarray) -> None:
+        if cols.ndim != 2 or cols.shape[0] != len(FIELDS):
+            raise ValueError(f"a batch block has {len(FIELDS)} rows of fields, not {cols.shape}")
+        self.cols = cols
+
+    @classmethod
+    def empty(cls) -> BatchBlock:
+        return cls(np.empty((len(FIELDS), 0), dtype=np.int64))
+
+    @classmethod
+    def from_infos(cls, infos: Sequence[BatchInfo]) -> BatchBlock:
+        """A block of reference-walk batches (tests, and the few entries the kernel leaves to the reference)."""
+        if not infos:
+            return cls.empty()
+        return cls(np.array([[int(v) for v in info] for info in infos], dtype=np.int64).T.copy())
+
+    @classmethod
+    def concat(cls, blocks: Iterable[BatchBlock]) -> BatchBlock:
+        parts = [b.cols for b in blocks]
+        return cls(np.concatenate(parts, axis=1)) if parts else cls.empty()
+
+    def __len__(self) -> int:
+        return int(self.cols.shape[1])
+
+    def __getitem__(self, rows: slice | np.ndarray) -> BatchBlock:
+        """The rows selected by a slice, a boolean mask or an index array."""
+        return BatchBlock(self.cols[:, rows])
+
+    def copy(self) -> BatchBlock:
+        return BatchBlock(self.cols.copy())
+
+    def column(self, name: str) -> np.ndarray:
+        return self.cols[ROW[name]]
+
+    @property
+    def end(self) -> np.ndarray:
+        """Position just past each batch."""
+        return self.position + self.size
+
+    def row(self, i: int) -> BatchInfo:
+        """Row `i` as the reference walk's `BatchInfo` (for the rows a check flags)."""
+        values: list[Any] = self.cols[:, i].tolist()
+        for name in FLAG_FIELDS:
+            values[ROW[name]] = bool(values[ROW[name]])
+        return BatchInfo(*values)
+
+    def rows(self) -> Iterator[BatchInfo]:
+        return (self.row(i) for i in range(len(self)))
+
+    def to_arrow(self, path: str) -> pa.RecordBatch:
+        """The block typed as `BATCH_SCHEMA` (a `path` column first)."""
+        n = len(self)
+        arrays = [repeat_string(path, n)]
+        arrays += [pa.array(self.cols[k].astype(dtype), BATCH_SCHEMA.field(name).type)
+                   for k, (name, dtype) in enumerate(zip(FIELDS, _NUMPY_TYPES, strict=True))]
+        return pa.RecordBatch.from_arrays(arrays, schema=BATCH_SCHEMA)
+
+
+def repeat_string(text: str, n: int) -> pa.Array:
+    """`n` copies of one string as an Arrow string column, built from buffers."""
+    data = text.encode("utf-8")
+    if n * len(data) >= 2**31:
+        return pa.array([text] * n, pa.string())
+    offsets = np.arange(n + 1, dtype=np.int32) * len(data)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
