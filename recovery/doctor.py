@@ -50,10 +50,18 @@ class DoctorReport:
 
 def diagnose(paths: list[Path]) -> DoctorReport:
     """Check every path; raises `UnreadableInput` for a path that is not there or holds nothing we know."""
-    ev, report = Evidence(), DoctorReport()
     for path in paths:
         if not os.path.exists(path):
             raise UnreadableInput(f"{path}: no such file or directory")
+    ev = Evidence()
+    try:
+        return _diagnose(ev, paths)
+    finally:
+        ev.close()
+
+
+def _diagnose(ev: Evidence, paths: list[Path]) -> DoctorReport:
+    report = DoctorReport()
     for path in paths:
         p = Path(path)
         if p.is_dir():

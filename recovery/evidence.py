@@ -1,7 +1,8 @@
-"""Evidence handling for checks: every input read is opened read-only and hashed.
+"""Evidence handling for checks: every input read is opened read-only and hashed once.
 
 `Evidence` is the one door through which the checks read files, so the report
-can list exactly what was read, with size and SHA-256, and re-hash at the end.
+can list exactly what was read, with size and SHA-256, and say which inputs
+changed while replog read them.
 """
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import contextlib
 import hashlib
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from replog.formats.errors import FormatError, UnreadableInput
@@ -18,45 +21,68 @@ from replog.formats.findings import Finding, finding, from_error
 _CHUNK = 1 << 20
 
 
-def sha256_of_view(view: memoryview | bytes) -> str:
-    h = hashlib.sha256()
-    mv = memoryview(view)
-    for start in range(0, len(mv), _CHUNK):
-        h.update(mv[start:start + _CHUNK])
-    return h.hexdigest()
-
-
 def sha256_file(path: str | os.PathLike[str]) -> tuple[int, str]:
-    """(size, sha256) of a file, streamed in 1 MiB reads."""
+    """(size, sha256) of a file, streamed through one reused 1 MiB buffer."""
     h = hashlib.sha256()
     size = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-            size += len(chunk)
+    buf = bytearray(_CHUNK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
+            size += n
     return size, h.hexdigest()
 
 
+StatKey = tuple[int, int, int, int, int]
+
+
+def stat_key(path: str | os.PathLike[str]) -> StatKey | None:
+    """What changes whenever a file's bytes do: size, mtime, ctime, inode, device (None: gone)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
+
+
+@dataclass
+class _Read:
+    stat: StatKey | None
+    digest: Future[tuple[int, str]] | None
+
+
 class Evidence:
-    """Read-only reads that record (path, size, sha256) of every file read."""
+    """Read-only reads that record (path, size, sha256) of every file read.
 
-    def __init__(self) -> None:
-        self.inputs: dict[str, dict[str, object]] = {}
+    Each file is hashed once, by one background thread reading it with its own
+    reads: hashlib and file reads release the GIL, so the hash runs on another
+    core beside the walk and touches none of the walk's mappings (its memory
+    stays flat). A file whose size, times or inode differ at the end from when
+    it was first read changed meanwhile (a live broker, another writer).
+    `hash_files=False` keeps the listing and the change check without digests
+    (a fleet scan keeps no manifest).
+    """
 
-    def _note(self, path: Path, data: memoryview | bytes) -> None:
+    def __init__(self, hash_files: bool = True) -> None:
+        self._reads: dict[str, _Read] = {}
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replog-hash") if hash_files else None
+
+    def _note(self, path: Path) -> None:
         key = str(path)
-        if key not in self.inputs:
-            self.inputs[key] = {"path": key, "size": len(data), "sha256": sha256_of_view(data)}
+        if key not in self._reads:
+            digest = self._pool.submit(sha256_file, key) if self._pool is not None else None
+            self._reads[key] = _Read(stat_key(key), digest)
 
     @contextlib.contextmanager
     def mapped(self, path: Path) -> Iterator[memoryview]:
         with mapped(path) as buf:
-            self._note(path, buf)
+            self._note(path)
             yield buf
 
     def read_small(self, path: Path, limit: int = 64 << 20) -> bytes:
         data = read_small(path, limit)
-        self._note(path, data)
+        self._note(path)
         return data
 
     def check_parses(self, path: Path, parse: Callable[[bytes], object]) -> list[Finding]:
@@ -70,23 +96,39 @@ class Evidence:
         return []
 
     def note(self, path: Path) -> None:
-        """Record a file another reader (RocketMQ checks) read, hashing it here."""
-        if str(path) not in self.inputs:
-            size, digest = sha256_file(path)
-            self.inputs[str(path)] = {"path": str(path), "size": size, "sha256": digest}
+        """Record a file another reader (RocketMQ checks) read."""
+        self._note(path)
 
     def listing(self) -> list[dict[str, object]]:
-        return [self.inputs[k] for k in sorted(self.inputs)]
+        """Every file read, with its size and SHA-256 (waits for the hashes still running)."""
+        out: list[dict[str, object]] = []
+        for key in sorted(self._reads):
+            read = self._reads[key]
+            size, digest = self._digest(read)
+            if size is None and read.stat is not None:
+                size = read.stat[0]
+            out.append({"path": key, "size": size, "sha256": digest})
+        return out
 
     def changed_since(self) -> list[str]:
-        """Paths whose size or hash differ now from when they were read."""
+        """Paths that changed (or vanished) after they were first read."""
         out = []
-        for key, rec in self.inputs.items():
-            try:
-                size, digest = sha256_file(key)
-            except OSError:
-                out.append(key)
-                continue
-            if (size, digest) != (rec["size"], rec["sha256"]):
+        for key, read in self._reads.items():
+            size, _ = self._digest(read)
+            now = stat_key(key)
+            if now is None or now != read.stat or (size is not None and size != now[0]):
                 out.append(key)
         return out
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    @staticmethod
+    def _digest(read: _Read) -> tuple[int | None, str | None]:
+        if read.digest is None:
+            return None, None
+        try:
+            return read.digest.result()
+        except OSError:
+            return None, None

@@ -312,24 +312,18 @@ def _renamed(batch: pa.RecordBatch, local: str, remote_root: str) -> pa.RecordBa
     return pa.RecordBatch.from_arrays(cols, schema=batch.schema)
 
 
-class _Unhashed(Evidence):
-    """Doctor's evidence reader without the SHA-256 of every file (a fleet scan keeps no manifest)."""
-
-    def _note(self, path: Path, data: memoryview | bytes) -> None:
-        pass
-
-
 def partition_findings(unit: Unit) -> list[Finding]:
     """`doctor`'s findings for one partition dir, with this broker's checkpoints (no record decoding
     when the unit is split: its segments units do that)."""
-    _, found = doctor.check_partition(_Unhashed(), Path(unit.path), checkpoints_for(unit), Path(unit.log_dir),
+    _, found = doctor.check_partition(Evidence(hash_files=False), Path(unit.path), checkpoints_for(unit),
+                                      Path(unit.log_dir),
                                       deep=not unit.split)
     return found
 
 
 def log_dir_findings(root: Path) -> list[Finding]:
     """`doctor`'s findings for a log dir's root: its files and checkpoint membership."""
-    ev = _Unhashed()
+    ev = Evidence(hash_files=False)
     cps = checks_broker.read_checkpoints(ev, root)
     parts = [PartitionOffsets(str(root / n), p.topic, p.partition, p.state, None, 0)
              for n in sorted(os.listdir(root)) if is_partition_dir(root / n)
