@@ -4,7 +4,7 @@ function and render its result. Heavy imports happen inside commands so that
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 
 from replog.formats.errors import FormatError
 from replog.formats.kafka.partition_metadata import topic_id_to_uuid
