@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
 import typer
@@ -19,7 +19,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 stderr = Console(stderr=True, highlight=False)
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     table = "table"
     json = "json"
     jsonl = "jsonl"
