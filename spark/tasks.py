@@ -309,7 +309,7 @@ def run_remote_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableB
 def _renamed(batch: pa.RecordBatch, local: str, remote_root: str) -> pa.RecordBatch:
     """Scratch paths back to the remote ones, in every path-bearing column."""
     cols = []
-    for name, col in zip(batch.schema.names, batch.columns):
+    for name, col in zip(batch.schema.names, batch.columns, strict=True):
         if name in ("log_dir", "path", "partition_path", "message") and pa.types.is_string(col.type):
             col = pc.replace_substring(col, local, remote_root)
         cols.append(col)

@@ -133,11 +133,11 @@ def _names(xs: list[str] | None) -> str:
 
 
 def _leos(d: dict[str, Any]) -> str:
-    return " ".join(f"{b}:{v}" for b, v in zip(d["replicas"], d["log_end_offsets"]))
+    return " ".join(f"{b}:{v}" for b, v in zip(d["replicas"], d["log_end_offsets"], strict=True))
 
 
 def _hws(d: dict[str, Any]) -> str:
-    return " ".join(f"{b}:{'-' if v is None else v}" for b, v in zip(d["replicas"], d["high_watermarks"]))
+    return " ".join(f"{b}:{'-' if v is None else v}" for b, v in zip(d["replicas"], d["high_watermarks"], strict=True))
 
 
 # -- HTML ----------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 from replog.formats.errors import FormatError, UnreadableInput
@@ -84,7 +85,7 @@ def recovery_findings(model: StoreModel) -> Iterator[Finding]:
 def queue_offset_findings(model: StoreModel) -> Iterator[Finding]:
     """Queue offsets of each queue must go up by one along the log."""
     for (topic, qid), msgs in model.queue_heads().items():
-        for prev, m in zip(msgs, msgs[1:]):
+        for prev, m in pairwise(msgs):
             if m.queue_offset != prev.queue_offset + 1:
                 yield finding("ROCKETMQ_QUEUE_OFFSET_GAP", m.file, position=m.position, offset=m.physical_offset,
                               message=f"{topic}/{qid}: queue offset {m.queue_offset} follows "
