@@ -85,7 +85,8 @@ def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]]) -> None:
         if r["max_queue_offset"] is not None and r["cq_max_offset"] is not None \
                 and r["cq_max_offset"] != r["max_queue_offset"] + 1:
             cq = f"[yellow]{cq}[/]"
-        rng = "-" if r["first_physical_offset"] is None else f"{r['first_physical_offset']}..{r['last_physical_offset']}"
+        rng = ("-" if r["first_physical_offset"] is None
+               else f"{r['first_physical_offset']}..{r['last_physical_offset']}")
         span = " .. ".join(t for t in (iso(r["first_timestamp"]), iso(r["max_timestamp"])) if t) or "-"
         table.add_row(f"{r['topic']}/{r['queue_id']}", str(r["messages"]), qo, cq, rng, f"{r['bytes']:,}", span)
     console.print(table)

@@ -126,7 +126,8 @@ def records_kernel(data, starts, stops, counts, bases, base_ts, max_ts, log_appe
                 good = False
                 break
             base = bases[b]
-            if (delta > 0 and base > 9223372036854775807 - delta) or (delta < 0 and base < -9223372036854775808 - delta):
+            if ((delta > 0 and base > 9223372036854775807 - delta)
+                    or (delta < 0 and base < -9223372036854775808 - delta)):
                 good = False
                 break
             offset[row] = base + delta
@@ -134,7 +135,8 @@ def records_kernel(data, starts, stops, counts, bases, base_ts, max_ts, log_appe
                 timestamp[row] = max_ts[b]
             else:
                 t0 = base_ts[b]
-                if (ts_delta > 0 and t0 > 9223372036854775807 - ts_delta) or (ts_delta < 0 and t0 < -9223372036854775808 - ts_delta):
+                if ((ts_delta > 0 and t0 > 9223372036854775807 - ts_delta)
+                        or (ts_delta < 0 and t0 < -9223372036854775808 - ts_delta)):
                     good = False
                     break
                 timestamp[row] = t0 + ts_delta

@@ -137,7 +137,7 @@ def encode_properties(properties: Mapping[str, str]) -> bytes:
 
 def _decode_host(raw: bytes) -> str:
     if len(raw) == 8:
-        return "%d.%d.%d.%d:%d" % (raw[0], raw[1], raw[2], raw[3], _I32.unpack_from(raw, 4)[0])
+        return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}:{_I32.unpack_from(raw, 4)[0]}"
     return f"[{ipaddress.IPv6Address(raw[:16]).compressed}]:{_I32.unpack_from(raw, 16)[0]}"
 
 

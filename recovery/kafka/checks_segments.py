@@ -62,7 +62,8 @@ def inventory(pdir: Path) -> Inventory:
             inv.findings.append(finding("KAFKA_SEGMENT_BAD_NAME", str(path)))
         elif names.is_checkpoint_tmp_name(name) or name.endswith(".tmp"):
             inv.findings.append(finding("KAFKA_CHECKPOINT_TMP_LEFTOVER", str(path),
-                                        message=f"{name}: interrupted atomic write; the file without .tmp is authoritative"))
+                                        message=f"{name}: interrupted atomic write; "
+                                                "the file without .tmp is authoritative"))
         elif name not in KNOWN_PARTITION_FILES:
             inv.findings.append(finding("UNKNOWN_FILE", str(path)))
     for (base, kind), path in sorted(inv.indexes.items()):
@@ -74,7 +75,8 @@ def inventory(pdir: Path) -> Inventory:
         if (base, "index") not in inv.indexes and path.stat().st_size > 0:
             inv.findings.append(finding("KAFKA_INDEX_MISSING", str(path.with_suffix(".index")), offset=base,
                                         message="no .index for this segment; the broker rebuilds it at startup "
-                                                "(normal for an active segment whose preallocated index was not copied)"))
+                                                "(normal for an active segment whose preallocated index "
+                                                "was not copied)"))
     return inv
 
 
@@ -83,7 +85,8 @@ def deep_check(buf: memoryview | bytes, b: BatchInfo, path: str) -> Finding | No
     try:
         records = batch_records(buf, b)
     except FormatError as e:
-        code = e.code if e.code in ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT") else "KAFKA_RECORDS_UNDECODABLE"
+        code = (e.code if e.code in ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT")
+                else "KAFKA_RECORDS_UNDECODABLE")
         return finding(code, path, position=b.position, offset=b.base_offset, message=e.message)
     prev = b.base_offset - 1
     for r in records:

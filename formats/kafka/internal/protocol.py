@@ -21,7 +21,7 @@ import binascii
 import math
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from replog.formats.errors import FormatError
 
@@ -88,7 +88,7 @@ class Struct:
     fields: tuple[Field, ...]
 
 
-Type = Union[Prim, Array, Struct]
+Type = Prim | Array | Struct
 
 
 @dataclass(frozen=True)
