@@ -125,7 +125,7 @@ _ROOT_CHECKPOINT_NAMES = (names.REPLICATION_OFFSET_CHECKPOINT, names.RECOVERY_PO
 
 def _offsets_of(cps: BrokerCheckpoints, name: str) -> tuple[dict[str, int | None], dict[str, int | None]]:
     parsed = names.parse_partition_dir(name)
-    tp = (parsed.topic, parsed.partition)
+    tp = (parsed.topic, parsed.partition) if parsed else ("", -1)
     offsets = {attr: getattr(cps, attr).get(tp) for attr in _OFFSET_CHECKPOINTS if getattr(cps, attr) is not None}
     return offsets, {attr: cps.line_positions.get(attr, {}).get(tp) for attr in offsets}
 
@@ -172,7 +172,8 @@ def checkpoints_for(unit: Unit) -> BrokerCheckpoints:
     """The broker checkpoints as `summarize_partition` would have read them, for this partition."""
     parsed = names.parse_partition_dir(Path(unit.path).name)
     tp = (parsed.topic, parsed.partition) if parsed else ("", -1)
-    cps = BrokerCheckpoints(**{attr: ({} if v is None else {tp: v}) for attr, v in unit.offsets.items()})
+    offsets: dict[str, Any] = {attr: ({} if v is None else {tp: v}) for attr, v in unit.offsets.items()}
+    cps = BrokerCheckpoints(**offsets)
     cps.line_positions = {attr: {tp: v} for attr, v in unit.positions.items() if v is not None}
     return cps
 
@@ -337,7 +338,7 @@ def log_dir_findings(root: Path) -> list[Finding]:
     cps = checks_broker.read_checkpoints(ev, root)
     parts = [PartitionOffsets(str(root / n), p.topic, p.partition, p.state, None, 0)
              for n in sorted(os.listdir(root)) if is_partition_dir(root / n)
-             for p in [names.parse_partition_dir(n)]]
+             for p in [names.parse_partition_dir(n)] if p is not None]
     return cps.findings + checks_broker.check_root_files(ev, root) + checks_broker.check_membership(parts, cps, root)
 
 
@@ -482,4 +483,4 @@ def _key(at_d: Any) -> tuple[int, int, int] | None:
         return None
     if isinstance(at_d, dict):
         return (at_d["base_offset"], at_d["last_offset"], at_d["crc"])
-    return tuple(at_d)  # type: ignore[return-value]
+    return tuple(at_d)

@@ -333,11 +333,12 @@ def _decompress(arr: np.ndarray, rows: np.ndarray, cols: dict[str, np.ndarray], 
     parts, new_starts, new_stops, pos = [], np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64), 0
     fast = fast.copy()
     for i in np.flatnonzero(fast).tolist():
+        raw: np.ndarray | bytes
         raw = arr[starts[i]:stops[i]]
         codec = int(cols["codec"][rows[i]])
         if codec:
             try:
-                raw = codecs.decompress(codec, memoryview(raw), magic=v2.MAGIC)
+                raw = codecs.decompress(codec, raw.data, magic=v2.MAGIC)  # .data: the array's memoryview
             except FormatError:
                 fast[i] = False
                 continue

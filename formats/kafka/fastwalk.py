@@ -14,6 +14,7 @@ Without numba everything falls back to the reference walk.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +28,9 @@ try:  # numba is optional at run time: without it the reference walk answers
     from llvmlite import ir
     from numba import njit, types
     from numba.core import cgutils
-    from numba.extending import intrinsic
+    from numba.extending import intrinsic as _intrinsic
+    # Any: jitted code calls an intrinsic without the typing context its Python signature starts with
+    intrinsic: Any = _intrinsic
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is absent
     HAVE_NUMBA = False
@@ -290,8 +293,8 @@ class FastWalk(SegmentWalk):
         When a block is yielded, `valid_bytes` and the counters cover its rows.
         """
         if not HAVE_NUMBA or self.limit is not None:
-            for info in self.batches():
-                yield np.array([[int(v)] for v in info], dtype=np.int64)
+            for batch in self.batches():
+                yield np.array([[int(v)] for v in batch], dtype=np.int64)
             return
         arr = as_uint8(self.buf)
         end = len(arr)
@@ -382,8 +385,8 @@ class FastWalk(SegmentWalk):
         return pa.RecordBatch.from_arrays(arrays, schema=BATCH_SCHEMA)
 
 
-def _row(cols: np.ndarray, row: int) -> list[int | bool]:
-    values: list[int | bool] = cols[:, row].tolist()
+def _row(cols: np.ndarray, row: int) -> list[Any]:  # BatchInfo's fields: ints, four of them bools
+    values: list[Any] = cols[:, row].tolist()
     for k in (F_CRC_VALID, F_TXN, F_CONTROL, F_DELETE_HORIZON):
         values[k] = bool(values[k])
     return values

@@ -33,7 +33,7 @@ class BatchRef(NamedTuple):
     last_offset: int
     epoch: int
     crc: int
-    count: int
+    count: int  # type: ignore[assignment]  # the brokers' name; shadows tuple.count on purpose
     size: int
     magic: int
     first_timestamp: int
