@@ -379,6 +379,8 @@ def reference_rows(buf: bytes | memoryview, path: str, info: BatchInfo) -> tuple
             "headers": [{"key": k, "value": v} for k, v in r.headers]} for r in records],
             schema=RECORD_SCHEMA), []
     except FormatError as err:
+        if err.position is None:  # a codec's error does not know its batch: place it there
+            err = FormatError(err.code, err.message, info.position, info.base_offset)
         return RECORD_SCHEMA.empty_table(), [from_error(err, path)]
     except (OverflowError, pa.ArrowInvalid) as err:
         return RECORD_SCHEMA.empty_table(), [from_error(FormatError(

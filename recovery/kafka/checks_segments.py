@@ -171,6 +171,7 @@ def _record_findings_fast(buf: memoryview | bytes, batches: list[BatchInfo], pat
                         & (table.column("timestamp_type").to_numpy() == v2.CREATE_TIME)).astype(np.int64)], axis=1)
     for records, errors in iter_record_columns(buf, path, table):
         for e in errors:
+            assert e.position is not None, "reference_rows places every error at its batch"
             code = e.code if e.code in ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT") \
                 else "KAFKA_RECORDS_UNDECODABLE"
             found[e.position] = finding(code, path, position=e.position, offset=by_pos[e.position].base_offset,
