@@ -52,7 +52,7 @@ def test_undecodable_payload_is_placed_at_its_batch(codec: int) -> None:
                                    base_offset=3, codec=codec))
     for i in range(v2.HEADER_SIZE + 10, len(bad)):
         bad[i] ^= 0x5A
-    bad[17:21] = struct.pack(">I", v2.compute_crc(bad, 0, len(bad)))  # the CRC covers the damage
+    bad[17:21] = struct.pack(">I", v2.compute_crc(bytes(bad), 0, len(bad)))  # the CRC covers the damage
     data = good + bytes(bad)
     batches = list(SegmentWalk(data, "s.log", 0).batches())
     assert all(b.crc_valid for b in batches)
