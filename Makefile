@@ -8,7 +8,7 @@ FLEET_OUT := out/fleet
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test bench fuzz clean java
+.PHONY: run test lint bench fuzz clean java
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,8 +36,19 @@ run: $(VENV)/.installed-run java
 	$(REPLOG) fleet scan $(SAMPLES)/kafka --out $(FLEET_OUT) --force || test $$? -eq 1
 	$(REPLOG) fleet report $(FLEET_OUT) || test $$? -eq 1
 
-test: $(VENV)/.installed-test java
+test: $(VENV)/.installed-test java lint
 	$(PY) -m pytest
+
+# mypy cannot follow the editable install's import hook, so it checks a farm of symlinks,
+# $(TYPECHECK)/replog/<folder> -> <folder> (and bench); its paths are mapped back to the folders.
+TYPECHECK := $(VENV)/typecheck
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+	@mkdir -p $(TYPECHECK)/replog
+	@for p in formats recovery spark toolkit samples; do ln -sfn ../../../$$p $(TYPECHECK)/replog/$$p; done
+	@ln -sfn ../../bench $(TYPECHECK)/bench
+	@cd $(TYPECHECK) && { ../bin/mypy --config-file ../../pyproject.toml -p replog -p bench > mypy.out 2>&1; \
+		rc=$$?; sed -E 's#^replog/(formats|recovery|spark|toolkit|samples)/#\1/#' mypy.out; exit $$rc; }
 
 bench: $(VENV)/.installed-test
 	$(PY) -m bench

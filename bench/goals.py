@@ -66,8 +66,8 @@ def build_replicas(root: Path, size: int, shape: inputs.Shape = inputs.SHAPES[0]
 
 
 def log_files(pdirs: list[Path]) -> list[tuple[Path, int]]:
-    return [(p / n, names.parse_segment_file_name(n).base_offset) for p in pdirs for n in sorted(os.listdir(p))
-            if n.endswith(".log")]
+    return [(p / n, seg.base_offset) for p in pdirs for n in sorted(os.listdir(p))
+            if n.endswith(".log") and (seg := names.parse_segment_file_name(n)) is not None]
 
 
 def walk_files(files: list[tuple[Path, int]]) -> int:

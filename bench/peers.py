@@ -39,8 +39,8 @@ def _walk(memory_records: type) -> Runner:
             b = records.next_batch()
             if not b.validate_crc():
                 raise ValueError("crc")
-            (b.base_offset, b.next_offset, b.crc, b.attributes, b.first_timestamp, b.max_timestamp,
-             b.producer_id, b.producer_epoch, b.base_sequence)
+            _ = (b.base_offset, b.next_offset, b.crc, b.attributes, b.first_timestamp, b.max_timestamp,
+                 b.producer_id, b.producer_epoch, b.base_sequence)  # read every field, as a consumer does
             n += b.next_offset - b.base_offset
         return n
     return walk
@@ -55,7 +55,7 @@ def _decode(memory_records: type) -> Runner:
             if not b.validate_crc():
                 raise ValueError("crc")
             for r in b:
-                (r.offset, r.timestamp, r.key, r.value, r.headers)
+                _ = (r.offset, r.timestamp, r.key, r.value, r.headers)
                 n += 1
         return n
     return decode

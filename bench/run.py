@@ -36,7 +36,7 @@ def best_of(fn: peers.Runner, buf: bytes, path: str, repeat: int, budget: float)
     start = time.perf_counter()
     count = fn(buf, path)
     spent = time.perf_counter() - start
-    times = []
+    times: list[float] = []
     for _ in range(repeat):
         if times and spent > budget:
             break

@@ -13,28 +13,34 @@ class Code(NamedTuple):
     explanation: str
 
 
-E, W, I = "error", "warning", "info"
+E, W, I = "error", "warning", "info"  # noqa: E741 -- the severities' initials, read as a set (E/W/I)
 
 CODES: dict[str, Code] = {
     # --- generic -------------------------------------------------------------
     "UNREADABLE_FILE": Code(E, "the file could not be opened or read"),
     "UNKNOWN_FILE": Code(I, "a file replog does not know; left alone"),
-    "INPUT_CHANGED": Code(W, "an input's size or SHA-256 changed while replog read it (a live broker, or another writer)"),
+    "INPUT_CHANGED": Code(W, "an input's size or SHA-256 changed while replog read it "
+                             "(a live broker, or another writer)"),
     "INTERNAL_ERROR": Code(E, "replog failed on this input; the message says where (please report it)"),
     # --- Kafka record batches and segments ------------------------------------
     "KAFKA_BATCH_CRC_MISMATCH": Code(E, "stored CRC of a batch or message differs from the CRC of its bytes"),
-    "KAFKA_BATCH_LENGTH_TOO_SMALL": Code(E, "batch length field below the minimum record overhead (14 bytes): the broker stops reading here"),
-    "KAFKA_BATCH_LENGTH_IMPOSSIBLE": Code(E, "batch length field larger than any valid batch; the walk cannot go on from here"),
+    "KAFKA_BATCH_LENGTH_TOO_SMALL": Code(E, "batch length field below the minimum record overhead (14 bytes): "
+                                            "the broker stops reading here"),
+    "KAFKA_BATCH_LENGTH_IMPOSSIBLE": Code(E, "batch length field larger than any valid batch; "
+                                             "the walk cannot go on from here"),
     "KAFKA_BATCH_BAD_MAGIC": Code(E, "magic byte is not 0, 1 or 2"),
     "KAFKA_BATCH_BAD_CODEC": Code(E, "compression codec id in the attributes is not one Kafka defines for this magic"),
     "KAFKA_BATCH_BAD_RECORD_COUNT": Code(E, "record count is negative or larger than the offsets the batch spans"),
     "KAFKA_BATCH_LAST_OFFSET_MISMATCH": Code(E, "records inside a batch do not end at base_offset + last_offset_delta"),
-    "KAFKA_RECORDS_UNDECODABLE": Code(E, "batch records could not be decompressed or decoded (the broker does not check this; consumers will fail)"),
+    "KAFKA_RECORDS_UNDECODABLE": Code(E, "batch records could not be decompressed or decoded "
+                                         "(the broker does not check this; consumers will fail)"),
     "KAFKA_DECOMPRESSION_BOMB": Code(E, "a compressed payload expands beyond the bounded ratio; decoding stopped"),
-    "KAFKA_CONTROL_RECORD_INVALID": Code(E, "a control batch whose control record cannot be parsed (broker recovery stops here)"),
+    "KAFKA_CONTROL_RECORD_INVALID": Code(E, "a control batch whose control record cannot be parsed "
+                                            "(broker recovery stops here)"),
     "KAFKA_TORN_TAIL": Code(E, "the last batch extends past the end of the file (crash while appending)"),
     "KAFKA_TRAILING_BYTES": Code(E, "bytes at the end of the segment too short to hold a batch header"),
-    "KAFKA_ZERO_TAIL": Code(W, "zero-filled region at the end of the segment (preallocation or crash); the broker truncates it"),
+    "KAFKA_ZERO_TAIL": Code(W, "zero-filled region at the end of the segment (preallocation or crash); "
+                               "the broker truncates it"),
     "KAFKA_SEGMENT_NAME_MISMATCH": Code(E, "the segment's first batch starts below the base offset in its file name"),
     "KAFKA_SEGMENT_BAD_NAME": Code(W, "a segment-like file whose name is not a 20-digit offset"),
     "KAFKA_SEGMENT_EMPTY": Code(I, "the segment holds no batches"),
@@ -42,7 +48,8 @@ CODES: dict[str, Code] = {
     "KAFKA_OFFSETS_NOT_INCREASING": Code(E, "a batch starts at or below the last offset of the batch before it"),
     "KAFKA_OFFSET_GAP": Code(I, "offsets skip a range (normal after compaction or transactions)"),
     "KAFKA_SEGMENT_OVERLAP": Code(E, "two segments hold overlapping offsets"),
-    "KAFKA_TIMESTAMP_INVALID": Code(W, "a timestamp is negative (other than -1) or max_timestamp is below a record timestamp"),
+    "KAFKA_TIMESTAMP_INVALID": Code(W, "a timestamp is negative (other than -1) "
+                                       "or max_timestamp is below a record timestamp"),
     "KAFKA_SALVAGE_RESYNC": Code(I, "valid batches found again after damaged bytes"),
     # --- Kafka indexes ------------------------------------------------------------
     "KAFKA_INDEX_SIZE_NOT_MULTIPLE": Code(E, "index file length is not a multiple of its entry size"),
@@ -61,8 +68,10 @@ CODES: dict[str, Code] = {
     "KAFKA_SNAPSHOT_MISMATCH": Code(W, "producer snapshot disagrees with the producer state the batches imply"),
     "KAFKA_CHECKPOINT_INVALID": Code(E, "checkpoint text file malformed (version, count or entry lines)"),
     "KAFKA_CHECKPOINT_TMP_LEFTOVER": Code(W, "a checkpoint .tmp file left by a crash during a write"),
-    "KAFKA_EPOCH_CHECKPOINT_NOT_MONOTONIC": Code(E, "leader-epoch-checkpoint epochs or start offsets do not strictly increase"),
-    "KAFKA_EPOCH_CHECKPOINT_MISMATCH": Code(W, "leader-epoch-checkpoint disagrees with the epochs stamped in the batches"),
+    "KAFKA_EPOCH_CHECKPOINT_NOT_MONOTONIC": Code(E, "leader-epoch-checkpoint epochs or start offsets "
+                                                    "do not strictly increase"),
+    "KAFKA_EPOCH_CHECKPOINT_MISMATCH": Code(W, "leader-epoch-checkpoint disagrees "
+                                               "with the epochs stamped in the batches"),
     "KAFKA_EPOCH_BEYOND_LOG_END": Code(W, "leader-epoch-checkpoint has entries past the log end (stale after a crash)"),
     "KAFKA_EPOCHS_DECREASING": Code(E, "partition leader epochs decrease along the log"),
     "KAFKA_HW_ABOVE_LEO": Code(E, "high watermark checkpoint is above the log end offset"),
@@ -73,16 +82,19 @@ CODES: dict[str, Code] = {
     "KAFKA_PARTITION_METADATA_INVALID": Code(E, "partition.metadata malformed"),
     "KAFKA_META_PROPERTIES_INVALID": Code(E, "meta.properties malformed or missing required keys"),
     "KAFKA_QUORUM_STATE_INVALID": Code(E, "KRaft quorum-state malformed"),
-    "KAFKA_CLEAN_SHUTDOWN_INVALID": Code(W, ".kafka_cleanshutdown is neither empty nor {\"version\":0,\"brokerEpoch\":N} (its presence still counts)"),
+    "KAFKA_CLEAN_SHUTDOWN_INVALID": Code(W, ".kafka_cleanshutdown is neither empty nor "
+                                            "{\"version\":0,\"brokerEpoch\":N} (its presence still counts)"),
     "KAFKA_ORPHAN_TEMP_FILE": Code(W, "a .swap, .cleaned or .deleted file left by the cleaner, a split or deletion"),
     "KAFKA_BAD_PARTITION_DIR": Code(W, "a directory whose name is not topic-partition"),
-    "KAFKA_BROKER_RUNNING": Code(W, "a running broker holds this log dir's .lock: active segments and checkpoints may change during the scan"),
+    "KAFKA_BROKER_RUNNING": Code(W, "a running broker holds this log dir's .lock: "
+                                    "active segments and checkpoints may change during the scan"),
     # --- RocketMQ -----------------------------------------------------------------
     "ROCKETMQ_MESSAGE_BAD_MAGIC": Code(E, "commitlog message magic code is neither V1, V2 nor BLANK"),
     "ROCKETMQ_MESSAGE_BAD_SIZE": Code(E, "commitlog message total size impossible or disagreeing with its fields"),
     "ROCKETMQ_BODY_CRC_MISMATCH": Code(E, "message body CRC differs from the CRC of the body bytes"),
     "ROCKETMQ_PROPERTY_CRC_MISMATCH": Code(E, "message property CRC tail differs from the CRC of the message"),
-    "ROCKETMQ_PHYSICAL_OFFSET_MISMATCH": Code(E, "message physical offset field differs from its position in the commitlog"),
+    "ROCKETMQ_PHYSICAL_OFFSET_MISMATCH": Code(E, "message physical offset field differs "
+                                                 "from its position in the commitlog"),
     "ROCKETMQ_QUEUE_OFFSET_GAP": Code(E, "queue offsets of a queue are not contiguous"),
     "ROCKETMQ_BLANK_INVALID": Code(E, "end-of-file BLANK filler malformed"),
     "ROCKETMQ_DIRTY_TAIL": Code(W, "bytes after the last valid message of the last commitlog file (abnormal shutdown)"),

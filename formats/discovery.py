@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 from replog.formats.kafka import names
@@ -15,7 +15,7 @@ from replog.formats.kafka import names
 _DIGITS20 = re.compile(r"^[0-9]{20}$")
 
 
-class FileKind(str, Enum):
+class FileKind(StrEnum):
     KAFKA_SEGMENT = "kafka-segment"
     KAFKA_KRAFT_SNAPSHOT = "kafka-kraft-snapshot"
     KAFKA_OFFSET_INDEX = "kafka-offset-index"
@@ -37,7 +37,7 @@ class FileKind(str, Enum):
     UNKNOWN = "unknown"
 
 
-class DirKind(str, Enum):
+class DirKind(StrEnum):
     KAFKA_LOG_DIR = "kafka-log-dir"
     KAFKA_PARTITION_DIR = "kafka-partition-dir"
     ROCKETMQ_STORE = "rocketmq-store"

@@ -52,7 +52,7 @@ def index_entries(path: Path, verify_only: bool, sanity: bool) -> Iterator[Entry
     yield from map(_finding, read.findings)
     if not verify_only:
         for e in read.entries:
-            yield {"kind": kind, "path": str(path), **dict(zip(fields, e))}
+            yield {"kind": kind, "path": str(path), **dict(zip(fields, e, strict=True))}
     yield from map(_finding, verify_index(path, base, read.entries))
 
 

@@ -122,8 +122,8 @@ def _plans(rng: random.Random, scale: int) -> tuple[list[PartitionPlan], kafka_t
 
 
 _TOPICS = {
-    "orders": (False, "3 partitions; idempotent producer; none/gzip/snappy/lz4/zstd per batch; headers; "
-                      "leader epoch +1 every 30 batches; 64 KiB segments"),
+    "orders": (False, ("3 partitions; idempotent producer; none/gzip/snappy/lz4/zstd per batch; headers; "
+                       "leader epoch +1 every 30 batches; 64 KiB segments")),
     "payments": (False, "3 transactional producers, COMMIT and ABORT markers interleaved (.txnindex)"),
     "users": (True, "compacted once: offset gaps inside batches, empty batches, delete horizon, tombstones"),
     "legacy-events": (False, "magic 0 then magic 1 messages, some compressed wrappers; no leader epochs"),

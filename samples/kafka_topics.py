@@ -12,6 +12,7 @@ import copy
 import json
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import codecs, legacy
@@ -194,8 +195,8 @@ def users_log(rng: random.Random, batches: int, clean_fraction: float = 0.6) -> 
     out: list[bytes] = []
     for i, (base, last, pid, seq0, records) in enumerate(raw):
         epoch = 0 if i < len(raw) // 2 else 1
-        common = dict(base_offset=base, partition_leader_epoch=epoch, producer_id=pid,
-                      producer_epoch=0 if pid >= 0 else -1, base_sequence=seq0)
+        common: dict[str, Any] = dict(base_offset=base, partition_leader_epoch=epoch, producer_id=pid,
+                                      producer_epoch=0 if pid >= 0 else -1, base_sequence=seq0)
         if i >= cut:
             out.append(v2.build_batch(records, **common))
             continue

@@ -13,7 +13,7 @@ from typing import Any
 
 from replog.formats.fileio import atomic_write
 from replog.formats.rocketmq.commitlog import CommitLogWriter
-from replog.samples.rocketmq_stores import FILE_SIZE, Built, append, build, spec
+from replog.samples.rocketmq_stores import FILE_SIZE, Built, Written, append, build, spec
 
 COMMON = 24        # messages both sides hold
 MASTER_TAIL = 8    # written by the new master in epoch 2
@@ -25,7 +25,8 @@ def _other(i: int) -> dict[str, Any]:
 
 
 def _prefix_end(specs: list[dict[str, Any]]) -> int:
-    w, out = CommitLogWriter(FILE_SIZE), []
+    w = CommitLogWriter(FILE_SIZE)
+    out: list[Written] = []
     for s in specs:
         append(w, out, s)
     return w.max_offset

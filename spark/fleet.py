@@ -171,7 +171,8 @@ def _remote_broker_name(fs: Any, path: str, kind: str) -> str:
 def prepare_output(out_dir: str | os.PathLike[str], inputs: Sequence[LogDir], force: bool) -> Path:
     """Create OUT; refuse an overlap with an input, or a non-empty OUT unless --force and a previous scan."""
     return outputs.prepare_output(out_dir, [d.path for d in inputs
-                                                     if d.fs is None or type(d.fs).__name__ == "LocalFileSystem"], force, marker=MARKER)
+                                            if d.fs is None or type(d.fs).__name__ == "LocalFileSystem"],
+                                  force, marker=MARKER)
 
 
 def _write_marker(out: Path, state: str, info: dict[str, Any]) -> None:

@@ -107,7 +107,7 @@ def _group_count(t: pa.Table, key: str) -> dict[Any, int]:
     if not t.num_rows:
         return {}
     g = t.group_by(key).aggregate([([], "count_all")])
-    return dict(zip(g.column(key).to_pylist(), g.column("count_all").to_pylist()))
+    return dict(zip(g.column(key).to_pylist(), g.column("count_all").to_pylist(), strict=True))
 
 
 def _brokers(parts: pa.Table, finds: pa.Table) -> list[dict[str, Any]]:

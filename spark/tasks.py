@@ -121,7 +121,7 @@ def remote_log_dir_units(broker: str, filesystem: Any, log_dir: str,
 
 def _offsets_of(cps: BrokerCheckpoints, name: str) -> tuple[dict[str, int | None], dict[str, int | None]]:
     parsed = names.parse_partition_dir(name)
-    tp = (parsed.topic, parsed.partition)
+    tp = (parsed.topic, parsed.partition) if parsed else ("", -1)
     offsets = {attr: getattr(cps, attr).get(tp) for attr in names.ROOT_OFFSET_CHECKPOINTS.values()
                if getattr(cps, attr) is not None}
     return offsets, {attr: cps.line_positions.get(attr, {}).get(tp) for attr in offsets}
@@ -168,7 +168,8 @@ def checkpoints_for(unit: Unit) -> BrokerCheckpoints:
     """The broker checkpoints as `summarize_partition` would have read them, for this partition."""
     parsed = names.parse_partition_dir(Path(unit.path).name)
     tp = (parsed.topic, parsed.partition) if parsed else ("", -1)
-    cps = BrokerCheckpoints(**{attr: ({} if v is None else {tp: v}) for attr, v in unit.offsets.items()})
+    offsets: dict[str, Any] = {attr: ({} if v is None else {tp: v}) for attr, v in unit.offsets.items()}
+    cps = BrokerCheckpoints(**offsets)
     cps.line_positions = {attr: {tp: v} for attr, v in unit.positions.items() if v is not None}
     return cps
 
@@ -305,7 +306,7 @@ def run_remote_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableB
 def _renamed(batch: pa.RecordBatch, local: str, remote_root: str) -> pa.RecordBatch:
     """Scratch paths back to the remote ones, in every path-bearing column."""
     cols = []
-    for name, col in zip(batch.schema.names, batch.columns):
+    for name, col in zip(batch.schema.names, batch.columns, strict=True):
         if name in ("log_dir", "path", "partition_path", "message") and pa.types.is_string(col.type):
             col = pc.replace_substring(col, local, remote_root)
         cols.append(col)
@@ -327,7 +328,7 @@ def log_dir_findings(root: Path) -> list[Finding]:
     cps = checks_broker.read_checkpoints(ev, root)
     parts = [PartitionOffsets(str(root / n), p.topic, p.partition, p.state, None, 0)
              for n in sorted(os.listdir(root)) if is_partition_dir(root / n)
-             for p in [names.parse_partition_dir(n)]]
+             for p in [names.parse_partition_dir(n)] if p is not None]
     return cps.findings + checks_broker.check_root_files(ev, root) + checks_broker.check_membership(parts, cps, root)
 
 
@@ -472,4 +473,4 @@ def _key(at_d: Any) -> tuple[int, int, int] | None:
         return None
     if isinstance(at_d, dict):
         return (at_d["base_offset"], at_d["last_offset"], at_d["crc"])
-    return tuple(at_d)  # type: ignore[return-value]
+    return tuple(at_d)

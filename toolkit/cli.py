@@ -37,14 +37,17 @@ def dump(
     print_data: Annotated[bool, typer.Option("--print-data", help="show keys and values (implies --deep)")] = False,
     key_decoder: Decoder = "utf8",
     value_decoder: Decoder = "utf8",
-    offsets_decoder: Annotated[bool, typer.Option("--offsets-decoder", help="decode __consumer_offsets records")] = False,
+    offsets_decoder: Annotated[bool, typer.Option(
+        "--offsets-decoder", help="decode __consumer_offsets records")] = False,
     txn_decoder: Annotated[bool, typer.Option("--txn-decoder", help="decode __transaction_state records")] = False,
     metadata_decoder: Annotated[bool, typer.Option("--metadata-decoder", help="decode KRaft metadata records")] = False,
     from_offset: Annotated[int | None, typer.Option(help="skip batches ending before this offset")] = None,
     to_offset: Annotated[int | None, typer.Option(help="stop after this offset")] = None,
     max_bytes: Annotated[int | None, typer.Option(help="read at most this many bytes of each log")] = None,
-    verify_index_only: Annotated[bool, typer.Option("--verify-index-only", help="check index entries against the log, print only problems")] = False,
-    index_sanity_check: Annotated[bool, typer.Option("--index-sanity-check", help="run the broker's index sanity check")] = False,
+    verify_index_only: Annotated[bool, typer.Option(
+        "--verify-index-only", help="check index entries against the log, print only problems")] = False,
+    index_sanity_check: Annotated[bool, typer.Option(
+        "--index-sanity-check", help="run the broker's index sanity check")] = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Decode broker files: segments, indexes, snapshots, checkpoints, RocketMQ files.
@@ -92,7 +95,8 @@ def ls(
 @guarded
 def doctor(
     paths: Annotated[list[Path], typer.Argument(help="broker log dirs, partition dirs or single files")],
-    manifest: Annotated[Path | None, typer.Option("--manifest", help="write a SHA-256 evidence manifest of every input read")] = None,
+    manifest: Annotated[Path | None, typer.Option(
+        "--manifest", help="write a SHA-256 evidence manifest of every input read")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Verify everything under PATH: batches, segments, indexes, epochs, snapshots, checkpoints.
@@ -116,7 +120,8 @@ def doctor(
 def recover(
     partition_dir: Annotated[Path, typer.Argument(help="the partition dir to recover (read only)")],
     out: Annotated[Path, typer.Option("--out", help="new log dir to write the recovered partition into")],
-    salvage: Annotated[bool, typer.Option("--salvage", help="also keep valid batches found after damaged bytes")] = False,
+    salvage: Annotated[bool, typer.Option(
+        "--salvage", help="also keep valid batches found after damaged bytes")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace a non-empty output dir")] = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -136,7 +141,8 @@ def recover(
     raise typer.Exit(run_recover(partition_dir, out, salvage, force, fmt))
 
 
-ReplicaArgs = Annotated[list[str], typer.Argument(help="[NAME=]PATH of each replica (partition dirs or RocketMQ stores)")]
+ReplicaArgs = Annotated[list[str], typer.Argument(
+    help="[NAME=]PATH of each replica (partition dirs or RocketMQ stores)")]
 ProtocolOpt = Annotated[str | None, typer.Option(
     "--protocol", help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch")]
 LeaderOpt = Annotated[str | None, typer.Option(help="replica to follow; default: the one the controller would elect")]
@@ -172,12 +178,15 @@ def replay(
 @guarded
 def repair(
     replicas: ReplicaArgs,
-    out: Annotated[Path | None, typer.Option("--out", help="directory to write the repaired replicas into (DIR/NAME/)")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="directory to write the repaired replicas into (DIR/NAME/)")] = None,
     leader: LeaderOpt = None,
     protocol: ProtocolOpt = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
-    in_place: Annotated[bool, typer.Option("--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
-    backup: Annotated[Path | None, typer.Option(help="with --in-place: empty dir to back the replicas up into first")] = None,
+    in_place: Annotated[bool, typer.Option(
+        "--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
+    backup: Annotated[Path | None, typer.Option(
+        help="with --in-place: empty dir to back the replicas up into first")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -219,13 +228,15 @@ def samples_generate(
 @fleet_app.command("scan")
 @guarded
 def fleet_scan(
-    paths: Annotated[list[str], typer.Argument(help="broker log dirs, folders of them, globs, or file:// hdfs:// s3:// URIs")],
+    paths: Annotated[list[str], typer.Argument(
+        help="broker log dirs, folders of them, globs, or file:// hdfs:// s3:// URIs")],
     out: Annotated[Path, typer.Option("--out", help="directory for the Parquet tables")],
     master: Annotated[str | None, typer.Option(help="Spark master URL (default: embedded local[*])")] = None,
     inventory: Annotated[Path | None, typer.Option(help="file of `broker=path` lines")] = None,
     batches: Annotated[bool, typer.Option("--batches", help="also write the per-batch table")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace the output of a previous fleet scan")] = False,
-    split_bytes: Annotated[int, typer.Option(help="split partition dirs larger than this into segment groups")] = 256 << 20,
+    split_bytes: Annotated[int, typer.Option(
+        help="split partition dirs larger than this into segment groups")] = 256 << 20,
     fmt: FormatOpt = None,
 ) -> None:
     """Scan every partition of every log dir with Spark; Parquet tables partitions, segments,

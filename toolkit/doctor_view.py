@@ -72,21 +72,22 @@ def print_recover(result: Any, console: Console | None = None) -> None:
     trunc = "not truncated" if r["truncated_to"] is None else (
         f"truncated to offset {r['truncated_to']} at byte {r['valid_bytes']} of {r['truncated_segment']}")
     d = r["dropped"]
-    rows = [("log", f"{r['log_start_offset']} .. {r['log_end_offset']} (HW {r['high_watermark']}, "
-                    f"recovery point {r['recovery_point']})"),
+    rows = [("log", (f"{r['log_start_offset']} .. {r['log_end_offset']} (HW {r['high_watermark']}, "
+                     f"recovery point {r['recovery_point']})")),
             ("truncation", trunc),
             ("dropped", f"{len(d['segments'])} segments, {d['bytes']} bytes, {d['batches']} batches"
-                        + (f", offsets {d['first_offset']}..{d['last_offset']}" if d["first_offset"] is not None else "")),
+                        + (f", offsets {d['first_offset']}..{d['last_offset']}"
+                           if d["first_offset"] is not None else "")),
             ("epochs", " ".join(f"{e}@{o}" for e, o in r["epochs"]) or "-")]
     for s in r["salvaged"]:
         rows.append(("salvaged", f"offsets {s['first_offset']}..{s['last_offset']} from position {s['position']}"))
     for h in d["holes"]:
-        rows.append(("hole", f"{Path(h['segment']).name} bytes {h['position']}..{h['end_position']} "
-                             f"after offset {h['after_offset']}"))
+        rows.append(("hole", (f"{Path(h['segment']).name} bytes {h['position']}..{h['end_position']} "
+                              f"after offset {h['after_offset']}")))
     v = r["verification"]
     ok = v.get("errors", 1) == 0
-    rows.append(("verified", f"[{'green' if ok else 'bold red'}]doctor: {v.get('errors')} errors, "
-                             f"{v.get('warnings')} warnings[/]"))
+    rows.append(("verified", (f"[{'green' if ok else 'bold red'}]doctor: {v.get('errors')} errors, "
+                              f"{v.get('warnings')} warnings[/]")))
     for k, val in rows:
         table.add_row(k, escape(val) if k != "verified" else val)
     console.print(table)

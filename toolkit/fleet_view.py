@@ -133,11 +133,11 @@ def _names(xs: list[str] | None) -> str:
 
 
 def _leos(d: dict[str, Any]) -> str:
-    return " ".join(f"{b}:{v}" for b, v in zip(d["replicas"], d["log_end_offsets"]))
+    return " ".join(f"{b}:{v}" for b, v in zip(d["replicas"], d["log_end_offsets"], strict=True))
 
 
 def _hws(d: dict[str, Any]) -> str:
-    return " ".join(f"{b}:{'-' if v is None else v}" for b, v in zip(d["replicas"], d["high_watermarks"]))
+    return " ".join(f"{b}:{'-' if v is None else v}" for b, v in zip(d["replicas"], d["high_watermarks"], strict=True))
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -150,8 +150,8 @@ def bar_chart(title: str, labels: list[str], series: list[tuple[str, str, list[f
     top = 28
     height = top + group_h * max(1, len(labels)) + 24
     peak = max([v for _, _, vals in series for v in vals] + [1])
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" '
-             f'role="img" aria-label="{html.escape(title)}">',
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" '
+              f'role="img" aria-label="{html.escape(title)}">'),
              f'<text x="0" y="16" font-weight="bold">{html.escape(title)}</text>']
     for i, label in enumerate(labels):
         y0 = top + i * group_h

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
 import typer
@@ -19,7 +19,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 stderr = Console(stderr=True, highlight=False)
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     table = "table"
     json = "json"
     jsonl = "jsonl"
@@ -67,6 +67,7 @@ def write_json(obj: Any) -> None:
 F = TypeVar("F", bound=Callable[..., Any])
 # usage errors raised by a command itself: typer reports them as usage errors (exit 2)
 _USAGE_ERRORS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_PASS_THROUGH: tuple[type[Exception], ...] = (typer.Exit, *_USAGE_ERRORS)
 
 
 def guarded(fn: F) -> F:
@@ -78,7 +79,7 @@ def guarded(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (typer.Exit, *_USAGE_ERRORS):
+        except _PASS_THROUGH:
             raise
         except (UnreadableInput, UnsafeOutput, ReplogError) as e:
             stderr.print(f"[bold red]replog:[/] {e}")

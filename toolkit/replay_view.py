@@ -101,8 +101,8 @@ def replay_html(result: ReplayResult) -> str:
     rows = [(f"{r.replica.name} before", r.replica, r) for r in result.replicas]
     rows += [(f"{r.replica.name} after", r.final, r) for r in result.replicas]
     scale = (width - left - 20) / (hi - lo)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * len(rows) + 40}" '
-             'font-family="sans-serif" font-size="12">']
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * len(rows) + 40}" '
+              'font-family="sans-serif" font-size="12">')]
     for i, (label, rep, res) in enumerate(rows):
         y = 10 + i * row_h
         parts.append(f'<text x="5" y="{y + 15}">{html.escape(label)}</text>')

@@ -85,7 +85,8 @@ def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]]) -> None:
         if r["max_queue_offset"] is not None and r["cq_max_offset"] is not None \
                 and r["cq_max_offset"] != r["max_queue_offset"] + 1:
             cq = f"[yellow]{cq}[/]"
-        rng = "-" if r["first_physical_offset"] is None else f"{r['first_physical_offset']}..{r['last_physical_offset']}"
+        rng = ("-" if r["first_physical_offset"] is None
+               else f"{r['first_physical_offset']}..{r['last_physical_offset']}")
         span = " .. ".join(t for t in (iso(r["first_timestamp"]), iso(r["max_timestamp"])) if t) or "-"
         table.add_row(f"{r['topic']}/{r['queue_id']}", str(r["messages"]), qo, cq, rng, f"{r['bytes']:,}", span)
     console.print(table)
@@ -138,8 +139,8 @@ def replay_html(result: HAReplayResult) -> str:
     hi = max([r["log_end_offset_before"] for r in reps] + [r["log_end_offset_after"] for r in reps] + [1])
     width, left, row_h = 900, 170, 26
     scale = (width - left - 20) / hi
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * 2 * len(reps) + 20}" '
-             'font-family="sans-serif" font-size="12">']
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * 2 * len(reps) + 20}" '
+              'font-family="sans-serif" font-size="12">')]
     for i, (r, when) in enumerate((r, w) for r in reps for w in ("before", "after")):
         y = 10 + i * row_h
         lo, end = r[f"log_start_offset_{when}"], r[f"log_end_offset_{when}"]
@@ -190,8 +191,8 @@ def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol
     if fmt is Format.table:
         console = Console(highlight=False)
         print_replay(result, console)
-        print_repaired(repaired, console, lambda r: (r.identical_to_master, f"({r.role}) commitlog "
-                                                     f"{r.log_start_offset}..{r.log_end_offset}"))
+        print_repaired(repaired, console, lambda r: (r.identical_to_master, (f"({r.role}) commitlog "
+                                                      f"{r.log_start_offset}..{r.log_end_offset}")))
     else:
         write_document(payload, fmt)
     return EXIT_CLEAN if all(r.identical_to_master and not r.problems for r in repaired) else EXIT_FINDINGS

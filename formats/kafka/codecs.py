@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import struct
+import types
 import zlib
 
 import cramjam
@@ -99,6 +100,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _JAVA_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
 
 
+_inflate: types.ModuleType  # isal_zlib or zlib: the same API
 try:  # ISA-L inflates the same streams 2-3x faster than zlib; zlib is the fallback
     from isal import isal_zlib as _inflate
 except ImportError:  # pragma: no cover - isal is a dependency, but optional at run time
@@ -124,7 +126,7 @@ def _gunzip(data: memoryview, limit: int) -> bytes:
             raise _bomb(GZIP, limit)
         if not d.eof:
             raise _bad("gzip stream truncated (no end of member)")
-        rest = d.unused_data
+        rest = bytes(d.unused_data)  # bytes already (no copy); typed for the check below
         if not rest.startswith(_GZIP_MAGIC):
             return bytes(out)
 
@@ -190,7 +192,7 @@ def _unsnappy(data: memoryview, limit: int) -> bytes:
     return bytes(out)
 
 
-def compress_snappy_raw(data: bytes) -> bytes:
+def compress_snappy_raw(data: bytes | memoryview) -> bytes:
     """One raw snappy block without xerial framing (what some non-Java producers send)."""
     return bytes(cramjam.snappy.compress_raw(data))
 

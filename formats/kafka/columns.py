@@ -5,7 +5,8 @@ The schema is the single definition behind `dump --format parquet`, the fleet
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -40,10 +41,10 @@ CHUNK = 65536
 
 def to_record_batch(path: str, infos: list[BatchInfo]) -> pa.RecordBatch:
     """Columns of `infos` (a chunk of one file's batches)."""
-    cols = list(zip(*infos)) if infos else [[] for _ in BatchInfo._fields]
+    cols: list[Sequence[Any]] = list(zip(*infos, strict=True)) if infos else [[] for _ in BatchInfo._fields]
     arrays = [pa.array([path] * len(infos), pa.string())]
     arrays += [pa.array(col, BATCH_SCHEMA.field(name).type)
-               for name, col in zip(BatchInfo._fields, cols)]
+               for name, col in zip(BatchInfo._fields, cols, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=BATCH_SCHEMA)
 
 

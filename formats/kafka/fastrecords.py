@@ -126,7 +126,8 @@ def records_kernel(data, starts, stops, counts, bases, base_ts, max_ts, log_appe
                 good = False
                 break
             base = bases[b]
-            if (delta > 0 and base > 9223372036854775807 - delta) or (delta < 0 and base < -9223372036854775808 - delta):
+            if ((delta > 0 and base > 9223372036854775807 - delta)
+                    or (delta < 0 and base < -9223372036854775808 - delta)):
                 good = False
                 break
             offset[row] = base + delta
@@ -134,7 +135,8 @@ def records_kernel(data, starts, stops, counts, bases, base_ts, max_ts, log_appe
                 timestamp[row] = max_ts[b]
             else:
                 t0 = base_ts[b]
-                if (ts_delta > 0 and t0 > 9223372036854775807 - ts_delta) or (ts_delta < 0 and t0 < -9223372036854775808 - ts_delta):
+                if ((ts_delta > 0 and t0 > 9223372036854775807 - ts_delta)
+                        or (ts_delta < 0 and t0 < -9223372036854775808 - ts_delta)):
                     good = False
                     break
                 timestamp[row] = t0 + ts_delta
@@ -331,11 +333,12 @@ def _decompress(arr: np.ndarray, rows: np.ndarray, cols: dict[str, np.ndarray], 
     parts, new_starts, new_stops, pos = [], np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64), 0
     fast = fast.copy()
     for i in np.flatnonzero(fast).tolist():
+        raw: np.ndarray | bytes
         raw = arr[starts[i]:stops[i]]
         codec = int(cols["codec"][rows[i]])
         if codec:
             try:
-                raw = codecs.decompress(codec, memoryview(raw), magic=v2.MAGIC)
+                raw = codecs.decompress(codec, raw.data, magic=v2.MAGIC)  # .data: the array's memoryview
             except FormatError:
                 fast[i] = False
                 continue
@@ -376,6 +379,8 @@ def reference_rows(buf: bytes | memoryview, path: str, info: BatchInfo) -> tuple
             "headers": [{"key": k, "value": v} for k, v in r.headers]} for r in records],
             schema=RECORD_SCHEMA), []
     except FormatError as err:
+        if err.position is None:  # a codec's error does not know its batch: place it there
+            err = FormatError(err.code, err.message, info.position, info.base_offset)
         return RECORD_SCHEMA.empty_table(), [from_error(err, path)]
     except (OverflowError, pa.ArrowInvalid) as err:
         return RECORD_SCHEMA.empty_table(), [from_error(FormatError(

@@ -17,6 +17,7 @@ Without numba everything falls back to the reference walk.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +34,9 @@ try:  # numba is optional at run time: without it the reference walk answers
     from llvmlite import ir
     from numba import njit, types
     from numba.core import cgutils
-    from numba.extending import intrinsic
+    from numba.extending import intrinsic as _intrinsic
+    # Any: jitted code calls an intrinsic without the typing context its Python signature starts with
+    intrinsic: Any = _intrinsic
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is absent
     HAVE_NUMBA = False

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from construct import Adapter, Bytes, If, Int8sb, Int32sb, Int32ub, Int64sb, Rebuild, Struct, this
@@ -243,7 +244,7 @@ def build_message(offset: int, key: bytes | None, value: bytes | None, *, magic:
                                "crc": zlib.crc32(body), **fields})
 
 
-def build_compressed(records: list[tuple[int, int, bytes | None, bytes | None]], *, magic: int, codec: int,
+def build_compressed(records: Sequence[tuple[int, int, bytes | None, bytes | None]], *, magic: int, codec: int,
                      wrapper_offset: int | None = None, timestamp_type: int = 0,
                      log_append_time: int | None = None) -> bytes:
     """A compressed wrapper over (offset, timestamp, key, value) records, as Java writes it.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from replog.formats.errors import FormatError
 from replog.formats.fileio import RELEASE_STEP, release_pages
@@ -32,7 +32,7 @@ class BatchInfo(NamedTuple):
     magic: int
     base_offset: int
     last_offset: int
-    count: int
+    count: int  # type: ignore[assignment]  # the brokers' name; shadows tuple.count on purpose
     partition_leader_epoch: int
     crc: int
     crc_valid: bool
@@ -207,6 +207,8 @@ class SegmentWalk:
         return ok
 
     def _check_against_segment(self, b: BatchInfo) -> bool:
+        if self.base_offset is None:  # no file name to check against
+            return True
         if self.batch_count == 0 and b.base_offset < self.base_offset:
             self._add("KAFKA_SEGMENT_NAME_MISMATCH", b.position, b.base_offset,
                       f"first batch starts at {b.base_offset}, file name says {self.base_offset}")
@@ -238,7 +240,7 @@ class SegmentWalk:
         else:
             self._add(code, pos, offset, message or f"{end - pos} bytes after the last batch")
 
-    def _add(self, code: str, position: int, offset: int | None, message: str, **details: object) -> None:
+    def _add(self, code: str, position: int, offset: int | None, message: str, **details: Any) -> None:
         self.findings.append(finding(code, self.path, position=position, offset=offset,
                                      message=message, **details))
 

@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import construct as cs
 
@@ -85,7 +86,7 @@ _NONZERO = re.compile(b"[^\x00]")
 _NAME_RE = re.compile(r"^\d{20}$")
 
 
-def java_crc32(data: bytes | memoryview) -> int:
+def java_crc32(data: bytes | bytearray | memoryview) -> int:
     """`UtilAll.crc32`: java.util.zip.CRC32 masked with 0x7FFFFFFF."""
     return zlib.crc32(data) & 0x7FFFFFFF
 
@@ -137,7 +138,7 @@ def encode_properties(properties: Mapping[str, str]) -> bytes:
 
 def _decode_host(raw: bytes) -> str:
     if len(raw) == 8:
-        return "%d.%d.%d.%d:%d" % (raw[0], raw[1], raw[2], raw[3], _I32.unpack_from(raw, 4)[0])
+        return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}:{_I32.unpack_from(raw, 4)[0]}"
     return f"[{ipaddress.IPv6Address(raw[:16]).compressed}]:{_I32.unpack_from(raw, 16)[0]}"
 
 
@@ -400,9 +401,9 @@ class CommitLogWriter:
 
     def append(self, *, topic: str, body: bytes = b"", queue_id: int = 0,
                queue_offset: int | None = None, store_host: str | None = None,
-               prop_crc: bool | None = None, **fields: object) -> Appended:
+               prop_crc: bool | None = None, **fields: Any) -> Appended:
         """Append one message; `fields` are the other `build_message` keywords."""
-        sys_flag = int(fields.get("sys_flag", 0))  # type: ignore[arg-type]
+        sys_flag = int(fields.get("sys_flag", 0))
         tran = sys_flag & TRANSACTION_MASK
         key = (topic, queue_id)
         qoff = queue_offset if queue_offset is not None else (
@@ -410,13 +411,13 @@ class CommitLogWriter:
         kwargs = dict(fields, topic=topic, body=body, queue_id=queue_id, queue_offset=qoff,
                       store_host=store_host or self.store_host,
                       prop_crc=self.prop_crc if prop_crc is None else prop_crc)
-        size = len(build_message(**kwargs))  # type: ignore[arg-type]
+        size = len(build_message(**kwargs))
         if size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             raise ValueError(f"a {size}-byte message can never fit a {self.file_size}-byte file")
         if size + END_FILE_MIN_BLANK_LENGTH > self.file_size - self._write_pos:
             self.close_file()
         pos = self._write_pos
-        raw = build_message(physical_offset=self._file_start + pos, **kwargs)  # type: ignore[arg-type]
+        raw = build_message(physical_offset=self._file_start + pos, **kwargs)
         self._current()[pos:pos + size] = raw
         self._write_pos += size
         if queue_offset is None and tran not in (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK):

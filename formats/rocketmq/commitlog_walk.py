@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped
@@ -110,7 +111,7 @@ def _walk_buffer(buf: memoryview | bytes, path: str, start: int, is_last: bool,
 
 
 def _message_findings(msg: Message, path: str) -> Iterator[Finding]:
-    where = dict(position=msg.position, offset=msg.commitlog_offset)
+    where: dict[str, Any] = dict(position=msg.position, offset=msg.commitlog_offset)
     if not msg.crc_valid:
         yield finding("ROCKETMQ_BODY_CRC_MISMATCH", path, **where,
                       message=f"stored body CRC {msg.body_crc} != {java_crc32(msg.body)}")

@@ -12,7 +12,7 @@ import json
 import math
 import os
 import re
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # in the module, not in its stubs
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +147,7 @@ def _dump(v: Any, indent: int, out: list[str]) -> None:
     elif isinstance(v, (list, tuple)):
         parts = []
         for item in v:
-            part: list[str] = []
+            part = []
             _dump(item, indent + 1, part)
             parts.append("".join(part))
         out.append("[" + ",".join(parts) + "]")

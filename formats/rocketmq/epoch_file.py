@@ -99,7 +99,8 @@ def build_epoch_file(entries: list[EpochEntry]) -> str:
 def with_end_offsets(entries: list[EpochEntry], last_end: int = LONG_MAX) -> list[EpochRange]:
     """Chain end offsets as `EpochFileCache` keeps them in memory."""
     ends = [e.start_offset for e in entries[1:]] + [last_end]
-    return [EpochRange(e.epoch, e.start_offset, end) for e, end in zip(entries, ends)]
+    # not strict: with no entries, `ends` still holds `last_end` (and the answer is empty)
+    return [EpochRange(e.epoch, e.start_offset, end) for e, end in zip(entries, ends, strict=False)]
 
 
 def read_epoch_file(path: str | os.PathLike[str]) -> tuple[list[EpochEntry], Path]:

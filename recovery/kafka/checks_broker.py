@@ -87,8 +87,9 @@ def check_partition_offsets(p: PartitionOffsets, cps: BrokerCheckpoints, log_dir
                            message=f"{p.topic}-{p.partition}: log start offset {log_start} > high watermark {hw}"))
     if rp is not None and rp > p.log_end_offset:
         out.append(finding("KAFKA_RECOVERY_POINT_ABOVE_LEO", str(log_dir / names.RECOVERY_POINT_OFFSET_CHECKPOINT),
-                           offset=rp, position=cps.line_positions.get("recovery_points", {}).get(tp), message=f"{p.topic}-{p.partition}: recovery point {rp} > log end offset "
-                                              f"{p.log_end_offset}: flushed data is missing"))
+                           offset=rp, position=cps.line_positions.get("recovery_points", {}).get(tp),
+                           message=f"{p.topic}-{p.partition}: recovery point {rp} > log end offset "
+                                   f"{p.log_end_offset}: flushed data is missing"))
     return out
 
 

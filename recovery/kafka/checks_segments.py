@@ -38,8 +38,9 @@ def inventory(pdir: Path) -> Inventory:
     files = list_partition_files(pdir)
     by_entry = [finding("UNKNOWN_FILE", str(p), message="unexpected directory in a partition dir")
                 for p in files.not_files]
-    by_entry += [finding("KAFKA_ORPHAN_TEMP_FILE", str(p), message=f".{seg.transient} file: "
-                         f"{_TRANSIENT_MEANING[seg.transient]}", base_offset=seg.base_offset, transient=seg.transient)
+    by_entry += [finding("KAFKA_ORPHAN_TEMP_FILE", str(p),
+                         message=f".{seg.transient} file: {_TRANSIENT_MEANING[seg.transient or '']}",
+                         base_offset=seg.base_offset, transient=seg.transient)
                  for p, seg in files.transient]
     by_entry += [finding("KAFKA_SEGMENT_BAD_NAME", str(p)) for p in files.bad_segment_names]
     by_entry += [finding("KAFKA_CHECKPOINT_TMP_LEFTOVER", str(p), message=f"{p.name}: interrupted atomic write; "
@@ -55,7 +56,8 @@ def inventory(pdir: Path) -> Inventory:
         if (base, "index") not in files.indexes and path.stat().st_size > 0:
             inv.findings.append(finding("KAFKA_INDEX_MISSING", str(path.with_suffix(".index")), offset=base,
                                         message="no .index for this segment; the broker rebuilds it at startup "
-                                                "(normal for an active segment whose preallocated index was not copied)"))
+                                                "(normal for an active segment whose preallocated index "
+                                                "was not copied)"))
     return inv
 
 
@@ -64,7 +66,8 @@ def deep_check(buf: memoryview | bytes, b: BatchInfo, path: str) -> Finding | No
     try:
         records = batch_records(buf, b)
     except FormatError as e:
-        code = e.code if e.code in ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT") else "KAFKA_RECORDS_UNDECODABLE"
+        code = (e.code if e.code in ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT")
+                else "KAFKA_RECORDS_UNDECODABLE")
         return finding(code, path, position=b.position, offset=b.base_offset, message=e.message)
     prev = b.base_offset - 1
     for r in records:
@@ -149,6 +152,7 @@ def _record_findings_fast(buf: memoryview | bytes, batches: list[BatchInfo], pat
                         & (table.column("timestamp_type").to_numpy() == v2.CREATE_TIME)).astype(np.int64)], axis=1)
     for records, errors in iter_record_columns(buf, path, table):
         for e in errors:
+            assert e.position is not None, "reference_rows places every error at its batch"
             code = e.code if e.code in ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT") \
                 else "KAFKA_RECORDS_UNDECODABLE"
             found[e.position] = finding(code, path, position=e.position, offset=by_pos[e.position].base_offset,

@@ -10,6 +10,7 @@ end and a change is reported.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from replog.formats.discovery import FileKind, classify_file, is_partition_dir
@@ -206,9 +207,10 @@ def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]
     if not log.is_file():
         from replog.formats.kafka import offset_index, time_index, txn_index
         data = ev.read_small(path, 1 << 30)
-        reader = {"index": offset_index.read_offset_index, "timeindex": time_index.read_time_index,
-                  "txnindex": txn_index.read_txn_index}[kind]
-        return reader(data, base, path=str(path)).findings
+        readers: dict[str, Callable[..., offset_index.IndexRead | txn_index.TxnIndexRead]] = {
+            "index": offset_index.read_offset_index, "timeindex": time_index.read_time_index,
+            "txnindex": txn_index.read_txn_index}
+        return readers[kind](data, base, path=str(path)).findings
     with ev.mapped(log) as buf:
         seg = checks_segments.check_segment(buf, log, base)
     expected = []

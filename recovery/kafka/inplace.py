@@ -141,7 +141,7 @@ def repair_in_place(result: ReplayResult, backup: str | os.PathLike[str]) -> lis
         raise ReplogError(f"an interrupted in-place repair was found in {backup}; every replica was restored "
                           "from it. Run the repair again with a new, empty backup dir.")
     journal = _back_up(result, backup)
-    pairs = list(zip(journal["replicas"], result.replicas))
+    pairs = list(zip(journal["replicas"], result.replicas, strict=True))
     for entry, r in pairs:  # stage every replica first: fetched batches are read from the leader's originals
         write_partition(Path(entry["path"] + STAGING_SUFFIX), read_batches(r.final.batches),
                         topic_id=r.final.topic_id, epochs=r.final.epochs, start_offset=r.final.log_start_offset)

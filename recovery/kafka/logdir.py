@@ -24,8 +24,6 @@ from replog.formats.kafka.segment import SegmentWalk
 if TYPE_CHECKING:
     import numpy as np
 
-    from replog.formats.kafka.fastwalk import FastWalk
-
 
 @dataclass
 class SegmentSummary:
@@ -207,7 +205,7 @@ def _timestamps(summary: SegmentSummary, first: int, maximum: int) -> None:
     summary.first_timestamp = first if summary.first_timestamp is None else min(summary.first_timestamp, first)
 
 
-def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> FastWalk:
+def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> SegmentWalk:
     """`_summarize_reference` over the kernel's batch blocks (vectorised per block)."""
     import numpy as np
 
@@ -228,7 +226,7 @@ def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> FastWalk:
         v2 = block.magic == 2
         epochs.feed_columns(block.partition_leader_epoch[v2], block.base_offset[v2])
     summary.epoch_starts = epochs.starts
-    return walk
+    return walk.reference
 
 
 def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpoints | None = None, *,

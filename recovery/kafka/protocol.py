@@ -157,7 +157,8 @@ def truncation_on_fetch(leader: Replica, follower: Replica) -> int:
     return f.log_end_offset
 
 
-def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH) -> tuple[Transcript, dict[str, FollowerOutcome]]:
+def replay(leader: Replica, followers: list[Replica],
+           protocol: str = EPOCH) -> tuple[Transcript, dict[str, FollowerOutcome]]:
     """Replay on copies; the inputs stay untouched. Returns the transcript and per-follower outcomes."""
     log = Transcript()
     outcomes = {f.name: FollowerOutcome(f.name) for f in followers}
@@ -172,7 +173,8 @@ def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH) -> 
             log.add("cross_check", f.name, offsets_for_leader_epoch=f.log_end_offset, truncate_on_fetch=on_fetch,
                     agree=on_fetch == f.log_end_offset)
         else:
-            truncate_to_hw(f, outcomes[f.name], log, "no leader epochs on " + (f.name if not f.has_epochs else leader.name))
+            truncate_to_hw(f, outcomes[f.name], log,
+                           "no leader epochs on " + (f.name if not f.has_epochs else leader.name))
         fetch(leader, f, outcomes[f.name], log)
     advance_leader_hw(leader, followers, log)
     for f in followers:

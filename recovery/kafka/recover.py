@@ -20,12 +20,13 @@ re-verified with `diagnose`, and `.replog-complete` is written last.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from crc32c import crc32c
 
@@ -140,7 +141,8 @@ def _resync(buf: memoryview, start: int, above: int) -> int | None:
     Candidates are found with a C-speed search for the magic byte; each is
     checked cheaply (offset above what was kept, sane length) before its CRC.
     """
-    data = buf.obj if isinstance(buf, memoryview) and buf.obj is not None else buf  # mmap or bytes: .find
+    data = cast("mmap.mmap | bytes", buf.obj if isinstance(buf, memoryview) and buf.obj is not None
+                else buf)  # mmap or bytes: .find
     size = len(buf)
     pos = start + 1 + 16
     while pos < size:
@@ -159,7 +161,7 @@ def _resync(buf: memoryview, start: int, above: int) -> int | None:
     return None
 
 
-def _walk_from(buf: memoryview, path: Path, base: int, start: int) -> tuple[list[BatchInfo], int, list[Finding]]:
+def _walk_from(buf: memoryview, path: str, base: int, start: int) -> tuple[list[BatchInfo], int, list[Finding]]:
     """Valid batches from `start` up to the next damage; (batches, valid end, findings)."""
     walk = SegmentWalk(buf[start:], str(path), None)
     batches = []
@@ -206,7 +208,7 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
     result.high_watermark = min(max((cps.high_watermarks or {}).get(tp, 0), result.log_start_offset), leo)
     result.recovery_point = min(recovery_point, leo)
     epochs = _epochs(pdir, segments, leo, lso_cp, result)
-    result.epochs = [tuple(e) for e in epochs.entries]
+    result.epochs = [(e.epoch, e.start_offset) for e in epochs.entries]
     tmp = out.parent / f".{out.name}.replog-partial-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -274,7 +276,7 @@ def _salvage_segment(buf: memoryview, seg: Segment, done: list[Segment], result:
     pos, size, first_run = 0, len(buf), True
     holes = result.dropped["holes"]
     while pos < size:
-        batches, end, found = _walk_from(buf, seg.source, seg.base_offset, pos)
+        batches, end, found = _walk_from(buf, str(seg.source), seg.base_offset, pos)
         batches = [b for b in batches if b.base_offset > above]
         if first_run:
             result.findings += found
@@ -409,6 +411,8 @@ def _write_output(tmp: Path, pdir: Path, log_dir: Path, segments: list[Segment],
     _put(part, names.LEADER_EPOCH_CHECKPOINT, checkpoint.build_leader_epoch_checkpoint(epochs.entries))
     _copy_if_valid(pdir / names.PARTITION_METADATA, part, parse_partition_metadata)
     parsed = names.parse_partition_dir(result.partition)
+    if parsed is None:  # cannot be: recover_partition named it after a parsed name
+        raise ValueError(f"not a partition dir name: {result.partition}")
     key = (parsed.topic, parsed.partition)
     _put(tmp, names.REPLICATION_OFFSET_CHECKPOINT, checkpoint.build_offset_checkpoint({key: result.high_watermark}))
     _put(tmp, names.RECOVERY_POINT_OFFSET_CHECKPOINT, checkpoint.build_offset_checkpoint({key: result.recovery_point}))

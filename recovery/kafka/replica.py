@@ -33,7 +33,7 @@ class BatchRef(NamedTuple):
     last_offset: int
     epoch: int
     crc: int
-    count: int
+    count: int  # type: ignore[assignment]  # the brokers' name; shadows tuple.count on purpose
     size: int
     magic: int
     first_timestamp: int
@@ -205,8 +205,8 @@ def replica_from_batches(name: str, batches: list[tuple[int, int, int]], *, high
                          epochs: list[tuple[int, int]] | None = None, log_start_offset: int = 0,
                          topic: str = "t", partition: int = 0) -> Replica:
     """An in-memory replica from (base_offset, last_offset, epoch) triples, for reasoning and tests."""
-    refs = [BatchRef(b, l, e, hash((b, l, e)) & 0xFFFFFFFF, l - b + 1, 100, 2, 0, 0, -1, "", i * 100)
-            for i, (b, l, e) in enumerate(batches)]
+    refs = [BatchRef(b, last, e, hash((b, last, e)) & 0xFFFFFFFF, last - b + 1, 100, 2, 0, 0, -1, "", i * 100)
+            for i, (b, last, e) in enumerate(batches)]
     rep = Replica(name, "", topic, partition, refs, log_start_offset=log_start_offset)
     if epochs is None:
         for r in refs:

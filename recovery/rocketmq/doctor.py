@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 from replog.formats.errors import FormatError, UnreadableInput
@@ -84,7 +85,7 @@ def recovery_findings(model: StoreModel) -> Iterator[Finding]:
 def queue_offset_findings(model: StoreModel) -> Iterator[Finding]:
     """Queue offsets of each queue must go up by one along the log."""
     for (topic, qid), msgs in model.queue_heads().items():
-        for prev, m in zip(msgs, msgs[1:]):
+        for prev, m in pairwise(msgs):
             if m.queue_offset != prev.queue_offset + 1:
                 yield finding("ROCKETMQ_QUEUE_OFFSET_GAP", m.file, position=m.position, offset=m.physical_offset,
                               message=f"{topic}/{qid}: queue offset {m.queue_offset} follows "
@@ -133,8 +134,8 @@ def consume_queue_findings(model: StoreModel) -> Iterator[Finding]:
                 yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", path, position=e.position, offset=e.queue_offset,
                               message=f"{topic}/{qid}: {problem}", commitlog_offset=e.commitlog_offset)
     for (topic, qid), msgs in heads.items():
-        state = model.queues.get((topic, qid))
-        behind = [m for m in msgs if state is None or m.queue_offset >= state.max_offset]
+        queue = model.queues.get((topic, qid))
+        behind = [m for m in msgs if queue is None or m.queue_offset >= queue.max_offset]
         if behind:
             yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", str(model.layout.root / "consumequeue" / topic / str(qid)),
                           offset=behind[0].queue_offset, severity=Severity.INFO,
@@ -215,8 +216,8 @@ def _index_buffer(model: StoreModel, buf: memoryview, path: str, hash_slot_num: 
             return
     try:
         f = IndexFile(buf, hash_slot_num=slots)
-    except FormatError as e:
-        yield finding("ROCKETMQ_INDEX_INVALID", path, position=e.position, message=e.message)
+    except FormatError as err:
+        yield finding("ROCKETMQ_INDEX_INVALID", path, position=err.position, message=err.message)
         return
     yield from f.check(path)
     entries_at = HEADER_SIZE + slots * SLOT_SIZE
@@ -304,9 +305,9 @@ def epoch_findings(model: StoreModel) -> tuple[list[Finding], list[Path]]:
     try:
         text = read_small(main, limit=16 << 20).decode("utf-8", "replace")
         parse_epoch_file(text)
-    except (FormatError, UnreadableInput) as e:
-        out.append(finding("ROCKETMQ_EPOCH_FILE_INVALID", str(main), position=getattr(e, "position", None),
-                           message=f"{e}" + ("; the broker falls back to epochFileCheckpoint.bak"
+    except (FormatError, UnreadableInput) as err:
+        out.append(finding("ROCKETMQ_EPOCH_FILE_INVALID", str(main), position=getattr(err, "position", None),
+                           message=f"{err}" + ("; the broker falls back to epochFileCheckpoint.bak"
                                              if bak.is_file() else "")))
     try:
         entries, _ = read_epoch_file(main)

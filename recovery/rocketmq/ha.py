@@ -340,7 +340,8 @@ def replay_autoswitch(master: StoreModel, slave: StoreModel, log: Transcript, *,
     out = ReplicaOutcome(slave, "slave", "in_sync")
     out.diverged_at, _ = compare_logs(slave, master)
     s = _Slave(slave.name, slave.min_offset if slave.max_offset else 0, slave.max_offset, list(slave.epochs))
-    log.add("handshake", s.name, slave_max_offset=s.max_offset, local_epochs=[[e.epoch, e.start_offset] for e in s.epochs])
+    log.add("handshake", s.name, slave_max_offset=s.max_offset,
+            local_epochs=[[e.epoch, e.start_offset] for e in s.epochs])
     m_ranges = with_end_offsets(master.epochs, master.max_offset)
     log.add("handshake", master.name, to=s.name, master_max_offset=master.max_offset,
             epochs=[[e.epoch, e.start_offset] for e in master.epochs])
@@ -383,7 +384,8 @@ def replay_autoswitch(master: StoreModel, slave: StoreModel, log: Transcript, *,
         out.status, out.stall = "stalled", {"cause": "slave_ahead" if start > master.max_offset
                                             else "slave_behind_master_min_offset",
                                             "explanation": f"transfer position {start} is outside the master's "
-                                                           f"[{master.min_offset}, {master.max_offset}]: heartbeats only"}
+                                                           f"[{master.min_offset}, {master.max_offset}]: "
+                                                           "heartbeats only"}
         return _autoswitch_stall(out, master, slave, log)
     if out.diverged_at is not None and out.truncated_to is None and out.diverged_at < s.max_offset:
         log.add("warning", s.name, diverged_at=out.diverged_at,

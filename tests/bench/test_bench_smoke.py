@@ -14,7 +14,8 @@ def test_quick_bench_json() -> None:
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert {"machine", "inputs", "results", "ratios", "peak_rss_mib", "first_call_s", "scan_peak_rss_mib"} <= set(report)
+    assert {"machine", "inputs", "results", "ratios", "peak_rss_mib", "first_call_s",
+            "scan_peak_rss_mib"} <= set(report)
     assert set(report["inputs"]) == {"large", "tiny", "lz4", "zstd", "snappy", "gzip"}
     rows = {(r["task"], r["input"], r["impl"]): r for r in report["results"]}
     for name in report["inputs"]:

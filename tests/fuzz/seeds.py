@@ -70,7 +70,8 @@ def codec_payloads() -> dict[str, bytes]:
     out = {}
     for codec in (codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD):
         for magic in (0, 2) if codec != codecs.ZSTD else (2,):
-            out[f"{codecs.CODEC_NAMES[codec]}_m{magic}"] = bytes([codec, magic]) + codecs.compress(codec, data, magic=magic)
+            out[f"{codecs.CODEC_NAMES[codec]}_m{magic}"] = (bytes([codec, magic])
+                                                            + codecs.compress(codec, data, magic=magic))
     return out
 
 

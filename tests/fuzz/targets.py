@@ -11,6 +11,7 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from replog.formats.dump import DumpOptions, dump_file
@@ -78,7 +79,7 @@ def kafka_segment(data: bytes, scratch: Scratch) -> None:
     walk = SegmentWalk(data, "<fuzz>", 0)
     for info in walk.batches():
         if info.magic in (0, 1) or (info.magic == 2 and info.size >= 61):
-            _swallow(lambda: batch_records(data, info))
+            _swallow(partial(batch_records, data, info))
     _dump(scratch, f"t-0/{SEG}.log", data)
 
 

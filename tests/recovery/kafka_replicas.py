@@ -27,7 +27,8 @@ def replica_dir(root: Path, name: str, batches: list[tuple[int, int]] | list[byt
     part = log_dir / f"{topic}-{partition}"
     write_partition(part, data, segment_bytes=segment_bytes, epochs=EpochCache(epochs) if epochs is not None else None,
                     start_offset=log_start or 0)
-    atomic_write(log_dir / "replication-offset-checkpoint", checkpoint.build_offset_checkpoint({(topic, partition): hw}))
+    atomic_write(log_dir / "replication-offset-checkpoint",
+                 checkpoint.build_offset_checkpoint({(topic, partition): hw}))
     if log_start is not None:
         atomic_write(log_dir / "log-start-offset-checkpoint",
                      checkpoint.build_offset_checkpoint({(topic, partition): log_start}))

@@ -141,7 +141,8 @@ def test_multi_batch_append_entry_is_accepted(tmp_path: Path) -> None:
     # an append of batches 2..4 written at once: entry (last offset of batch 4, position of batch 2)
     seg_path(pdir, 0, "index").write_bytes(offset_index.write_offset_index([(bs[4].last_offset, bs[2].position)], 0))
     assert diagnose([pdir]).findings == []
-    seg_path(pdir, 0, "index").write_bytes(offset_index.write_offset_index([(bs[4].last_offset - 1, bs[2].position)], 0))
+    seg_path(pdir, 0, "index").write_bytes(
+        offset_index.write_offset_index([(bs[4].last_offset - 1, bs[2].position)], 0))
     f = only(diagnose([pdir]), "KAFKA_INDEX_BAD_ENTRY")
     assert f.offset == bs[4].last_offset - 1
 

@@ -1,6 +1,8 @@
 """Leader-epoch cache: the broker's own unit-test cases (kafka.md §11, LeaderEpochFileCacheTest)."""
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -77,5 +79,5 @@ def test_epoch_for_offset() -> None:
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 500)), max_size=30))
 def test_invariant_strictly_increasing(assigns: list[tuple[int, int]]) -> None:
     c = cache(*assigns)
-    for a, b in zip(c.entries, c.entries[1:]):
+    for a, b in pairwise(c.entries):
         assert a.epoch < b.epoch and a.start_offset < b.start_offset

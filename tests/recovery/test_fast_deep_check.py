@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import random
+import struct
 
 import pytest
 
 from replog.formats.kafka import batch as v2
-from replog.formats.kafka import fastwalk
+from replog.formats.kafka import codecs, fastwalk
 from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.kafka.checks_segments import record_findings
 from tests.recovery.test_fast_load import _damage, _segment
@@ -40,3 +41,22 @@ def test_the_cases_produce_findings() -> None:
     batches = list(SegmentWalk(data, "s.log", 0).batches())
     codes = {f.code for f in record_findings(data, batches, "s.log", fast_threshold=0)}
     assert codes == {"KAFKA_BATCH_LAST_OFFSET_MISMATCH", "KAFKA_TIMESTAMP_INVALID"}
+
+
+@pytest.mark.parametrize("codec", [codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD])
+def test_undecodable_payload_is_placed_at_its_batch(codec: int) -> None:
+    """A CRC-valid batch whose compressed payload is garbage: the codec's error carries no position;
+    the compiled path must still report it at its batch, as the reference does (it raised KeyError)."""
+    good = v2.build_batch([v2.Record(i, 1_700_000_000_000 + i, b"k", b"v" * 50) for i in range(3)], base_offset=0)
+    bad = bytearray(v2.build_batch([v2.Record(3 + i, 1_700_000_000_000 + i, b"k", b"v" * 50) for i in range(3)],
+                                   base_offset=3, codec=codec))
+    for i in range(v2.HEADER_SIZE + 10, len(bad)):
+        bad[i] ^= 0x5A
+    bad[17:21] = struct.pack(">I", v2.compute_crc(bytes(bad), 0, len(bad)))  # the CRC covers the damage
+    data = good + bytes(bad)
+    batches = list(SegmentWalk(data, "s.log", 0).batches())
+    assert all(b.crc_valid for b in batches)
+    ref = record_findings(data, batches, "s.log", fast_threshold=1 << 62)
+    fast = record_findings(data, batches, "s.log", fast_threshold=0)
+    assert [f.to_dict() for f in fast] == [f.to_dict() for f in ref]
+    assert [(f.code, f.position, f.offset) for f in fast] == [("KAFKA_RECORDS_UNDECODABLE", len(good), 3)]

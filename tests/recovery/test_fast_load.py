@@ -104,7 +104,7 @@ def replica_state(rep) -> dict:
 def summary_state(part) -> dict:
     d = dataclasses.asdict(part)
     d["findings"] = [f.to_dict() for f in part.findings]
-    for seg, s in zip(d["segments"], part.segments):
+    for seg, s in zip(d["segments"], part.segments, strict=True):
         seg["findings"] = [f.to_dict() for f in s.findings]
     return d
 

@@ -126,7 +126,7 @@ def test_after_replay_every_follower_is_a_prefix_of_the_leader(h1, h2, h3, leade
     tails = []
     for h, salt in ((h2, 1), (h3, 2)):
         # distinct leaders never share an epoch: one tail takes odd epochs, the other even ones
-        tail = [(b + end, l + end, epoch + salt + 2 * e) for b, l, e in build(h, 0)]
+        tail = [(b + end, last + end, epoch + salt + 2 * e) for b, last, e in build(h, 0)]
         tails.append(tail)
     reps = [replica_from_batches("A", shared + tails[0]), replica_from_batches("B", shared + tails[1]),
             replica_from_batches("C", shared)]
@@ -155,7 +155,8 @@ def test_both_truncation_paths_agree(h1, h2, h3, leader_index) -> None:  # noqa:
     shared = build(h1, 0)
     end = shared[-1][1] + 1 if shared else 0
     epoch = shared[-1][2] if shared else 0
-    tails = [[(b + end, l + end, epoch + salt + 2 * e) for b, l, e in build(h, 0)] for h, salt in ((h2, 1), (h3, 2))]
+    tails = [[(b + end, last + end, epoch + salt + 2 * e) for b, last, e in build(h, 0)]
+             for h, salt in ((h2, 1), (h3, 2))]
     reps = [replica_from_batches("A", shared + tails[0]), replica_from_batches("B", shared + tails[1]),
             replica_from_batches("C", shared)]
     leader = reps[leader_index]

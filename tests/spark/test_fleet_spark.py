@@ -106,7 +106,7 @@ def test_every_planted_divergence_found(scan) -> None:
             assert row["records_at_risk"] == d.records_at_risk
         else:
             assert row["first_divergent_offset"] is None and row["leo_spread"] > 0
-            leos = dict(zip(row["replicas"], row["log_end_offsets"]))
+            leos = dict(zip(row["replicas"], row["log_end_offsets"], strict=True))
             assert {_g(b) for b in d.lagging_replicas} <= {b for b, v in leos.items() if v == min(leos.values())}
     for tp, offset in planted.divergences.items():
         row = reps[tp]

@@ -85,7 +85,7 @@ def _rep(broker: str, leo: int, hw: int | None, epoch: int, d: int | None = None
          at_d: tuple[int, int, int] | None = None, records: int = 0, committed: int = 0) -> dict:
     return {"broker": broker, "log_end_offset": leo, "high_watermark": hw, "latest_epoch": epoch,
             "divergent_offset": d, "at_d": None if at_d is None else dict(zip(("base_offset", "last_offset", "crc"),
-                                                                              at_d)),
+                                                                              at_d, strict=True)),
             "records_from_d": records, "committed_from_d": committed}
 
 

@@ -180,8 +180,8 @@ def test_remote_store_and_discovery(fleet: Path) -> None:
     assert {d.broker for d in dirs} == {"broker-1", "broker-2", "broker-3", "master", "slave", "damaged"}
     remote_t = tables_of([d.units(None)[0] for d in dirs if d.broker == "damaged"])
     local_t = tables_of([store_unit("damaged", str(fleet / "rmq" / "damaged"))])
-    [r], [l] = remote_t["stores"].to_pylist(), local_t["stores"].to_pylist()
-    assert r["path"] == "rmq/damaged" and {**r, "path": None} == {**l, "path": None}
+    [r], [loc] = remote_t["stores"].to_pylist(), local_t["stores"].to_pylist()
+    assert r["path"] == "rmq/damaged" and {**r, "path": None} == {**loc, "path": None}
 
 
 def test_file_uri_discovery(fleet: Path) -> None:

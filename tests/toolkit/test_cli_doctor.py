@@ -62,7 +62,8 @@ def test_recover_json_and_refusals(tmp_path: Path) -> None:
     assert {"output", "truncated_to", "valid_bytes", "salvaged", "findings", "dropped"} <= set(doc)
     assert (doc["truncated_to"], doc["valid_bytes"]) == (target.base_offset, target.position)
     assert runner.invoke(app, ["recover", str(pdir), "--out", str(tmp_path / "out")]).exit_code == 2
-    res = runner.invoke(app, ["recover", str(pdir), "--out", str(tmp_path / "out"), "--salvage", "--force", "-f", "json"])
+    res = runner.invoke(app, ["recover", str(pdir), "--out", str(tmp_path / "out"), "--salvage", "--force",
+                              "-f", "json"])
     assert res.exit_code == 0
     assert json.loads(res.stdout)["salvaged"][0]["first_offset"] == target.next_offset
     assert runner.invoke(app, ["recover", str(pdir), "--out", str(pdir / "x")]).exit_code == 2

@@ -21,7 +21,7 @@ import binascii
 import math
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from replog.formats.errors import FormatError
 
@@ -88,7 +88,7 @@ class Struct:
     fields: tuple[Field, ...]
 
 
-Type = Union[Prim, Array, Struct]
+Type = Prim | Array | Struct
 
 
 @dataclass(frozen=True)
@@ -377,10 +377,10 @@ def write_struct(out: bytearray, fields: tuple[Field, ...], data: dict, version:
         tags += [(u["tag"], to_bytes(u["data"])) for u in data.get(UNKNOWN_TAGS, ())]
         tags.sort(key=lambda item: item[0])
         write_uvarint(out, len(tags))
-        for tag, body in tags:
+        for tag, tagged in tags:
             write_uvarint(out, tag)
-            write_uvarint(out, len(body))
-            out += body
+            write_uvarint(out, len(tagged))
+            out += tagged
 
 
 def _equal(a: Any, b: Any) -> bool:

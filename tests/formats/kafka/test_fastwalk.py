@@ -60,7 +60,8 @@ def batches(draw: st.DrawFn, offset: int) -> tuple[bytes, int]:
     recs = [v2.Record(offset + i, TS + draw(st.integers(-3, 3)), draw(field), draw(field), tuple(draw(headers)))
             for i in range(n)]
     raw = v2.build_batch(recs, base_offset=offset, codec=draw(st.sampled_from([0, 0, 1, 2, 3, 4])),
-                         base_sequence=draw(st.sampled_from([-1, 0, 2**31 - 2])), producer_id=draw(st.sampled_from([-1, 5])),
+                         base_sequence=draw(st.sampled_from([-1, 0, 2**31 - 2])),
+                         producer_id=draw(st.sampled_from([-1, 5])),
                          timestamp_type=draw(st.sampled_from([v2.CREATE_TIME, v2.LOG_APPEND_TIME])),
                          partition_leader_epoch=draw(st.integers(-1, 3)))
     return raw, offset + max(n, 1)

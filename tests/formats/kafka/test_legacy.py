@@ -297,7 +297,7 @@ def test_reads_what_kafka_python_writes(kp: types.SimpleNamespace, magic: int, c
     buf = bytes(builder.build())
     got = _records(buf)
     assert [(r.offset, r.key, r.value, r.crc, r.crc_valid) for r in got] == [
-        (i, k, v, crc, True) for i, ((_, k, v), crc) in enumerate(zip(rows, crcs))]
+        (i, k, v, crc, True) for i, ((_, k, v), crc) in enumerate(zip(rows, crcs, strict=True))]
     assert [r.timestamp for r in got] == [ts if magic else -1 for ts, _, _ in rows]
     expected = [(r.offset, r.timestamp, r.key, r.value, r.checksum) for r in kp.batch(buf, magic)] \
         if codec else [(r.offset, r.timestamp, r.key, r.value, r.checksum)

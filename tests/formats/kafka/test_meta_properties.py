@@ -82,7 +82,8 @@ def test_java_date():
 
 
 def test_mutations_only_raise_format_error():
-    good = b"#\n#Fri Jan 30 16:43:51 UTC 2026\nnode.id=1\ndirectory.id=XHhkr4tkSsD900pOQ8pPfg\nversion=1\ncluster.id=q\n"
+    good = (b"#\n#Fri Jan 30 16:43:51 UTC 2026\nnode.id=1\ndirectory.id=XHhkr4tkSsD900pOQ8pPfg\n"
+            b"version=1\ncluster.id=q\n")
     assert rejected_mutations(mp.parse_meta_properties, good, seed=2, rounds=400, alphabet=b"\\=:#! \n\rux0129") > 0
 
 

@@ -20,7 +20,7 @@ def entry_lists(draw):
     base = draw(st.integers(0, 2**62))
     rels = sorted(draw(st.lists(st.integers(1, 2**31 - 1), max_size=40)))
     stamps = sorted(draw(st.lists(st.integers(1, 2**63 - 1), min_size=len(rels), max_size=len(rels))))
-    return base, [ti.TimeIndexEntry(t, base + r) for t, r in zip(stamps, rels)]
+    return base, [ti.TimeIndexEntry(t, base + r) for t, r in zip(stamps, rels, strict=True)]
 
 
 @given(entry_lists())

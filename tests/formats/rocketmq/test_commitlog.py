@@ -81,7 +81,7 @@ def test_properties_parse_like_java() -> None:
 # --- construct layout vs fast reader, round trips ------------------------------------------------
 
 hosts_v4 = st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255), st.integers(0, 255),
-                     st.integers(-2**31, 2**31 - 1)).map(lambda t: "%d.%d.%d.%d:%d" % t)
+                     st.integers(-2**31, 2**31 - 1)).map(lambda t: f"{t[0]}.{t[1]}.{t[2]}.{t[3]}:{t[4]}")
 hosts_v6 = st.tuples(st.sampled_from(["::1", "fe80::1", "2001:db8::8:800:200c:417a"]),
                      st.integers(0, 65535)).map(lambda t: f"[{t[0]}]:{t[1]}")
 i32 = st.integers(-2**31, 2**31 - 1)

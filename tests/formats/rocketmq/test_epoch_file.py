@@ -30,7 +30,7 @@ def test_reference_vectors() -> None:
 def epoch_lists(draw: st.DrawFn) -> list[EpochEntry]:
     epochs = sorted(draw(st.sets(st.integers(0, 2**31 - 1), min_size=1, max_size=10)))
     starts = sorted(draw(st.sets(st.integers(0, 2**63 - 1), min_size=len(epochs), max_size=len(epochs))))
-    return [EpochEntry(e, s) for e, s in zip(epochs, starts)]
+    return [EpochEntry(e, s) for e, s in zip(epochs, starts, strict=True)]
 
 
 @given(epoch_lists())

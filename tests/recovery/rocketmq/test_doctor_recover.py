@@ -213,7 +213,7 @@ def test_random_damage_never_raises(store: Built, tmp_path: Path) -> None:
     import random
     rng = random.Random(5)
     files = [p for p in store.root.rglob("*") if p.is_file()]
-    for n in range(12):
+    for _ in range(12):
         p = rng.choice(files)
         data = bytearray(p.read_bytes())
         if data:
