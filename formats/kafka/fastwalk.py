@@ -303,8 +303,9 @@ class FastWalk:
     """
 
     def __init__(self, buf: bytes | memoryview, path: str, base_offset: int | None = None,
-                 limit: int | None = None) -> None:
+                 limit: int | None = None, *, compiled: bool = True) -> None:
         self.buf, self.path, self.base_offset, self.limit = buf, path, base_offset, limit
+        self.compiled = compiled and HAVE_NUMBA and limit is None  # small inputs: not worth the kernels' import
         self.reference = SegmentWalk(buf, path, base_offset, limit)
 
     # the outcome, as the reference walk has it
@@ -327,7 +328,7 @@ class FastWalk:
         Each block is a view into one reused buffer: read it (or copy it) before
         asking for the next. When a block is yielded, the outcome covers its rows.
         """
-        if not HAVE_NUMBA or self.limit is not None:
+        if not self.compiled:
             yield from _reference_blocks(self.reference, chunk)
             return
         ref = self.reference

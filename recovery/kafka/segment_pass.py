@@ -1,0 +1,97 @@
+"""One pass over a segment feeds every check: walk, records, epochs and producers, indexes.
+
+The segment is walked once, block by block (`FastWalk.blocks`: columns, never a
+Python object per batch), and each block goes to every check that reads
+batches: the record decode (`deep`), the state checker (sound batches only, in
+log order, with the markers of the few control batches decoded here), and the
+index checks. What the pass keeps of the batches is a handful of numbers
+(`SegmentResult`), so memory does not grow with the segment.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from replog.formats.errors import FormatError
+from replog.formats.findings import Finding
+from replog.formats.kafka.blocks import BatchBlock
+from replog.formats.kafka.fastwalk import FastWalk
+from replog.formats.kafka.segment import batch_records
+from replog.formats.kafka.txn_index import AbortedTxn
+from replog.recovery.kafka.producer_state import marker_of
+
+
+class BlockCheck(Protocol):
+    """A check fed every block of a segment in file order."""
+
+    def feed(self, block: BatchBlock) -> None: ...
+
+
+class StateFeed(Protocol):
+    def feed_block(self, block: BatchBlock, path: str,
+                   markers: dict[int, tuple[int, int] | None]) -> list[AbortedTxn]: ...
+
+
+@dataclass
+class SegmentResult:
+    """What one pass over a `.log` found, without its batches."""
+
+    path: Path
+    base_offset: int
+    size: int
+    valid_bytes: int = 0
+    end_position: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    batch_count: int = 0                  # framed batches, valid or not
+    first_base_offset: int | None = None  # of the first framed batch
+    max_last_offset: int | None = None    # highest last offset of any framed batch
+    next_offset: int | None = None        # last offset + 1 of the last batch recovery keeps
+    aborted: list[AbortedTxn] = field(default_factory=list)  # ABORT markers met, as the .txnindex holds them
+
+
+def scan_segment(buf: memoryview | bytes, path: Path, base_offset: int, *, compiled: bool,
+                 checks: Iterable[BlockCheck] = (), state: StateFeed | None = None) -> SegmentResult:
+    """Walk `buf` once; every block goes to `checks`, its sound batches to `state`."""
+    walk = FastWalk(buf, str(path), base_offset, compiled=compiled)
+    seg = SegmentResult(path, base_offset, len(buf))
+    checks = list(checks)
+    for block in walk.blocks():
+        _account(seg, block, walk.valid_bytes)
+        for check in checks:
+            check.feed(block)
+        if state is not None:
+            sound = block[(block.crc_valid == 1) & (block.magic >= 0) & (block.magic <= 2)]
+            seg.aborted += state.feed_block(sound, str(path), markers(buf, sound))
+    seg.valid_bytes, seg.end_position, seg.findings = walk.valid_bytes, walk.end_position, list(walk.findings)
+    return seg
+
+
+def _account(seg: SegmentResult, block: BatchBlock, valid_bytes: int) -> None:
+    """Fold one block into the result: the decision that a row is kept is final when its block is
+    yielded (after a batch recovery would stop at, `valid_bytes` never grows again)."""
+    if not len(block):
+        return
+    if seg.first_base_offset is None:
+        seg.first_base_offset = int(block.base_offset[0])
+    top = int(block.last_offset.max())
+    seg.max_last_offset = top if seg.max_last_offset is None else max(seg.max_last_offset, top)
+    seg.batch_count += len(block)
+    kept = np.flatnonzero(block.end <= valid_bytes)
+    if len(kept):
+        seg.next_offset = int(block.last_offset[kept[-1]]) + 1
+
+
+def markers(buf: memoryview | bytes, sound: BatchBlock) -> dict[int, tuple[int, int] | None]:
+    """(control type, coordinator epoch) of each transaction marker row of a block of sound batches."""
+    out: dict[int, tuple[int, int] | None] = {}
+    rows = np.flatnonzero((sound.is_control == 1) & (sound.magic == 2) & (sound.producer_id >= 0))
+    for i in rows.tolist():
+        try:
+            out[i] = marker_of(batch_records(buf, sound.row(i)))
+        except FormatError:
+            out[i] = None
+    return out
