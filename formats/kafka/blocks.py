@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from replog.formats.kafka.columns import BATCH_SCHEMA
-from replog.formats.kafka.segment import BatchInfo
+from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK
+from replog.formats.kafka.segment import BatchInfo, SegmentWalk
 
 FIELDS: tuple[str, ...] = BatchInfo._fields
 ROW: dict[str, int] = {name: k for k, name in enumerate(FIELDS)}
@@ -120,3 +120,15 @@ def repeat_string(text: str, n: int) -> pa.Array:
         return pa.array([text] * n, pa.string())
     offsets = np.arange(n + 1, dtype=np.int32) * len(data)
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+def reference_blocks(walk: SegmentWalk, chunk: int = CHUNK) -> Iterator[BatchBlock]:
+    """A reference walk's batches grouped into blocks (small inputs, no numba, or a `limit`)."""
+    pending: list[BatchInfo] = []
+    for info in walk.batches():
+        pending.append(info)
+        if len(pending) == chunk:
+            yield BatchBlock.from_infos(pending)
+            pending = []
+    if pending:
+        yield BatchBlock.from_infos(pending)

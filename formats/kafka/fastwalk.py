@@ -26,9 +26,9 @@ from replog.formats.fileio import RELEASE_STEP, release_pages
 from replog.formats.findings import Finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import blocks
-from replog.formats.kafka.blocks import BatchBlock
+from replog.formats.kafka.blocks import BatchBlock, reference_blocks
 from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK, to_record_batch
-from replog.formats.kafka.segment import BatchInfo, SegmentWalk
+from replog.formats.kafka.segment import SegmentWalk
 
 try:  # numba is optional at run time: without it the reference walk answers
     from llvmlite import ir
@@ -303,9 +303,8 @@ class FastWalk:
     """
 
     def __init__(self, buf: bytes | memoryview, path: str, base_offset: int | None = None,
-                 limit: int | None = None, *, compiled: bool = True) -> None:
+                 limit: int | None = None) -> None:
         self.buf, self.path, self.base_offset, self.limit = buf, path, base_offset, limit
-        self.compiled = compiled and HAVE_NUMBA and limit is None  # small inputs: not worth the kernels' import
         self.reference = SegmentWalk(buf, path, base_offset, limit)
 
     # the outcome, as the reference walk has it
@@ -328,8 +327,8 @@ class FastWalk:
         Each block is a view into one reused buffer: read it (or copy it) before
         asking for the next. When a block is yielded, the outcome covers its rows.
         """
-        if not self.compiled:
-            yield from _reference_blocks(self.reference, chunk)
+        if not HAVE_NUMBA or self.limit is not None:
+            yield from reference_blocks(self.reference, chunk)
             return
         ref = self.reference
         arr = as_uint8(self.buf)
@@ -413,18 +412,6 @@ class FastWalk:
             else:
                 flagged[:] = True
         return flagged
-
-
-def _reference_blocks(walk: SegmentWalk, chunk: int) -> Iterator[BatchBlock]:
-    """The reference walk's batches grouped into blocks (without numba, or with a `limit`)."""
-    pending: list[BatchInfo] = []
-    for info in walk.batches():
-        pending.append(info)
-        if len(pending) == chunk:
-            yield BatchBlock.from_infos(pending)
-            pending = []
-    if pending:
-        yield BatchBlock.from_infos(pending)
 
 
 def fast_walk(buf: bytes | memoryview, path: str, base_offset: int | None = None) -> tuple[FastWalk, pa.Table]:
