@@ -8,7 +8,7 @@ FLEET_OUT := out/fleet
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test bench fuzz clean java
+.PHONY: run test test-fast bench fuzz clean java
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ run: $(VENV)/.installed-run java
 
 test: $(VENV)/.installed-test java
 	$(PY) -m pytest
+
+# Everything but the Spark session and the benchmark: no Java needed.
+test-fast: $(VENV)/.installed-test
+	$(PY) -m pytest -m "not spark and not bench"
 
 bench: $(VENV)/.installed-test
 	$(PY) -m bench
