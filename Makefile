@@ -8,7 +8,7 @@ FLEET_OUT := out/fleet
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test lint bench fuzz clean java
+.PHONY: run test test-fast lint bench fuzz clean java
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,10 @@ lint: $(VENV)/.installed-test
 	@ln -sfn ../../bench $(TYPECHECK)/bench
 	@cd $(TYPECHECK) && { ../bin/mypy --config-file ../../pyproject.toml -p replog -p bench > mypy.out 2>&1; \
 		rc=$$?; sed -E 's#^replog/(formats|recovery|spark|toolkit|samples)/#\1/#' mypy.out; exit $$rc; }
+
+# Everything but the Spark session and the benchmark: no Java needed.
+test-fast: $(VENV)/.installed-test
+	$(PY) -m pytest -m "not spark and not bench"
 
 bench: $(VENV)/.installed-test
 	$(PY) -m bench

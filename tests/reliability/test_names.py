@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from replog.formats.kafka import names
 from replog.toolkit.cli import app
-from tests.recovery.kafka_replicas import replica_dir
+from tests.recovery.kafka.replicas import replica_dir
 from tests.reliability.trees import changes, sha256_tree, unclean_pair
 
 runner = CliRunner()

@@ -23,7 +23,7 @@ def changes(before: dict[str, str], after: dict[str, str]) -> dict[str, tuple[st
 
 def unclean_pair(root: Path) -> tuple[Path, Path]:
     """Two replicas of t-0 under root/A and root/B that diverge after offset 6 (B has the newer epoch)."""
-    from tests.recovery.kafka_replicas import replica_dir
+    from tests.recovery.kafka.replicas import replica_dir
     a = replica_dir(root, "A", [(o, 0) for o in range(6)] + [(o, 1) for o in range(6, 9)], hw=6, segment_bytes=400)
     b = replica_dir(root, "B", [(o, 0) for o in range(6)] + [(6, 2), (7, 2)], hw=6, epochs=[(0, 0), (2, 6)],
                     segment_bytes=400)

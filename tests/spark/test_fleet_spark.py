@@ -2,6 +2,7 @@
 and against single-process `ls` (summarize_partition) and `doctor` (diagnose) on the same dirs."""
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -181,7 +182,10 @@ def pa_compute():
 
 
 def test_force_replaces_only_a_previous_scan(scan, tmp_path: Path) -> None:
-    out, result, *_ = scan
+    shared, result, *_ = scan
+    out = tmp_path / "previous-scan"
+    shutil.copytree(shared, out)  # a copy: the module's scan output is shared by the other tests
     assert prepare_output(out, result.log_dirs, force=True) == out.resolve() and not any(out.iterdir())
+    assert (shared / MARKER).is_file()
     with pytest.raises(Exception, match="overlap"):
         prepare_output(Path(result.log_dirs[0].path) / "x", [LogDir("1", result.log_dirs[0].path)], force=False)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from replog.recovery.kafka.writer import write_partition
 from replog.toolkit.cli import app
 from tests.formats.kafka.segments import data_batch, simple_segment
-from tests.recovery.kafka_replicas import replica_dir
+from tests.recovery.kafka.replicas import replica_dir
 
 runner = CliRunner()
 BATCH_FIELDS = {"path", "position", "base_offset", "last_offset", "count", "partition_leader_epoch", "magic", "codec",

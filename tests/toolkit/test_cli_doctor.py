@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from replog.toolkit.cli import app
-from tests.recovery.kafka_dirs import batches_of, build_log_dir, flip, seg_path, tree_hashes
+from tests.recovery.kafka.log_dirs import batches_of, build_log_dir, flip, seg_path, tree_hashes
 
 runner = CliRunner()
 REPLOG = Path(sys.executable).parent / "replog"

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from replog.recovery.doctor import diagnose
-from tests.recovery.kafka_dirs import build_log_dir
+from tests.recovery.kafka.log_dirs import build_log_dir
 
 
 def test_tiered_storage_index_cache_is_not_a_bad_partition_dir(tmp_path: Path) -> None:

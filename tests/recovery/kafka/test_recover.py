@@ -10,7 +10,7 @@ from replog.formats.errors import UnsafeOutput
 from replog.formats.kafka import checkpoint, names
 from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.recover import COMPLETE_MARKER, recover_partition
-from tests.recovery.kafka_dirs import batches_of, build_log_dir, flip, seg_path, set_checkpoint, tree_hashes
+from tests.recovery.kafka.log_dirs import batches_of, build_log_dir, flip, seg_path, set_checkpoint, tree_hashes
 
 
 def out_batches(out: Path) -> list:

@@ -10,7 +10,7 @@ from replog.formats.kafka import batch as v2
 from replog.formats.kafka import codecs, fastwalk
 from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.kafka.checks_segments import record_findings
-from tests.recovery.test_fast_load import _damage, _segment
+from tests.recovery.kafka.test_fast_load import _damage, _segment
 
 pytestmark = pytest.mark.skipif(not fastwalk.HAVE_NUMBA, reason="numba not installed: nothing fast to compare")
 

@@ -16,7 +16,7 @@ from replog.formats.kafka.internal.transaction_state import (
     encode_transaction_log_value,
     state_name,
 )
-from tests.formats.kafka.test_internal_protocol import message_values
+from tests.formats.kafka.internal.test_protocol import message_values
 from tests.mutate import damage
 
 values = st.integers(0, 1).flatmap(lambda v: st.tuples(st.just(v), message_values(TRANSACTION_LOG_VALUE, v)))

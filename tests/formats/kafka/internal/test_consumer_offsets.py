@@ -28,7 +28,7 @@ from replog.formats.kafka.internal.consumer_offsets import (
 )
 from replog.formats.kafka.internal.protocol import Message
 from replog.formats.kafka.segment import SegmentWalk, batch_records
-from tests.formats.kafka.test_internal_protocol import message_values, struct_values
+from tests.formats.kafka.internal.test_protocol import message_values, struct_values
 from tests.mutate import damage
 from tests.realdata import REALDATA
 

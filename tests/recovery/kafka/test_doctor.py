@@ -12,7 +12,7 @@ from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.recover import recover_partition
 from replog.recovery.kafka.writer import write_partition
 from tests.realdata import REALDATA
-from tests.recovery.kafka_dirs import (
+from tests.recovery.kafka.log_dirs import (
     batches_of,
     build_log_dir,
     data_batch,

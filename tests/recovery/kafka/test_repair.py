@@ -12,7 +12,7 @@ from replog.recovery.kafka.export import export_lost
 from replog.recovery.kafka.repair import repair
 from replog.recovery.kafka.replay import replay_paths
 from replog.recovery.kafka.replica import load_replica
-from tests.recovery.kafka_replicas import replica_dir
+from tests.recovery.kafka.replicas import replica_dir
 
 
 def unclean_pair(tmp_path: Path) -> tuple[Path, Path]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from replog.formats.fileio import locked_by_another_process
 from replog.recovery.doctor import diagnose
-from tests.recovery.kafka_replicas import replica_dir
+from tests.recovery.kafka.replicas import replica_dir
 
 HOLD = """
 import fcntl, os, sys, time

@@ -11,7 +11,7 @@ from replog.recovery.kafka import inplace
 from replog.recovery.kafka.inplace import repair_in_place, restore
 from replog.recovery.kafka.replay import replay_paths
 from replog.recovery.kafka.replica import load_replica
-from tests.recovery.kafka_replicas import replica_dir
+from tests.recovery.kafka.replicas import replica_dir
 
 
 def digests(root: Path) -> dict[str, str]:

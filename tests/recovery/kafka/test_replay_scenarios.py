@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from replog.recovery.kafka.replay import replay_paths, run_replay
 from replog.recovery.kafka.replica import load_replica, replica_from_batches
-from tests.recovery.kafka_replicas import replica_dir
+from tests.recovery.kafka.replicas import replica_dir
 
 
 def by_name(result, name):  # noqa: ANN001, ANN201 - test helper

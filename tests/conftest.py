@@ -1,0 +1,23 @@
+"""Suite-wide hooks: say how the tests were ordered, so a failure in shuffled order can be replayed."""
+from __future__ import annotations
+
+import pytest
+
+
+def _order(config: pytest.Config) -> str | None:
+    if config.pluginmanager.hasplugin("randomly") and config.getoption("randomly_reorganize", False):
+        seed = config.getoption("randomly_seed")
+        return f"test order shuffled: --randomly-seed={seed} replays it, -p no:randomly runs in file order"
+    if config.getoption("reverse", False):
+        return "test order reversed (--reverse)"
+    return None
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    return _order(config)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    line = _order(config)
+    if line and exitstatus != 0:
+        terminalreporter.write_line(line)
