@@ -21,12 +21,10 @@ from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.producer_snapshot import parse_producer_snapshot
 from replog.formats.kafka.quorum_state import parse_quorum_state
-from replog.formats.kafka.segment import BatchInfo, batch_records
 from replog.recovery.evidence import Evidence
-from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state
+from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state, segment_pass
 from replog.recovery.kafka.checks_broker import PartitionOffsets
-from replog.recovery.kafka.logdir import BrokerCheckpoints
-from replog.recovery.kafka.producer_state import marker_of
+from replog.recovery.kafka.logdir import BrokerCheckpoints, use_fast_walk
 
 
 def check_log_dir(ev: Evidence, log_dir: Path) -> tuple[list[Finding], list[PartitionOffsets]]:
@@ -78,9 +76,10 @@ def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
         if seg is None:
             continue
         if prev is not None:
-            out += checks_segments.check_continuity([prev, seg])
+            out += segment_pass.check_continuity(prev, seg)
         leo = seg.next_offset if seg.next_offset is not None else base
-        prev = seg
+        if seg.batch_count or prev is None:
+            prev = seg
     out += [f for f in state.finish(leo) if not (f.code == "KAFKA_EPOCH_CHECKPOINT_MISMATCH"
                                                  and f.offset is None and not epoch_ok)]
     offsets = PartitionOffsets(str(pdir), parsed.topic, parsed.partition, parsed.state,
@@ -91,39 +90,26 @@ def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
 
 
 def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: checks_state.StateChecker,
-             active: bool, deep: bool = True) -> tuple[checks_segments.SegmentResult | None, list[Finding]]:
+             active: bool, deep: bool = True) -> tuple[segment_pass.SegmentResult | None, list[Finding]]:
+    """One pass over a segment: its walk, records, epochs and producers, and indexes."""
     path = inv.files.logs[base]
-    try:
-        with ev.mapped(path) as buf:
-            seg = checks_segments.check_segment(buf, path, base, deep)
-            aborted = []
-            for b in seg.batches:
-                if _sound(b):
-                    done = state.feed(b, str(path), _marker(buf, b))
-                    if done is not None:
-                        aborted.append(done)
-    except UnreadableInput as e:
-        return None, [finding("UNREADABLE_FILE", str(path), message=str(e))]
-    found = list(seg.findings)
-    if not seg.batches and not found:
-        found.append(finding("KAFKA_SEGMENT_EMPTY", str(path), position=0, offset=base))
     kinds = {k: inv.files.indexes[(base, k)] for k in ("index", "timeindex", "txnindex")
              if (base, k) in inv.files.indexes}
-    found += checks_indexes.check_indexes(ev, seg, kinds, active=active, expected_aborts=aborted)
-    return seg, found
-
-
-def _sound(b: BatchInfo) -> bool:
-    return b.crc_valid and 0 <= b.magic <= 2
-
-
-def _marker(buf: memoryview, b: BatchInfo) -> tuple[int, int] | None:
-    if not (b.is_control and b.magic == 2 and b.producer_id >= 0):
-        return None
     try:
-        return marker_of(batch_records(buf, b))
-    except FormatError:
-        return None
+        with ev.mapped(path) as buf:
+            indexes = checks_indexes.IndexChecks(ev, kinds, base_offset=base, log_size=len(buf), active=active)
+            records = checks_segments.RecordCheck(buf, str(path)) if deep else None
+            checks = [indexes] if records is None else [records, indexes]
+            seg = segment_pass.scan_segment(buf, path, base, compiled=use_fast_walk(len(buf)), checks=checks,
+                                            state=state)
+            found = seg.findings + (records.finish() if records is not None else [])
+    except UnreadableInput as e:
+        return None, [finding("UNREADABLE_FILE", str(path), message=str(e))]
+    found.sort(key=lambda f: (f.position if f.position is not None else -1))
+    if not seg.batch_count and not found:
+        found.append(finding("KAFKA_SEGMENT_EMPTY", str(path), position=0, offset=base))
+    found += indexes.finish(path, seg.aborted)
+    return seg, found
 
 
 def _epoch_checkpoint(ev: Evidence, pdir: Path, out: list[Finding]) -> tuple[list[EpochEntry] | None, list[int], bool]:
@@ -178,8 +164,7 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
     seg = names.parse_segment_file_name(path.name)
     try:
         if kind is FileKind.KAFKA_SEGMENT and seg is not None and not seg.transient:
-            with ev.mapped(path) as buf:
-                return checks_segments.check_segment(buf, path, seg.base_offset).findings
+            return _log_file(ev, path, seg.base_offset)
         if kind in (FileKind.KAFKA_OFFSET_INDEX, FileKind.KAFKA_TIME_INDEX, FileKind.KAFKA_TXN_INDEX) and seg:
             return _index_file(ev, path, seg.base_offset, seg.kind)
         if kind is FileKind.KAFKA_PRODUCER_SNAPSHOT:
@@ -212,12 +197,17 @@ def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]
             "txnindex": txn_index.read_txn_index}
         return readers[kind](data, base, path=str(path)).findings
     with ev.mapped(log) as buf:
-        seg = checks_segments.check_segment(buf, log, base)
-    expected = []
-    if kind == "txnindex":
-        from replog.recovery.kafka.producer_state import ProducerState
-        from replog.recovery.kafka.rebuild import rebuild_indexes
-        with ev.mapped(log) as buf:
-            expected = rebuild_indexes(buf, base, [b for b in seg.batches if _sound(b)],
-                                       producers=ProducerState()).aborted
-    return checks_indexes.check_indexes(ev, seg, {kind: path}, active=True, expected_aborts=expected)
+        indexes = checks_indexes.IndexChecks(ev, {kind: path}, base_offset=base, log_size=len(buf), active=True)
+        state = checks_state.StateChecker(None, "", [], 0) if kind == "txnindex" else None
+        seg = segment_pass.scan_segment(buf, log, base, compiled=use_fast_walk(len(buf)), checks=[indexes],
+                                        state=state)
+    return indexes.finish(log, seg.aborted)
+
+
+def _log_file(ev: Evidence, path: Path, base: int) -> list[Finding]:
+    """A segment on its own: its walk and every record decoded."""
+    with ev.mapped(path) as buf:
+        records = checks_segments.RecordCheck(buf, str(path))
+        seg = segment_pass.scan_segment(buf, path, base, compiled=use_fast_walk(len(buf)), checks=[records])
+        found = seg.findings + records.finish()
+    return sorted(found, key=lambda f: (f.position if f.position is not None else -1))

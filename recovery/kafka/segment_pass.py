@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from replog.formats.errors import FormatError
-from replog.formats.findings import Finding
+from replog.formats.findings import Finding, finding
 from replog.formats.kafka.blocks import BatchBlock, reference_blocks
 from replog.formats.kafka.segment import SegmentWalk, batch_records
 from replog.formats.kafka.txn_index import AbortedTxn
@@ -105,3 +105,19 @@ def markers(buf: memoryview | bytes, sound: BatchBlock) -> dict[int, tuple[int, 
         except FormatError:
             out[i] = None
     return out
+
+
+def check_continuity(prev: SegmentResult, seg: SegmentResult) -> list[Finding]:
+    """Overlap or hole between a segment and the last earlier one that held batches."""
+    if not prev.batch_count or prev.max_last_offset is None:
+        return []
+    prev_last, first = prev.max_last_offset, seg.first_base_offset
+    if seg.base_offset <= prev_last or (first is not None and first <= prev_last):
+        return [finding("KAFKA_SEGMENT_OVERLAP", str(seg.path), position=0,
+                        offset=first if first is not None else seg.base_offset,
+                        message=f"segment starts at {seg.base_offset} (first batch {first}); the "
+                                f"previous segment reaches offset {prev_last}")]
+    if first is not None and first > prev_last + 1:
+        return [finding("KAFKA_OFFSET_GAP", str(seg.path), position=0, offset=prev_last + 1,
+                        message=f"offsets {prev_last + 1}..{first - 1} are in no segment (normal after compaction)")]
+    return []
