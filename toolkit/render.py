@@ -72,10 +72,11 @@ class Column:
 
     `get` names a field of the JSON row (dots reach into a member:
     "fetched.records") or is a function of the row; `show` turns the value
-    into text; `style` highlights the whole cell (a rich style for any present
-    value, or a function of the row giving one or None). `many`, in a record view, means the value
-    is a list shown one row per item (none when empty). `no_wrap`, `overflow`
-    and `ratio` are passed to rich as they are.
+    into text; `style` highlights the whole cell (a rich style for any
+    present value, or a function of the row giving one or None). `many`, in
+    a record view, means the value is a list shown one row per item (none
+    when empty). `no_wrap`, `overflow` and `ratio` are passed to rich as
+    they are.
     """
 
     header: str
