@@ -7,6 +7,7 @@ from typing import Any
 
 from replog.formats import codes
 from replog.formats.errors import FormatError
+from replog.formats.shape import Field, Shape
 
 
 class Severity(StrEnum):
@@ -32,17 +33,11 @@ class Finding:
     details: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "code": self.code,
-            "severity": self.severity.value,
-            "path": self.path,
-            "position": self.position,
-            "offset": self.offset,
-            "message": self.message,
-        }
-        if self.details:
-            out["details"] = dict(self.details)
-        return out
+        return FINDING.dump(self)
+
+
+FINDING = Shape("code", Field("severity", "severity.value"), "path", "position", "offset", "message",
+                Field("details", lambda f: dict(f.details), omit_empty=True))
 
 
 def finding(code: str, path: str, *, position: int | None = None,

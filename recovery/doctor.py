@@ -15,7 +15,8 @@ from typing import Any
 
 from replog.formats.discovery import DirKind, find_roots
 from replog.formats.errors import UnreadableInput
-from replog.formats.findings import Finding, Severity, finding
+from replog.formats.findings import FINDING, Finding, Severity, finding
+from replog.formats.shape import Field, Shape
 from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import doctor as kafka_doctor
 from replog.recovery.kafka.checks_broker import PartitionOffsets
@@ -43,9 +44,10 @@ class DoctorReport:
         return any(f.severity is Severity.ERROR for f in self.findings)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"inputs": self.inputs,
-                "findings": [{k: v for k, v in f.to_dict().items() if k != "details"} for f in self.findings],
-                "summary": self.summary}
+        return DOCTOR_REPORT.dump(self)
+
+
+DOCTOR_REPORT = Shape("inputs", Field("findings", shape=FINDING.without("details")), "summary")
 
 
 def diagnose(paths: list[Path]) -> DoctorReport:

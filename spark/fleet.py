@@ -30,6 +30,7 @@ from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import atomic_write, read_small
 from replog.formats.kafka import names
 from replog.formats.kafka.meta_properties import parse_meta_properties
+from replog.formats.shape import Field, Shape
 from replog.recovery import outputs
 from replog.recovery.kafka.logdir import node_id
 from replog.recovery.naming import broker_name
@@ -50,7 +51,7 @@ class LogDir:
     fs: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"broker": self.broker, "path": self.path, "kind": self.kind, "remote": self.fs is not None}
+        return LOG_DIR.dump(self)
 
     def units(self, split_bytes: int | None) -> list[Unit]:
         if self.kind == "rocketmq":
@@ -58,6 +59,9 @@ class LogDir:
         if self.fs is not None:
             return remote_log_dir_units(self.broker, self.fs, self.path, split_bytes)
         return log_dir_units(self.broker, self.path, split_bytes)
+
+
+LOG_DIR = Shape("broker", "path", "kind", Field("remote", lambda d: d.fs is not None))
 
 
 @dataclass
@@ -71,9 +75,11 @@ class FleetScanResult:
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"out_dir": self.out_dir, "log_dirs": [d.to_dict() for d in self.log_dirs],
-                "skipped": self.skipped, "units": self.units, "rows": self.rows,
-                "errors": self.errors, "seconds": round(self.seconds, 3)}
+        return FLEET_SCAN_RESULT.dump(self)
+
+
+FLEET_SCAN_RESULT = Shape("out_dir", Field("log_dirs", shape=LOG_DIR), "skipped", "units", "rows", "errors",
+                          Field("seconds", lambda r: round(r.seconds, 3)))
 
 
 # -- discovery ------------------------------------------------------------------------

@@ -12,11 +12,11 @@ from replog.toolkit.output import (
     Format,
     print_repaired,
     resolve,
-    write_document,
     write_json,
     write_jsonl,
 )
 from replog.toolkit.progress import byte_progress
+from replog.toolkit.render import Column, Columns, render, thousands
 
 Entries = Callable[[Callable[[int, int], None] | None], Iterator[dict[str, Any]]]
 
@@ -29,7 +29,11 @@ def _track_errors(entries: Iterator[dict[str, Any]], seen: list[bool]) -> Iterat
 
 
 def run_dump(make_entries: Entries, fmt: Format | None, print_data: bool) -> int:
-    """Stream dump entries in the chosen format; exit 1 if any error finding was met."""
+    """Stream dump entries in the chosen format; exit 1 if any error finding was met.
+
+    Not through `render`: a dump can be millions of entries, so JSON lines and
+    the kafka-dump-log style text are written as they are decoded, never held.
+    """
     from replog.toolkit.dump_view import print_entries
 
     fmt = resolve(fmt)
@@ -50,7 +54,7 @@ def run_ls(path: Any, fmt: Format | None) -> int:
     from replog.formats.discovery import DirKind, classify_dir
     from replog.formats.errors import UnreadableInput
     from replog.recovery.kafka.logdir import read_broker_checkpoints, summarize_log_dir, summarize_partition
-    from replog.toolkit.views import ls_rows, print_ls
+    from replog.toolkit.views import LS_COLUMNS, ls_rows
 
     kind = classify_dir(path)
     if kind is DirKind.KAFKA_LOG_DIR:
@@ -63,13 +67,7 @@ def run_ls(path: Any, fmt: Format | None) -> int:
     else:
         raise UnreadableInput(f"{path}: not a Kafka log dir, partition dir or RocketMQ store")
     rows = ls_rows(parts)
-    fmt = resolve(fmt)
-    if fmt is Format.json:
-        write_json(rows)
-    elif fmt is Format.jsonl:
-        write_jsonl(rows)
-    else:
-        print_ls(rows, str(path))
+    render(resolve(fmt), rows, lambda console: console.print(LS_COLUMNS.table(rows, str(path))))
     return EXIT_CLEAN
 
 
@@ -98,11 +96,7 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
         from replog.recovery.outputs import evidence_roots, prepare_file_output
         atomic_write(prepare_file_output(html, evidence_roots(r.replica.path for r in result.replicas)),
                      replay_html(result).encode())
-    fmt = resolve(fmt)
-    if fmt is Format.table:
-        print_replay(result, Console(highlight=False))
-    else:
-        write_document(result.to_dict(), fmt)
+    render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
     return EXIT_CLEAN
 
 
@@ -119,14 +113,13 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
     result = replay_paths(specs, leader, protocol or "epoch")
     repaired = repair(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
-    fmt = resolve(fmt)
-    if fmt is Format.table:
-        console = Console(highlight=False)
+
+    def show(console: Console) -> None:
         print_replay(result, console)
         print_repaired(repaired, console, lambda r: (r.identical_to_leader,
                                                      f"LEO {r.log_end_offset} HW {r.high_watermark}"))
-    else:
-        write_document(payload, fmt)
+
+    render(resolve(fmt), payload, show)
     return EXIT_CLEAN if all(r.identical_to_leader and not r.problems for r in repaired) else EXIT_FINDINGS
 
 
@@ -138,6 +131,7 @@ def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, proto
     result = replay_paths(specs, leader, protocol or "epoch")
     repaired = repair_in_place(result, backup)
     payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
+    # one line per replica for a person; --format jsonl has always written the indented document here
     if resolve(fmt) is Format.table:
         console = Console(highlight=False)
         for r in repaired:
@@ -158,8 +152,6 @@ def run_samples(out: Any, seed: int, force: bool) -> int:
     `--force` replaces only a previous generation."""
     from pathlib import Path
 
-    from rich.table import Table
-
     from replog.samples.kafka_fleet import generate_kafka_fleet
     from replog.samples.manifest import MANIFEST_NAME
     from replog.samples.rocketmq_fleet import generate_rocketmq_samples
@@ -168,15 +160,8 @@ def run_samples(out: Any, seed: int, force: bool) -> int:
     _clear_previous_samples(out, force)
     manifest = generate_kafka_fleet(out / "kafka", seed=seed)
     console = Console(highlight=False)
-    table = Table(title=f"sample Kafka fleet in {out / 'kafka'} (seed {seed})")
-    for col in ("broker", "partitions", "log bytes", "shutdown", "planted damage"):
-        table.add_column(col, justify="left" if col in ("broker", "shutdown") else "right")
-    for broker in manifest.brokers:
-        reps = [r for r in manifest.replicas if r.broker == broker]
-        table.add_row(broker, str(len(reps)), f"{sum(r.bytes for r in reps):,}",
-                      "clean" if manifest.clean_shutdown[broker] else "crashed",
-                      str(sum(1 for d in manifest.damage if d.broker == broker)))
-    console.print(table)
+    console.print(SAMPLE_BROKER_COLUMNS.table(_sample_brokers(manifest),
+                                              f"sample Kafka fleet in {out / 'kafka'} (seed {seed})"))
     console.print(f"{len(manifest.damage)} damage items and {len(manifest.divergences)} replica divergences "
                   f"planted; {manifest.file_count} files, {manifest.total_bytes:,} bytes. "
                   f"See {out / 'kafka' / MANIFEST_NAME} and README.txt.")
@@ -184,6 +169,26 @@ def run_samples(out: Any, seed: int, force: bool) -> int:
     console.print(f"RocketMQ: a diverged master/slave pair and a store with {len(planted['damage'])} planted "
                   f"defects in {out / 'rocketmq'}.")
     return EXIT_CLEAN
+
+
+def _sample_brokers(manifest: Any) -> list[dict[str, Any]]:
+    """One row per generated broker: its partitions, log bytes, shutdown and planted damage."""
+    rows = []
+    for broker in manifest.brokers:
+        reps = [r for r in manifest.replicas if r.broker == broker]
+        rows.append({"broker": broker, "partitions": len(reps), "bytes": sum(r.bytes for r in reps),
+                     "clean_shutdown": manifest.clean_shutdown[broker],
+                     "damage": sum(1 for d in manifest.damage if d.broker == broker)})
+    return rows
+
+
+SAMPLE_BROKER_COLUMNS = Columns(
+    Column("broker", "broker"),
+    Column("partitions", "partitions", justify="right"),
+    Column("log bytes", "bytes", thousands, justify="right"),
+    Column("shutdown", "clean_shutdown", lambda clean: "clean" if clean else "crashed"),
+    Column("planted damage", "damage", justify="right"),
+)
 
 
 def _clear_previous_samples(out: Any, force: bool) -> None:

@@ -10,10 +10,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from replog.formats.fileio import atomic_write
-from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, stderr, write_json, write_jsonl
+from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, stderr
+from replog.toolkit.render import Column, Columns, render, span, thousands, words
 
 
 @contextlib.contextmanager
@@ -41,17 +41,15 @@ def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventor
                             force=force, progress=progress, split_bytes=split_bytes)
     for note in result.skipped:
         stderr.print(f"[yellow]replog: skipped[/] {note}")
-    fmt = resolve(fmt)
-    if fmt is Format.table:
-        console = Console(highlight=False)
+
+    def show(console: Console) -> None:
+        """Three lines, not a table: what was scanned, the rows written, and the next command."""
         console.print(f"scanned {len(result.log_dirs)} log dirs ({result.units} units) in {result.seconds:.1f} s "
                       f"-> {result.out_dir}")
         console.print("  " + ", ".join(f"{k}: {v:,}" for k, v in result.rows.items()))
         console.print(f"next: replog fleet report {result.out_dir}")
-    elif fmt is Format.jsonl:
-        write_jsonl([result.to_dict()])
-    else:
-        write_json(result.to_dict())
+
+    render(resolve(fmt), result.to_dict(), show)
     return EXIT_FINDINGS if result.errors else EXIT_CLEAN
 
 
@@ -59,73 +57,14 @@ def run_fleet_report(out_dir: Path, fmt: Format | None, html_file: Path | None) 
     from replog.spark.report import fleet_report
 
     rep = fleet_report(out_dir)
+    doc = rep.to_dict()
     if html_file is not None:
-        atomic_write(html_file, render_html(rep.to_dict()).encode("utf-8"))
-    fmt = resolve(fmt)
-    if fmt is Format.table:
-        print_report(rep.to_dict(), Console(highlight=False))
-    elif fmt is Format.jsonl:
-        write_jsonl([rep.to_dict()])
-    else:
-        write_json(rep.to_dict())
+        atomic_write(html_file, render_html(doc).encode("utf-8"))
+    render(resolve(fmt), doc, lambda console: print_report(doc, console))
     return EXIT_FINDINGS if rep.has_errors else EXIT_CLEAN
 
 
-# -- terminal ---------------------------------------------------------------------------------
-
-
-def _table(title: str, columns: Sequence[str], rows: list[list[Any]]) -> Table:
-    t = Table(title=title, title_justify="left", header_style="bold")
-    for c in columns:
-        t.add_column(c)
-    for r in rows:
-        t.add_row(*["-" if v is None else str(v) for v in r])
-    return t
-
-
-def print_report(r: dict[str, Any], console: Console) -> None:
-    t = r["totals"]
-    console.print(f"[bold]fleet scan[/] {r['out_dir']}: {t['brokers']} brokers, {t['partitions']:,} partition "
-                  f"replicas, {t['segments']:,} segments, {t['bytes']:,} bytes; "
-                  f"[red]{t['errors']} errors[/], [yellow]{t['warnings']} warnings[/], "
-                  f"{t['divergent_replica_sets']} divergent replica sets of {t['replica_sets']}")
-    console.print(_table("brokers", ["broker", "log dirs", "partitions", "bytes", "errors", "warnings"],
-                         [[b["broker"], b["log_dirs"], b["partitions"], f"{b['bytes']:,}", b["errors"],
-                           b["warnings"]] for b in r["brokers"]]))
-    if r["divergent"]:
-        console.print(_table("divergent replica sets", ["partition", "diverges at", "kept", "diverged", "behind",
-                                                        "log ends", "records at risk", "committed at risk"],
-                             [[f"{d['topic']}-{d['partition']}", d["first_divergent_offset"], _names(d["kept"]),
-                               _names(d["diverged"]), _names(d["behind"]), _leos(d), d["records_at_risk"],
-                               d["committed_at_risk"]] for d in r["divergent"]]))
-    if r["lagging"]:
-        console.print(_table("lagging replica sets", ["partition", "log ends", "high watermarks", "leo spread"],
-                             [[f"{d['topic']}-{d['partition']}", _leos(d), _hws(d), d["leo_spread"]]
-                              for d in r["lagging"]]))
-    if r["worst_partitions"]:
-        console.print(_table("worst partitions", ["broker", "partition", "log end", "hw", "errors", "warnings",
-                                                  "flags"],
-                             [[p["broker"], f"{p['topic']}-{p['partition']}", p["log_end_offset"],
-                               p["high_watermark"], p["errors"], p["warnings"], " ".join(p["flags"] or [])]
-                              for p in r["worst_partitions"]]))
-    if r["damaged_segments"]:
-        console.print(_table("damaged segments", ["broker", "segment", "size", "valid bytes", "errors"],
-                             [[s["broker"], s["path"], f"{s['size']:,}", f"{s['valid_bytes']:,}", s["errors"]]
-                              for s in r["damaged_segments"]]))
-    if r.get("stores"):
-        console.print(_table("RocketMQ stores", *_store_rows(r["stores"])))
-    if r["checkpoint_disagreements"]:
-        console.print(_table("checkpoints disagreeing with logs", ["broker", "code", "partition", "message"],
-                             [[c["broker"], c["code"], "-" if c["topic"] is None else f"{c['topic']}-{c['partition']}",
-                               c["message"]] for c in r["checkpoint_disagreements"]]))
-
-
-def _store_rows(stores: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
-    cols = ["broker", "store", "commitlog min..max", "messages", "queues", "confirm", "epoch", "abort", "errors",
-            "warnings"]
-    return cols, [[s["broker"], s["store"], f"{s['commitlog_min_offset']}..{s['commitlog_max_offset']}",
-                   s["messages"], s["queues"], s["confirm_offset"], s["latest_epoch"],
-                   "present" if s["abort_present"] else "-", s["errors"], s["warnings"]] for s in stores]
+# -- the report's tables ---------------------------------------------------------------------------
 
 
 def _names(xs: list[str] | None) -> str:
@@ -133,11 +72,74 @@ def _names(xs: list[str] | None) -> str:
 
 
 def _leos(d: dict[str, Any]) -> str:
-    return " ".join(f"{b}:{v}" for b, v in zip(d["replicas"], d["log_end_offsets"], strict=True))
+    return " ".join(f"{b}:{v}" for b, v in zip(d["replicas"], d["log_end_offsets"], strict=False))
 
 
 def _hws(d: dict[str, Any]) -> str:
-    return " ".join(f"{b}:{'-' if v is None else v}" for b, v in zip(d["replicas"], d["high_watermarks"], strict=True))
+    return " ".join(f"{b}:{'-' if v is None else v}" for b, v in zip(d["replicas"], d["high_watermarks"], strict=False))
+
+
+def _partition(d: dict[str, Any]) -> str:
+    return "-" if d["topic"] is None else f"{d['topic']}-{d['partition']}"
+
+
+BROKERS = Columns(
+    Column("broker", "broker"), Column("log dirs", "log_dirs"), Column("partitions", "partitions"),
+    Column("bytes", "bytes", thousands), Column("errors", "errors"), Column("warnings", "warnings"),
+)
+DIVERGENT = Columns(
+    Column("partition", _partition), Column("diverges at", "first_divergent_offset"),
+    Column("kept", "kept", _names), Column("diverged", "diverged", _names), Column("behind", "behind", _names),
+    Column("log ends", _leos), Column("records at risk", "records_at_risk"),
+    Column("committed at risk", "committed_at_risk"),
+)
+LAGGING = Columns(
+    Column("partition", _partition), Column("log ends", _leos), Column("high watermarks", _hws),
+    Column("LEO spread", "leo_spread"),
+)
+WORST_PARTITIONS = Columns(
+    Column("broker", "broker"), Column("partition", _partition), Column("log end", "log_end_offset"),
+    Column("hw", "high_watermark"), Column("errors", "errors"), Column("warnings", "warnings"),
+    Column("flags", "flags", words),
+)
+DAMAGED_SEGMENTS = Columns(
+    Column("broker", "broker"), Column("segment", "path"), Column("size", "size", thousands),
+    Column("valid bytes", "valid_bytes", thousands), Column("errors", "errors"),
+)
+STORES = Columns(
+    Column("broker", "broker"), Column("store", "store"),
+    Column("commitlog min..max", span("commitlog_min_offset", "commitlog_max_offset")),
+    Column("messages", "messages"), Column("queues", "queues"), Column("confirm", "confirm_offset"),
+    Column("epoch", "latest_epoch"), Column("abort", "abort_present", lambda present: "present" if present else "-"),
+    Column("errors", "errors"), Column("warnings", "warnings"),
+)
+CHECKPOINTS = Columns(
+    Column("broker", "broker"), Column("code", "code"), Column("partition", _partition), Column("message", "message"),
+)
+FINDING_CODES = Columns(Column("code", "code"), Column("count", "count"))
+
+# (title, report member, columns): the sections a person reads, in this order, on the terminal and in the page
+SECTIONS = (
+    ("divergent replica sets", "divergent", DIVERGENT),
+    ("lagging replica sets", "lagging", LAGGING),
+    ("worst partitions", "worst_partitions", WORST_PARTITIONS),
+    ("damaged segments", "damaged_segments", DAMAGED_SEGMENTS),
+    ("RocketMQ stores", "stores", STORES),
+    ("checkpoints disagreeing with logs", "checkpoint_disagreements", CHECKPOINTS),
+)
+
+
+def print_report(r: dict[str, Any], console: Console) -> None:
+    """The totals line, the brokers, then every section that has rows."""
+    t = r["totals"]
+    console.print(f"[bold]fleet scan[/] {r['out_dir']}: {t['brokers']} brokers, {t['partitions']:,} partition "
+                  f"replicas, {t['segments']:,} segments, {t['bytes']:,} bytes; "
+                  f"[red]{t['errors']} errors[/], [yellow]{t['warnings']} warnings[/], "
+                  f"{t['divergent_replica_sets']} divergent replica sets of {t['replica_sets']}")
+    console.print(BROKERS.table(r["brokers"], "brokers"))
+    for title, member, columns in SECTIONS:
+        if r.get(member):
+            console.print(columns.table(r[member], title))
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -151,7 +153,7 @@ def bar_chart(title: str, labels: list[str], series: list[tuple[str, str, list[f
     height = top + group_h * max(1, len(labels)) + 24
     peak = max([v for _, _, vals in series for v in vals] + [1])
     parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" '
-              f'role="img" aria-label="{html.escape(title)}">'),
+             f'role="img" aria-label="{html.escape(title)}">'),
              f'<text x="0" y="16" font-weight="bold">{html.escape(title)}</text>']
     for i, label in enumerate(labels):
         y0 = top + i * group_h
@@ -172,13 +174,6 @@ def bar_chart(title: str, labels: list[str], series: list[tuple[str, str, list[f
     return "".join(parts)
 
 
-def _html_table(columns: Sequence[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape('-' if v is None else str(v))}</td>" for v in r) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def render_html(r: dict[str, Any]) -> str:
     """A self-contained page: totals, charts, and the report's tables."""
     t = r["totals"]
@@ -194,26 +189,11 @@ def render_html(r: dict[str, Any]) -> str:
                   [("divergent partitions", "#c0392b", [x["divergent"] for x in topics]),
                    ("records at risk", "#f1c40f", [x["records_at_risk"] for x in topics])]),
     ]
-    sections = [
-        ("Divergent replica sets", ["partition", "diverges at", "kept", "diverged", "behind", "log ends",
-                                    "records at risk", "committed at risk"],
-         [[f"{d['topic']}-{d['partition']}", d["first_divergent_offset"], _names(d["kept"]), _names(d["diverged"]),
-           _names(d["behind"]), _leos(d), d["records_at_risk"], d["committed_at_risk"]] for d in r["divergent"]]),
-        ("Lagging replica sets", ["partition", "log ends", "high watermarks", "LEO spread"],
-         [[f"{d['topic']}-{d['partition']}", _leos(d), _hws(d), d["leo_spread"]] for d in r["lagging"]]),
-        ("Worst partitions", ["broker", "partition", "log end", "hw", "errors", "warnings", "flags"],
-         [[p["broker"], f"{p['topic']}-{p['partition']}", p["log_end_offset"], p["high_watermark"], p["errors"],
-           p["warnings"], " ".join(p["flags"] or [])] for p in r["worst_partitions"]]),
-        ("Damaged segments", ["broker", "segment", "size", "valid bytes", "errors"],
-         [[s["broker"], s["path"], s["size"], s["valid_bytes"], s["errors"]] for s in r["damaged_segments"]]),
-        ("Checkpoints disagreeing with logs", ["broker", "code", "partition", "message"],
-         [[c["broker"], c["code"], "-" if c["topic"] is None else f"{c['topic']}-{c['partition']}", c["message"]]
-          for c in r["checkpoint_disagreements"]]),
-        ("RocketMQ stores", *_store_rows(r.get("stores") or [])),
-        ("Findings by code", ["code", "count"], [[k, v] for k, v in r["finding_codes"].items()]),
-    ]
-    body = "".join(f"<h2>{html.escape(title)}</h2>" + (_html_table(cols, rows) if rows else "<p>none</p>")
-                   for title, cols, rows in sections)
+    codes = [{"code": code, "count": n} for code, n in r["finding_codes"].items()]
+    sections = [(title, r.get(member) or [], columns) for title, member, columns in SECTIONS]
+    sections.append(("findings by code", codes, FINDING_CODES))
+    body = "".join(f"<h2>{html.escape(title[:1].upper() + title[1:])}</h2>"
+                   + (columns.html(rows) if rows else "<p>none</p>") for title, rows, columns in sections)
     summary = (f"{t['brokers']} brokers, {t['partitions']:,} partition replicas, {t['segments']:,} segments, "
                f"{t['bytes']:,} bytes; {t['errors']} errors, {t['warnings']} warnings; "
                f"{t['divergent_replica_sets']} divergent replica sets of {t['replica_sets']}")

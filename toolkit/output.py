@@ -99,11 +99,6 @@ def guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def write_document(doc: Any, fmt: Format) -> None:
-    """One machine-readable document: pretty JSON, or a single JSON line."""
-    write_json(doc) if fmt is Format.json else write_jsonl([doc])
-
-
 def print_repaired(repaired: Iterable[Any], console: Console, describe: Callable[[Any], tuple[bool, str]]) -> bool:
     """One line per repaired replica or store; True when every one verified clean."""
     clean = True

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import html
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from replog.recovery.kafka.replay import ReplayResult
 from replog.recovery.kafka.replica import Replica
+from replog.toolkit.render import Column, Columns
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac"]
 WIDTH = 64
@@ -46,23 +47,31 @@ def _bar(rep: Replica, lo: int, hi: int) -> Text:
     return text
 
 
+def _lost(lost: dict[str, Any]) -> str:
+    return f"{lost['records']} ({lost['first_offset']}..{lost['last_offset']})" if lost["records"] else "0"
+
+
+REPLICA_COLUMNS = Columns(
+    Column("replica", "name"),
+    Column("LEO→", "log_end_offset_before", justify="right"),
+    Column("HW→", "high_watermark_before", justify="right"),
+    Column("diverged at", "diverged_at", justify="right", style="yellow"),
+    Column("truncated to", "truncated_to", justify="right"),
+    Column("lost", "lost", _lost, justify="right", style=lambda r: "bold red" if r["lost"]["records"] else None),
+    Column("fetched", "fetched.records", justify="right"),
+    Column("→LEO", "log_end_offset_after", justify="right"),
+    Column("→HW", "high_watermark_after", justify="right"),
+)
+
+
 def print_replay(result: ReplayResult, console: Console) -> None:
+    """The replicas' table, then what is not tabular: the cross-check warnings, the epoch timeline
+    (a picture of each log by offset) and the transcript (one line per protocol step)."""
     d = result.to_dict()
     console.print(f"[bold]Kafka replay[/] ({result.protocol} protocol), leader [bold]{result.leader.name}[/]"
                   + ("  [bold red]UNCLEAN ELECTION[/]" if result.leader.unclean else ""))
     console.print(f"[dim]{result.leader.explanation}[/]")
-    table = Table(header_style="bold")
-    for col in ("replica", "LEO→", "HW→", "diverged at", "truncated to", "lost", "fetched", "→LEO", "→HW"):
-        table.add_column(col, justify="left" if col == "replica" else "right")
-    for r in d["replicas"]:
-        lost = r["lost"]
-        lost_text = (f"[bold red]{lost['records']} ({lost['first_offset']}..{lost['last_offset']})[/]"
-                     if lost["records"] else "0")
-        table.add_row(r["name"], str(r["log_end_offset_before"]), str(r["high_watermark_before"]),
-                      "-" if r["diverged_at"] is None else f"[yellow]{r['diverged_at']}[/]",
-                      "-" if r["truncated_to"] is None else str(r["truncated_to"]), lost_text,
-                      str(r["fetched"]["records"]), str(r["log_end_offset_after"]), str(r["high_watermark_after"]))
-    console.print(table)
+    console.print(REPLICA_COLUMNS.table(d["replicas"]))
     for e in result.transcript.events:
         if e["kind"] == "cross_check" and not e["agree"]:
             console.print(f"[yellow]{e['replica']}: the OffsetsForLeaderEpoch path ends at "
@@ -118,16 +127,10 @@ def replay_html(result: ReplayResult) -> str:
     axis_y = 10 + len(rows) * row_h + 15
     parts.append(f'<text x="{left}" y="{axis_y}">{lo}</text><text x="{width - 60}" y="{axis_y}">{hi}</text></svg>')
     d = result.to_dict()
-    table = "".join(
-        f"<tr><td>{html.escape(r['name'])}</td><td>{r['log_end_offset_before']}</td><td>{r['diverged_at']}</td>"
-        f"<td>{r['truncated_to']}</td><td>{r['lost']['records']}</td><td>{r['log_end_offset_after']}</td></tr>"
-        for r in d["replicas"])
     events = "".join(f"<li>{html.escape(str(e))}</li>" for e in d["events"])
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>replog replay</title>"
             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
             f"<h1>Kafka replay: leader {html.escape(result.leader.name)} ({result.protocol})</h1>"
             f"<p>{html.escape(result.leader.explanation)}</p>{''.join(parts)}"
-            "<table><tr><th>replica</th><th>LEO before</th><th>diverged at</th><th>truncated to</th>"
-            f"<th>lost records</th><th>LEO after</th></tr>{table}</table><h2>Transcript</h2><ol>{events}</ol>"
-            "</body></html>")
+            f"{REPLICA_COLUMNS.html(d['replicas'])}<h2>Transcript</h2><ol>{events}</ol></body></html>")

@@ -6,22 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from replog.formats.fileio import atomic_write
 from replog.recovery.rocketmq.ha import HAReplayResult, replay_paths
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
-from replog.toolkit.output import (
-    EXIT_CLEAN,
-    EXIT_FINDINGS,
-    Format,
-    print_repaired,
-    resolve,
-    write_document,
-    write_json,
-    write_jsonl,
-)
-from replog.toolkit.views import iso
+from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, print_repaired, resolve
+from replog.toolkit.render import Column, Columns, render, span, thousands, time_range
 
 
 def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -61,35 +51,33 @@ def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]
     return totals, rows
 
 
+def _cq_style(r: dict[str, Any]) -> str | None:
+    """The consume queue should end one past the last message the commitlog dispatched to it."""
+    top, cq = r["max_queue_offset"], r["cq_max_offset"]
+    return "yellow" if top is not None and cq is not None and cq != top + 1 else None
+
+
+QUEUE_COLUMNS = Columns(
+    Column("topic/queue", lambda r: f"{r['topic']}/{r['queue_id']}"),
+    Column("messages", "messages", justify="right"),
+    Column("queue offsets", span("min_queue_offset", "max_queue_offset"), justify="right"),
+    Column("CQ end", "cq_max_offset", justify="right", style=_cq_style),
+    Column("commitlog range", span("first_physical_offset", "last_physical_offset"), justify="right"),
+    Column("bytes", "bytes", thousands, justify="right"),
+    Column("time range (UTC)", time_range("first_timestamp", "max_timestamp")),
+)
+
+
 def run_ls_store(path: Any, fmt: Format | None) -> int:
     model = load_store(path)
     totals, rows = store_rows(model)
-    fmt = resolve(fmt)
-    if fmt is Format.json:
-        write_json({"store": totals, "queues": rows})
-    elif fmt is Format.jsonl:
-        write_jsonl([{"kind": "queue", **r} for r in rows] + [{"kind": "store", **totals}])
-    else:
-        _print_ls(totals, rows)
+    render(resolve(fmt), {"store": totals, "queues": rows}, lambda console: _print_ls(totals, rows, console),
+           lines=[{"kind": "queue", **r} for r in rows] + [{"kind": "store", **totals}])
     return EXIT_CLEAN
 
 
-def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]]) -> None:
-    console = Console(highlight=False)
-    table = Table(title=f"{totals['path']} (RocketMQ store)", title_justify="left", header_style="bold")
-    for col in ("topic/queue", "messages", "queue offsets", "CQ end", "commitlog range", "bytes", "time range (UTC)"):
-        table.add_column(col, justify="left" if col in ("topic/queue", "time range (UTC)") else "right")
-    for r in rows:
-        qo = "-" if r["min_queue_offset"] is None else f"{r['min_queue_offset']}..{r['max_queue_offset']}"
-        cq = "-" if r["cq_max_offset"] is None else str(r["cq_max_offset"])
-        if r["max_queue_offset"] is not None and r["cq_max_offset"] is not None \
-                and r["cq_max_offset"] != r["max_queue_offset"] + 1:
-            cq = f"[yellow]{cq}[/]"
-        rng = ("-" if r["first_physical_offset"] is None
-               else f"{r['first_physical_offset']}..{r['last_physical_offset']}")
-        span = " .. ".join(t for t in (iso(r["first_timestamp"]), iso(r["max_timestamp"])) if t) or "-"
-        table.add_row(f"{r['topic']}/{r['queue_id']}", str(r["messages"]), qo, cq, rng, f"{r['bytes']:,}", span)
-    console.print(table)
+def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Console) -> None:
+    console.print(QUEUE_COLUMNS.table(rows, f"{totals['path']} (RocketMQ store)"))
     flags = []
     if totals["abort_present"]:
         flags.append("[yellow]abort present (unclean shutdown)[/]")
@@ -100,26 +88,30 @@ def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]]) -> None:
                   f"confirm offset {totals['confirm_offset']}, epochs {totals['epochs'] or '-'}  " + " ".join(flags))
 
 
+def _status(r: dict[str, Any]) -> str:
+    return r["status"] if not r["stall"] else f"{r['status']}: {r['stall']['cause']}"
+
+
+STORE_COLUMNS = Columns(
+    Column("store", "name"),
+    Column("role", "role"),
+    Column("status", _status, style=lambda r: "bold red" if r["stall"] else None),
+    Column("range before", span("log_start_offset_before", "log_end_offset_before"), justify="right"),
+    Column("confirm", "high_watermark_before", justify="right"),
+    Column("diverged at", "diverged_at", justify="right", style="yellow"),
+    Column("truncated to", "truncated_to", justify="right"),
+    Column("lost", "lost.records", justify="right", style=lambda r: "bold red" if r["lost"]["records"] else None),
+    Column("fetched", lambda r: f"{r['fetched']['bytes']} B / {r['fetched']['frames']} frames", justify="right"),
+    Column("range after", span("log_start_offset_after", "log_end_offset_after"), justify="right"),
+    Column("epochs after", "epochs_after", lambda es: " ".join(f"{e}@{s}" for e, s in es) or "-"),
+)
+
+
 def print_replay(result: HAReplayResult, console: Console) -> None:
     d = result.to_dict()
     console.print(f"[bold]RocketMQ HA replay[/] ({result.protocol}), master [bold]{result.master}[/]")
     console.print(f"[dim]{result.explanation}[/]")
-    table = Table(header_style="bold")
-    for col in ("store", "role", "status", "range before", "confirm", "diverged at", "truncated to", "lost",
-                "fetched", "range after", "epochs after"):
-        table.add_column(col, justify="left" if col in ("store", "role", "status", "epochs after") else "right")
-    for r in d["replicas"]:
-        lost = r["lost"]
-        status = r["status"] if not r["stall"] else f"[bold red]{r['status']}: {r['stall']['cause']}[/]"
-        table.add_row(r["name"], r["role"], status, f"{r['log_start_offset_before']}..{r['log_end_offset_before']}",
-                      "-" if r["high_watermark_before"] is None else str(r["high_watermark_before"]),
-                      "-" if r["diverged_at"] is None else f"[yellow]{r['diverged_at']}[/]",
-                      "-" if r["truncated_to"] is None else str(r["truncated_to"]),
-                      f"[bold red]{lost['records']}[/]" if lost["records"] else "0",
-                      f"{r['fetched']['bytes']} B / {r['fetched']['frames']} frames",
-                      f"{r['log_start_offset_after']}..{r['log_end_offset_after']}",
-                      " ".join(f"{e}@{s}" for e, s in r["epochs_after"]) or "-")
-    console.print(table)
+    console.print(STORE_COLUMNS.table(d["replicas"]))
     for r in d["replicas"]:
         if r["stall"]:
             console.print(f"[bold red]{r['name']} stalls[/] ({r['stall']['cause']}): {r['stall']['explanation']}")
@@ -140,7 +132,7 @@ def replay_html(result: HAReplayResult) -> str:
     width, left, row_h = 900, 170, 26
     scale = (width - left - 20) / hi
     parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * 2 * len(reps) + 20}" '
-              'font-family="sans-serif" font-size="12">')]
+             'font-family="sans-serif" font-size="12">')]
     for i, (r, when) in enumerate((r, w) for r in reps for w in ("before", "after")):
         y = 10 + i * row_h
         lo, end = r[f"log_start_offset_{when}"], r[f"log_end_offset_{when}"]
@@ -152,17 +144,13 @@ def replay_html(result: HAReplayResult) -> str:
             parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y - 2}" y2="{y + row_h - 4}" stroke="red" '
                          f'stroke-width="2"><title>diverges at {r["diverged_at"]}</title></line>')
     parts.append("</svg>")
-    rows = "".join(f"<tr><td>{html_lib.escape(r['name'])}</td><td>{r['status']}</td><td>{r['log_end_offset_before']}"
-                   f"</td><td>{r['diverged_at']}</td><td>{r['truncated_to']}</td><td>{r['lost']['records']}</td>"
-                   f"<td>{r['log_end_offset_after']}</td></tr>" for r in reps)
     events = "".join(f"<li>{html_lib.escape(str(e))}</li>" for e in d["events"])
     return ("<!doctype html><html><head><meta charset='utf-8'><title>replog RocketMQ replay</title>"
             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
             f"<h1>RocketMQ HA replay: master {html_lib.escape(result.master)} ({result.protocol})</h1>"
-            f"<p>{html_lib.escape(result.explanation)}</p>{''.join(parts)}<table><tr><th>store</th><th>status</th>"
-            "<th>max offset before</th><th>diverged at</th><th>truncated to</th><th>lost</th>"
-            f"<th>max offset after</th></tr>{rows}</table><h2>Transcript</h2><ol>{events}</ol></body></html>")
+            f"<p>{html_lib.escape(result.explanation)}</p>{''.join(parts)}{STORE_COLUMNS.html(reps)}"
+            f"<h2>Transcript</h2><ol>{events}</ol></body></html>")
 
 
 def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, force: bool,
@@ -171,11 +159,7 @@ def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | No
     result = replay_paths(specs, leader, protocol)
     if html is not None:
         atomic_write(Path(html), replay_html(result).encode())
-    fmt = resolve(fmt)
-    if fmt is Format.table:
-        print_replay(result, Console(highlight=False))
-    else:
-        write_document(result.to_dict(), fmt)
+    render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
     return EXIT_FINDINGS if result.stalled else EXIT_CLEAN
 
 
@@ -187,12 +171,11 @@ def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol
     result = replay_paths(specs, leader, protocol)
     repaired = repair_stores(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
-    fmt = resolve(fmt)
-    if fmt is Format.table:
-        console = Console(highlight=False)
+
+    def show(console: Console) -> None:
         print_replay(result, console)
         print_repaired(repaired, console, lambda r: (r.identical_to_master, (f"({r.role}) commitlog "
-                                                      f"{r.log_start_offset}..{r.log_end_offset}")))
-    else:
-        write_document(payload, fmt)
+                                                     f"{r.log_start_offset}..{r.log_end_offset}")))
+
+    render(resolve(fmt), payload, show)
     return EXIT_CLEAN if all(r.identical_to_master and not r.problems for r in repaired) else EXIT_FINDINGS

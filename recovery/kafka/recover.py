@@ -32,13 +32,14 @@ from crc32c import crc32c
 
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import atomic_write, fsync_dir, mapped, read_small
-from replog.formats.findings import Finding, finding
+from replog.formats.findings import FINDING, Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.producer_snapshot import build_producer_snapshot, parse_producer_snapshot
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk
+from replog.formats.shape import Field, Shape
 from replog.recovery import outputs
 from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import read_broker_checkpoints
@@ -82,13 +83,13 @@ class RecoverResult:
         return self.verification.get("errors", 1) == 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"output": self.output, "partition": self.partition, "truncated_to": self.truncated_to,
-                "valid_bytes": self.valid_bytes, "truncated_segment": self.truncated_segment,
-                "salvaged": self.salvaged, "dropped": self.dropped,
-                "log_start_offset": self.log_start_offset, "log_end_offset": self.log_end_offset,
-                "high_watermark": self.high_watermark, "recovery_point": self.recovery_point,
-                "epochs": [list(e) for e in self.epochs],
-                "findings": [f.to_dict() for f in self.findings], "verification": self.verification}
+        return RECOVER_RESULT.dump(self)
+
+
+RECOVER_RESULT = Shape("output", "partition", "truncated_to", "valid_bytes", "truncated_segment", "salvaged", "dropped",
+                       "log_start_offset", "log_end_offset", "high_watermark", "recovery_point",
+                       Field("epochs", lambda r: [list(e) for e in r.epochs]),
+                       Field("findings", shape=FINDING), "verification")
 
 
 # --- safety -----------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """`replay`: load replicas of one partition, choose the leader, replay, explain what each keeps or loses.
 
-The result carries the contract's JSON shape (`to_dict`) and the plan a
-repair applies: for each replica, its final batch list (with where each
-batch's bytes come from).
+The result carries the contract's JSON shape (`REPLAY_RESULT`, `to_dict`) and
+the plan a repair applies: for each replica, its final batch list (with where
+each batch's bytes come from).
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replog.formats.errors import ReplogError
+from replog.formats.shape import Field, Shape
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import BatchRef, Replica, load_replica
 from replog.recovery.naming import parse_named
@@ -34,27 +35,35 @@ class ReplicaResult:
     lost_key_sample: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        r, f = self.replica, self.final
-        lost = self.lost
-        return {
-            "name": r.name, "path": r.path,
-            "log_end_offset_before": r.log_end_offset, "high_watermark_before": r.high_watermark,
-            "truncated_to": self.outcome.truncated_to if self.outcome else None,
-            "log_end_offset_after": f.log_end_offset, "high_watermark_after": f.high_watermark,
-            "diverged_at": self.diverged_at,
-            "lost": {"records": sum(b.count for b in lost),
-                     "first_offset": lost[0].base_offset if lost else None,
-                     "last_offset": lost[-1].last_offset if lost else None,
-                     "bytes": sum(b.size for b in lost),
-                     "first_timestamp": min((b.first_timestamp for b in lost if b.first_timestamp >= 0), default=None),
-                     "max_timestamp": max((b.max_timestamp for b in lost), default=None),
-                     "producer_ids": sorted({b.producer_id for b in lost if b.producer_id >= 0}),
-                     "acknowledged": bool(lost) and lost[0].base_offset < r.high_watermark,
-                     "key_sample": self.lost_key_sample},
-            "fetched": {"records": sum(b.count for b in self.outcome.fetched) if self.outcome else 0,
-                        "batches": len(self.outcome.fetched) if self.outcome else 0},
-            "epochs_after": [list(e) for e in f.epochs.entries],
-        }
+        return REPLICA_RESULT.dump(self)
+
+
+def _lost(r: ReplicaResult) -> dict[str, Any]:
+    lost = r.lost
+    return {"records": sum(b.count for b in lost),
+            "first_offset": lost[0].base_offset if lost else None,
+            "last_offset": lost[-1].last_offset if lost else None,
+            "bytes": sum(b.size for b in lost),
+            "first_timestamp": min((b.first_timestamp for b in lost if b.first_timestamp >= 0), default=None),
+            "max_timestamp": max((b.max_timestamp for b in lost), default=None),
+            "producer_ids": sorted({b.producer_id for b in lost if b.producer_id >= 0}),
+            "acknowledged": bool(lost) and lost[0].base_offset < r.replica.high_watermark,
+            "key_sample": r.lost_key_sample}
+
+
+def _fetched(r: ReplicaResult) -> dict[str, int]:
+    fetched = r.outcome.fetched if r.outcome else []
+    return {"records": sum(b.count for b in fetched), "batches": len(fetched)}
+
+
+REPLICA_RESULT = Shape(
+    Field("name", "replica.name"), Field("path", "replica.path"),
+    Field("log_end_offset_before", "replica.log_end_offset"), Field("high_watermark_before", "replica.high_watermark"),
+    Field("truncated_to", "outcome.truncated_to"),
+    Field("log_end_offset_after", "final.log_end_offset"), Field("high_watermark_after", "final.high_watermark"),
+    "diverged_at", Field("lost", _lost), Field("fetched", _fetched),
+    Field("epochs_after", lambda r: [list(e) for e in r.final.epochs.entries]),
+)
 
 
 @dataclass
@@ -65,9 +74,14 @@ class ReplayResult:
     transcript: Transcript
 
     def to_dict(self) -> dict[str, Any]:
-        return {"system": "kafka", "protocol": self.protocol, "leader": self.leader.name,
-                "leader_election": {"unclean": self.leader.unclean, "explanation": self.leader.explanation},
-                "replicas": [r.to_dict() for r in self.replicas], "events": self.transcript.events}
+        return REPLAY_RESULT.dump(self)
+
+
+REPLAY_RESULT = Shape(
+    Field("system", lambda _: "kafka"), "protocol", Field("leader", "leader.name"),
+    Field("leader_election", "leader", shape=Shape("unclean", "explanation")),
+    Field("replicas", shape=REPLICA_RESULT), Field("events", "transcript.events"),
+)
 
 
 def choose_leader(replicas: Sequence[Replica]) -> LeaderChoice:

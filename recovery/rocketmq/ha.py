@@ -21,6 +21,7 @@ from replog.formats.errors import FormatError, ReplogError, UnreadableInput
 from replog.formats.fileio import mapped, read_small
 from replog.formats.rocketmq import commitlog as cl
 from replog.formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_offsets
+from replog.formats.shape import Field, Shape
 from replog.recovery.naming import parse_named
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.transcript import Transcript
@@ -66,23 +67,7 @@ class ReplicaOutcome:
     epochs_after: list[EpochEntry] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        m = self.model
-        return {
-            "name": m.name, "path": m.path, "role": self.role, "status": self.status,
-            "log_start_offset_before": m.min_offset, "log_end_offset_before": m.max_offset,
-            "high_watermark_before": m.confirm_offset, "truncated_to": self.truncated_to,
-            "log_start_offset_after": self.min_offset_after, "log_end_offset_after": self.max_offset_after,
-            "high_watermark_after": self.confirm_after, "diverged_at": self.diverged_at,
-            "lost": lost_summary(self.lost),
-            "fetched": {"bytes": self.fetched_bytes, "frames": self.frames},
-            "stall": self.stall,
-            "repair_plan": None if self.repair_plan is None or self.repair_plan == self.plan else {
-                "truncate_to": self.repair_plan.keep_to, "fetch_from": self.repair_plan.fetch_from,
-                "fetch_to": self.repair_plan.fetch_to, "lost": lost_summary(self.repair_lost)},
-            "epochs_before": [[e.epoch, e.start_offset] for e in m.epochs],
-            "epochs_after": [[e.epoch, e.start_offset] for e in self.epochs_after],
-            "abort_present": m.abort.present,
-        }
+        return REPLICA_OUTCOME.dump(self)
 
 
 @dataclass
@@ -94,9 +79,7 @@ class HAReplayResult:
     transcript: Transcript
 
     def to_dict(self) -> dict[str, Any]:
-        return {"system": "rocketmq", "protocol": self.protocol, "leader": self.master,
-                "leader_election": {"unclean": False, "explanation": self.explanation},
-                "replicas": [r.to_dict() for r in self.replicas], "events": self.transcript.events}
+        return HA_REPLAY_RESULT.dump(self)
 
     @property
     def stalled(self) -> bool:
@@ -113,11 +96,44 @@ def lost_summary(msgs: list[MessageRef]) -> dict[str, Any]:
         "last_offset": msgs[-1].physical_offset if msgs else None, "bytes": sum(m.size for m in msgs),
         "queues": [{"topic": t, "queue_id": q, "count": len(ms), "first_queue_offset": ms[0].queue_offset,
                     "last_queue_offset": ms[-1].queue_offset} for (t, q), ms in sorted(queues.items())],
-        "messages": [{"physical_offset": m.physical_offset, "size": m.size, "topic": m.topic,
-                      "queue_id": m.queue_id, "queue_offset": m.queue_offset, "keys": m.user_keys(),
-                      "store_timestamp": m.store_timestamp} for m in msgs[:LOST_LISTED]],
+        "messages": LOST_MESSAGE.dump_each(msgs[:LOST_LISTED]),
         "messages_listed": min(len(msgs), LOST_LISTED),
     }
+
+
+def _repair_plan(r: ReplicaOutcome) -> dict[str, Any] | None:
+    """What `repair` writes, when it differs from what the replay leaves (a stalled slave)."""
+    if r.repair_plan is None or r.repair_plan == r.plan:
+        return None
+    return {"truncate_to": r.repair_plan.keep_to, "fetch_from": r.repair_plan.fetch_from,
+            "fetch_to": r.repair_plan.fetch_to, "lost": lost_summary(r.repair_lost)}
+
+
+def _epochs(entries: list[EpochEntry]) -> list[list[int]]:
+    return [[e.epoch, e.start_offset] for e in entries]
+
+
+LOST_MESSAGE = Shape("physical_offset", "size", "topic", "queue_id", "queue_offset",
+                     Field("keys", lambda m: m.user_keys()), "store_timestamp")
+
+REPLICA_OUTCOME = Shape(
+    Field("name", "model.name"), Field("path", "model.path"), "role", "status",
+    Field("log_start_offset_before", "model.min_offset"), Field("log_end_offset_before", "model.max_offset"),
+    Field("high_watermark_before", "model.confirm_offset"), "truncated_to",
+    Field("log_start_offset_after", "min_offset_after"), Field("log_end_offset_after", "max_offset_after"),
+    Field("high_watermark_after", "confirm_after"), "diverged_at",
+    Field("lost", lambda r: lost_summary(r.lost)),
+    Field("fetched", lambda r: {"bytes": r.fetched_bytes, "frames": r.frames}),
+    "stall", Field("repair_plan", _repair_plan),
+    Field("epochs_before", lambda r: _epochs(r.model.epochs)), Field("epochs_after", lambda r: _epochs(r.epochs_after)),
+    Field("abort_present", "model.abort.present"),
+)
+
+HA_REPLAY_RESULT = Shape(
+    Field("system", lambda _: "rocketmq"), "protocol", Field("leader", "master"),
+    Field("leader_election", lambda r: {"unclean": False, "explanation": r.explanation}),
+    Field("replicas", shape=REPLICA_OUTCOME), Field("events", "transcript.events"),
+)
 
 
 # --- comparison -------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ commitlog is compared byte-for-byte with the master's over the slave's range.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ class RepairedStore:
     findings: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
 def master_pieces(master: StoreModel, start: int, end: int) -> list[Piece]:
