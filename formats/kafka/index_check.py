@@ -80,7 +80,8 @@ def check_time_index(batches: Sequence[BatchInfo], entries: Sequence[TimeIndexEn
             continue  # zero slot 0 of an empty preallocated index
         i = bisect.bisect_right(firsts, offset) - 1
         if i < 0 or offset > data[i].last_offset:
-            code = "KAFKA_INDEX_OUT_OF_RANGE" if not data or offset > data[-1].last_offset else "KAFKA_TIMEINDEX_MISMATCH"
+            code = ("KAFKA_INDEX_OUT_OF_RANGE" if not data or offset > data[-1].last_offset
+                    else "KAFKA_TIMEINDEX_MISMATCH")
             sink.add(code, at, offset, f"slot {slot}: offset {offset} is in no batch of the log")
             continue
         b = data[i]
