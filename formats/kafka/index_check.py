@@ -158,7 +158,7 @@ def check_txn_index(expected: Sequence[AbortedTxn], actual: Sequence[AbortedTxn]
 # --- streaming forms -----------------------------------------------------------------------------
 
 # What the streaming checks decide per entry (int8 codes); NONE = no finding.
-_NONE, _OUT_OF_RANGE, _NOT_START, _REACHED, _NO_END, _WAITING = range(6)  # offset index
+_NONE, _OUT_OF_RANGE, _NOT_START, _REACHED, _NO_END, _WAITING, _UNDECIDED = range(7)  # offset index
 _IN_NO_BATCH, _MISMATCH = 1, 2                                           # time index
 
 
@@ -167,18 +167,17 @@ class _EntryOffsets:
 
     An offset above INT64_MAX (a base offset within 2^31 of it) is stored as
     INT64_MAX and flagged in `over` (None when there is none): no batch offset
-    reaches it. Columns keep their relative offsets (slot i's offset is base +
-    relative[i]); a sequence's offsets are exact Python ints already (`field`
-    is where the offset sits in an entry).
+    reaches it; its exact value is kept aside. `field` is where the offset
+    sits in an entry of a sequence.
     """
 
     def __init__(self, entries, base_offset: int, field: int) -> None:
-        self._base, self._relative, self._exact = base_offset, None, {}
         if isinstance(entries, OffsetIndexColumns | TimeIndexColumns):
             if entries.base_offset != base_offset:
                 raise ValueError(f"index read with base offset {entries.base_offset}, checked with {base_offset}")
             self.int64, self.over = absolute_offsets(base_offset, entries.relative_offsets)
-            self._relative = entries.relative_offsets
+            over = np.flatnonzero(self.over) if self.over is not None else []
+            self._exact = {int(s): base_offset + int(entries.relative_offsets[s]) for s in over}
             return
         values = [e[field] for e in entries]
         if any(v < INT64_MIN for v in values):
@@ -191,12 +190,44 @@ class _EntryOffsets:
             self.over[list(self._exact)] = True
 
     def exact(self, slot: int) -> int:
-        if self._relative is not None:
-            return self._base + int(self._relative[slot])
         return self._exact.get(slot, int(self.int64[slot]))
 
     def nbytes(self) -> int:
         return self.int64.nbytes + (self.over.nbytes if self.over is not None else 0)
+
+
+class _InKeyOrder:
+    """The slots of an index visited by ascending key (position or offset), in runs.
+
+    An index in order (the normal case) is visited in place: no sorted copy,
+    no permutation. `upto(key, side)` returns the next slots whose key is below
+    (`left`) or up to (`right`) `key`; `rest()` the ones never reached.
+    """
+
+    def __init__(self, keys: np.ndarray) -> None:
+        if len(keys) < 2 or bool((keys[1:] >= keys[:-1]).all()):
+            self.order, self.keys = None, keys
+        else:
+            self.order = np.argsort(keys, kind="stable")
+            self.keys = keys[self.order]
+        self.next = 0
+
+    def upto(self, key: int, side: str) -> np.ndarray:
+        hi = int(np.searchsorted(self.keys, key, side=side))
+        return self._take(hi)
+
+    def rest(self) -> np.ndarray:
+        return self._take(len(self.keys))
+
+    def _take(self, hi: int) -> np.ndarray:
+        lo, self.next = self.next, max(self.next, hi)
+        if hi <= lo:
+            return np.empty(0, dtype=np.int64)
+        return np.arange(lo, hi, dtype=np.int64) if self.order is None else self.order[lo:hi]
+
+    def nbytes(self, counted: np.ndarray) -> int:
+        """Bytes of the arrays of its own (`counted`, the keys it was given, is not one)."""
+        return 0 if self.order is None else self.order.nbytes + self.keys.nbytes
 
 
 class OffsetIndexCheck:
@@ -246,17 +277,13 @@ class OffsetIndexCheck:
         not_default = (offsets != base_offset) | (positions != 0)
         if self._offsets.over is not None:
             not_default |= self._offsets.over
-        self._verdict = np.zeros(n, dtype=np.int8)
-        out_of_range = not_default & (positions >= log_size)
-        self._verdict[out_of_range] = _OUT_OF_RANGE
+        self._verdict = np.full(n, _UNDECIDED, dtype=np.int8)
+        self._verdict[~not_default] = _NONE
+        self._verdict[not_default & (positions >= log_size)] = _OUT_OF_RANGE
         # aux values of a finding's message: REACHED (last offset, position) of the batch before;
         # NO_END (base offset, last offset) of the batch at P
         self._aux = np.zeros((2, n), dtype=np.int64)
-        candidates = np.flatnonzero(not_default & ~out_of_range)
-        order = np.argsort(positions[candidates], kind="stable")
-        self._by_position = candidates[order]
-        self._sorted_positions = positions[self._by_position]
-        self._next = 0                                    # next entry of _by_position to match
+        self._by_position = _InKeyOrder(positions)
         self._waiting = np.empty(0, dtype=np.int64)       # slots looking for the batch ending at O
         self._batches = 0
         self._prev_position = self._prev_last = 0         # the last batch seen
@@ -267,7 +294,7 @@ class OffsetIndexCheck:
     def nbytes(self) -> int:
         """Bytes of the arrays the check keeps (entries, verdicts, the carried entries)."""
         return (self._offsets.nbytes() + self._positions.nbytes + self._verdict.nbytes + self._aux.nbytes
-                + self._by_position.nbytes + self._sorted_positions.nbytes + self._waiting.nbytes)
+                + self._by_position.nbytes(self._positions) + self._waiting.nbytes)
 
     def feed(self, block: BatchBlock) -> None:
         """Check the entries this block (the next batches of the segment, in file order) decides."""
@@ -280,10 +307,10 @@ class OffsetIndexCheck:
         reach = np.maximum.accumulate(lasts)
         if self._waiting.size:
             self._waiting = self._resolve_waiting(self._waiting, lasts, reach)
-        hi = int(np.searchsorted(self._sorted_positions, starts[-1], side="right"))
-        if hi > self._next:
-            self._match(self._by_position[self._next:hi], block, reach)
-            self._next = hi
+        slots = self._by_position.upto(int(starts[-1]), "right")
+        slots = slots[self._verdict[slots] == _UNDECIDED]
+        if slots.size:
+            self._match(slots, block, reach)
         self._batches += n
         self._prev_position, self._prev_last = int(starts[-1]), int(lasts[-1])
         self._framed_end = int(starts[-1] + block.size[-1])
@@ -292,9 +319,7 @@ class OffsetIndexCheck:
         """Entries carried from earlier blocks: the first batch of this block reaching O decides."""
         offsets = self._offsets.int64[slots]
         j = np.searchsorted(reach, offsets, side="left")
-        found = j < len(lasts)
-        if self._offsets.over is not None:
-            found &= ~self._offsets.over[slots]
+        found = j < len(lasts)  # (an offset above INT64_MAX never waits: it was settled at its match)
         done, j = slots[found], j[found]
         self._verdict[done] = np.where(lasts[j] == offsets[found], _NONE, _NO_END)
         return slots[~found]
@@ -302,6 +327,7 @@ class OffsetIndexCheck:
     def _match(self, slots: np.ndarray, block: BatchBlock, reach: np.ndarray) -> None:
         """Entries whose position is at most the block's last batch start."""
         starts, lasts, n = block.position, block.last_offset, len(block)
+        self._verdict[slots] = _NONE  # decided here: unless a rule below says otherwise, fine
         positions = self._positions[slots]
         k = np.searchsorted(starts, positions, side="left")  # < n: positions <= starts[-1]
         at_start = starts[k] == positions
@@ -345,8 +371,8 @@ class OffsetIndexCheck:
         """The findings, once every block has been fed (then the check is spent)."""
         if not self._done:
             self._done = True
-            self._verdict[self._by_position[self._next:]] = _NOT_START  # past the last batch start
-            self._verdict[self._waiting] = _NO_END                     # no batch ever reached O
+            self._verdict[self._verdict == _UNDECIDED] = _NOT_START  # past the last batch start
+            self._verdict[self._waiting] = _NO_END                   # no batch ever reached O
             self._waiting = self._waiting[:0]
         sink = FindingSink(self.path, MAX_FINDINGS)
         flagged = np.flatnonzero(self._verdict)
@@ -411,9 +437,7 @@ class TimeIndexCheck:
         self._zero_slot = bool(n and timestamps[0] == 0 and self._offsets.exact(0) == base_offset)
         self._verdict = np.zeros(n, dtype=np.int8)
         self._aux = np.zeros((3, n), dtype=np.int64)  # MISMATCH: max timestamp, running max, position
-        self._by_offset = np.argsort(self._offsets.int64, kind="stable")
-        self._sorted_offsets = self._offsets.int64[self._by_offset]
-        self._next = 0
+        self._by_offset = _InKeyOrder(self._offsets.int64)
         self._batches = 0
         self._first_max = 0           # running maximum of the base offsets
         self._top = -1                # running maximum timestamp of the CRC-valid batches
@@ -425,7 +449,7 @@ class TimeIndexCheck:
     def nbytes(self) -> int:
         """Bytes of the arrays the check keeps (entries and verdicts)."""
         return (self._offsets.nbytes() + self._timestamps.nbytes + self._verdict.nbytes + self._aux.nbytes
-                + self._by_offset.nbytes + self._sorted_offsets.nbytes)
+                + self._by_offset.nbytes(self._offsets.int64))
 
     def feed(self, block: BatchBlock) -> None:
         """Check the entries this block (the next batches of the segment, in file order) decides."""
@@ -440,10 +464,8 @@ class TimeIndexCheck:
         stamps = block.max_timestamp
         running = np.maximum.accumulate(np.where(block.crc_valid != 0, stamps, -1))
         np.maximum(running, self._top, out=running)
-        hi = int(np.searchsorted(self._sorted_offsets, firsts[-1], side="left"))  # entries with O < max first
-        if hi > self._next:
-            slots = self._by_offset[self._next:hi]
-            self._next = hi
+        slots = self._by_offset.upto(int(firsts[-1]), "left")  # the entries with O below the largest base
+        if slots.size:
             row = np.searchsorted(firsts, self._offsets.int64[slots], side="right") - 1  # < n - 1 + 1
             inside = row >= 0
             r = np.maximum(row, 0)
@@ -478,8 +500,7 @@ class TimeIndexCheck:
         """The findings, once every block has been fed (then the check is spent)."""
         if not self._done:
             self._done = True
-            slots = self._by_offset[self._next:]  # past every base offset: the last batch's, if any
-            self._next = len(self._by_offset)
+            slots = self._by_offset.rest()  # past every base offset: the last batch's, if any
             if slots.size:
                 pos, last, crc, mts = self._last
                 self._judge(slots, has_batch=self._batches > 0, position=pos, last=last, crc_valid=crc,
