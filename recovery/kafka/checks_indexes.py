@@ -3,37 +3,112 @@
 Format findings come from the readers (size multiple, monotonicity, padding);
 content findings from `formats.kafka.index_check`. A zero tail is benign on
 the active (last) segment and only notable on a closed one.
+
+Two entry points give the same findings:
+- `SegmentIndexChecks`: made before the segment's walk, fed its `BatchBlock`s
+  as they come, finished after it (memory: the index entries, never the
+  batches); then `txn_index_findings` for the `.txnindex`;
+- `check_indexes`: the same for a walk already held as `SegmentResult`.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+import numpy as np
 
 from replog.formats.errors import UnreadableInput
 from replog.formats.findings import Finding, Severity, finding
 from replog.formats.kafka import index_check, offset_index, time_index, txn_index
+from replog.formats.kafka.blocks import BatchBlock
+from replog.formats.kafka.segment import BatchInfo
 from replog.formats.kafka.txn_index import AbortedTxn
 from replog.recovery.evidence import Evidence
 from replog.recovery.kafka.checks_segments import SegmentResult
+
+BLOCK_ROWS = 1 << 16  # batches per block when a held walk is fed as blocks
+
+
+class SegmentIndexChecks:
+    """The `.index` and `.timeindex` checks of one segment, fed its batches block by block.
+
+    `paths` maps kind ("index", "timeindex"; other kinds are ignored) to the
+    file; a missing kind is absent. Construction reads both files as columns
+    (`read_offset_index_columns`, `read_time_index_columns`) and keeps their
+    format findings; an unreadable file gives `UNREADABLE_FILE` and no check.
+    Then `feed` every `BatchBlock` of the segment's `.log` (`log_size` bytes),
+    in file order, e.g. straight from `FastWalk.blocks()`; `finish()` returns
+    the findings: per file (`.index` first), the reader's then the check's,
+    a zero tail reported as notable on a closed (not `active`) segment.
+    Exactly what `check_indexes` gives for the same files, without the
+    `.txnindex` (see `txn_index_findings`).
+    """
+
+    def __init__(self, ev: Evidence, paths: dict[str, Path], *, base_offset: int, log_size: int,
+                 active: bool) -> None:
+        self.active = active
+        self._parts: list[tuple[list[Finding], index_check.OffsetIndexCheck | index_check.TimeIndexCheck | None]]
+        self._parts = []
+        for kind in ("index", "timeindex"):
+            path = paths.get(kind)
+            if path is None:
+                continue
+            shown = str(path)
+            try:
+                with ev.mapped(path) as buf:
+                    if kind == "index":
+                        read = offset_index.read_offset_index_columns(buf, base_offset, path=shown)
+                    else:
+                        read = time_index.read_time_index_columns(buf, base_offset, path=shown)
+            except UnreadableInput as e:
+                self._parts.append(([finding("UNREADABLE_FILE", shown, message=str(e))], None))
+                continue
+            if kind == "index":
+                check = index_check.OffsetIndexCheck(read, base_offset=base_offset, log_size=log_size, path=shown)
+            else:
+                check = index_check.TimeIndexCheck(read, base_offset=base_offset, path=shown)
+            self._parts.append((read.findings, check))
+
+    def feed(self, block: BatchBlock) -> None:
+        """The next batches of the segment, in file order (the block is not kept)."""
+        for _, check in self._parts:
+            if check is not None:
+                check.feed(block)
+
+    def finish(self) -> list[Finding]:
+        """All findings of the index files, once every block has been fed."""
+        out: list[Finding] = []
+        for found, check in self._parts:
+            out += [_tail_severity(f, self.active) for f in found + (check.finish() if check else [])]
+        return out
 
 
 def check_indexes(ev: Evidence, seg: SegmentResult, paths: dict[str, Path], *, active: bool,
                   expected_aborts: list[AbortedTxn]) -> list[Finding]:
     """All index findings for one segment; `paths` maps kind -> file (missing kinds absent)."""
-    out: list[Finding] = []
-    for kind, check in (("index", _offset_index), ("timeindex", _time_index)):
-        path = paths.get(kind)
-        if path is None:
-            continue
-        try:
-            with ev.mapped(path) as buf:
-                found = check(buf, seg, str(path))
-        except UnreadableInput as e:
-            found = [finding("UNREADABLE_FILE", str(path), message=str(e))]
-        out += [_tail_severity(f, active) for f in found]
+    checks = SegmentIndexChecks(ev, paths, base_offset=seg.base_offset, log_size=seg.size, active=active)
+    for block in _blocks(seg.batches):
+        checks.feed(block)
+    out = checks.finish()
     path = paths.get("txnindex")
     if path is not None or expected_aborts:
-        out += _txn_index(ev, path, seg, expected_aborts)
+        out += txn_index_findings(ev, path, log_path=seg.path, base_offset=seg.base_offset,
+                                  expected_aborts=expected_aborts)
     return out
+
+
+def txn_index_findings(ev: Evidence, path: Path | None, *, log_path: Path, base_offset: int,
+                       expected_aborts: list[AbortedTxn]) -> list[Finding]:
+    """The `.txnindex` at `path` (None: absent) against the aborted transactions the segment's ABORT
+    markers imply; a missing file with expected entries is reported at the name it would have."""
+    shown = str(path) if path is not None else str(log_path.with_suffix(".txnindex"))
+    if path is None:
+        return index_check.check_txn_index(expected_aborts, [], path=shown)
+    try:
+        read = txn_index.read_txn_index(ev.read_small(path), base_offset, path=shown)
+    except UnreadableInput as e:
+        return [finding("UNREADABLE_FILE", shown, message=str(e))]
+    return read.findings + index_check.check_txn_index(expected_aborts, read.entries, path=shown)
 
 
 def _tail_severity(f: Finding, active: bool) -> Finding:
@@ -43,25 +118,8 @@ def _tail_severity(f: Finding, active: bool) -> Finding:
                    message=f"{f.message}; a closed segment's index is normally trimmed (crash during a roll?)")
 
 
-def _offset_index(buf: memoryview, seg: SegmentResult, path: str) -> list[Finding]:
-    read = offset_index.read_offset_index(buf, seg.base_offset, path=path)
-    return read.findings + index_check.check_offset_index(
-        seg.batches, read.entries, base_offset=seg.base_offset, log_size=seg.size, path=path)
-
-
-def _time_index(buf: memoryview, seg: SegmentResult, path: str) -> list[Finding]:
-    read = time_index.read_time_index(buf, seg.base_offset, path=path)
-    return read.findings + index_check.check_time_index(
-        seg.batches, read.entries, base_offset=seg.base_offset, path=path)
-
-
-def _txn_index(ev: Evidence, path: Path | None, seg: SegmentResult,
-               expected: list[AbortedTxn]) -> list[Finding]:
-    shown = str(path) if path is not None else str(seg.path.with_suffix(".txnindex"))
-    if path is None:
-        return index_check.check_txn_index(expected, [], path=shown)
-    try:
-        read = txn_index.read_txn_index(ev.read_small(path), seg.base_offset, path=shown)
-    except UnreadableInput as e:
-        return [finding("UNREADABLE_FILE", shown, message=str(e))]
-    return read.findings + index_check.check_txn_index(expected, read.entries, path=shown)
+def _blocks(batches: Sequence[BatchInfo]) -> Iterator[BatchBlock]:
+    """A held walk as blocks: `BatchBlock.from_infos`, transposed in C (a field per row)."""
+    for start in range(0, len(batches), BLOCK_ROWS):
+        chunk = batches[start:start + BLOCK_ROWS]
+        yield BatchBlock(np.array([np.fromiter(col, np.int64, len(chunk)) for col in zip(*chunk, strict=True)]))
