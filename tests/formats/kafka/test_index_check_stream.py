@@ -503,3 +503,38 @@ def test_memory_does_not_grow_with_the_log() -> None:
     assert checks[0].finish() == [] and checks[2].finish() == []
     far = checks[1].finish()
     assert len(far) == ic.MAX_FINDINGS and far[-1].details["suppressed"] == 1000 - ic.MAX_FINDINGS
+
+
+# --- dump --verify-index-only -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_dump_verify_index_streams_the_log(tmp_path, monkeypatch, fast: bool) -> None:
+    from replog.formats import dump_checks
+    from replog.formats.dump_kafka import index_entries
+    from replog.formats.kafka import names
+    from tests.formats.kafka.segments import simple_segment
+
+    if fast:
+        monkeypatch.setattr(dump_checks, "FAST_WALK_BYTES", 0)
+    monkeypatch.setattr(dump_checks, "_BLOCK_ROWS", 3)
+    base = 100
+    buf, positions = simple_segment(count=12, per=3, start=base)
+    log = tmp_path / names.segment_file_name(base, "log")
+    log.write_bytes(buf)
+    infos = list(SegmentWalk(buf, str(log), base).batches())
+    o_list = [OffsetIndexEntry(b.last_offset, b.position) for b in infos[1::2]]
+    o_list[2] = OffsetIndexEntry(o_list[2].offset, o_list[2].position + 4)  # not a batch start
+    o_list.append(OffsetIndexEntry(base + 500, len(buf) + 9))                # past the log
+    t_list = [TimeIndexEntry(b.max_timestamp, b.last_offset) for b in infos[::3]]
+    t_list[1] = TimeIndexEntry(t_list[1].timestamp - 1, t_list[1].offset)
+    for kind, raw, listed, ref in (
+            ("index", oi.write_offset_index(o_list, base), o_list, ic.check_offset_index),
+            ("timeindex", ti.write_time_index(t_list, base), t_list, ic.check_time_index)):
+        path = tmp_path / names.segment_file_name(base, kind)
+        path.write_bytes(raw)
+        kw = dict(base_offset=base, path=str(path)) | ({"log_size": len(buf)} if kind == "index" else {})
+        want = dicts(ref(infos, listed, **kw))
+        assert want and dicts(dump_checks.verify_index(path, base, listed)) == want
+        got = [e for e in index_entries(path, True, False) if e["kind"] == "finding"]
+        assert [{k: v for k, v in e.items() if k != "kind"} for e in got] == want
