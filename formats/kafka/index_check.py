@@ -225,8 +225,8 @@ class _InKeyOrder:
             return np.empty(0, dtype=np.int64)
         return np.arange(lo, hi, dtype=np.int64) if self.order is None else self.order[lo:hi]
 
-    def nbytes(self, counted: np.ndarray) -> int:
-        """Bytes of the arrays of its own (`counted`, the keys it was given, is not one)."""
+    def nbytes(self) -> int:
+        """Bytes of its own arrays: none for keys in order, a permutation and a sorted copy otherwise."""
         return 0 if self.order is None else self.order.nbytes + self.keys.nbytes
 
 
@@ -240,10 +240,12 @@ class OffsetIndexCheck:
     the batches at once (codes, positions, offsets, messages, details, order,
     the cap of `MAX_FINDINGS`).
 
-    Memory: the entries and one verdict per entry (~40 bytes an entry), the
-    entries still waiting for the batch that ends their append (at most all of
-    them), and the position and last offset of the last batch seen. Nothing
-    grows with the number of batches; a block is not kept past `feed`.
+    Memory (`nbytes`): the entries, a verdict and two message values per entry
+    (33 bytes an entry; 49 for an index out of position order, visited through
+    a sorted copy), the entries still waiting for the batch that ends their
+    append (8 bytes each, at most all of them), and the position, last offset
+    and end of the last batch seen. Nothing grows with the number of batches;
+    no block is kept past `feed`.
 
     How an entry (O, P) is decided, block by block:
     - entries are visited in position order; those with P up to the block's
@@ -294,7 +296,7 @@ class OffsetIndexCheck:
     def nbytes(self) -> int:
         """Bytes of the arrays the check keeps (entries, verdicts, the carried entries)."""
         return (self._offsets.nbytes() + self._positions.nbytes + self._verdict.nbytes + self._aux.nbytes
-                + self._by_position.nbytes(self._positions) + self._waiting.nbytes)
+                + self._by_position.nbytes() + self._waiting.nbytes)
 
     def feed(self, block: BatchBlock) -> None:
         """Check the entries this block (the next batches of the segment, in file order) decides."""
@@ -407,8 +409,9 @@ class TimeIndexCheck:
     `BatchBlock` of the segment in file order, then `finish()` returns exactly
     the findings `check_time_index` gives for all the batches at once.
 
-    Memory: the entries and one verdict per entry (~50 bytes an entry), and a
-    few values carried from block to block: the last batch seen (position,
+    Memory (`nbytes`): the entries, a verdict and three message values per
+    entry (41 bytes an entry; 57 for an index out of offset order), and a few
+    values carried from block to block: the last batch seen (position,
     last offset, crc_valid, max timestamp), the running maximum of the base
     offsets, the running maximum timestamp over CRC-valid batches, and whether
     any batch has max timestamp 0 (which decides whether a zero slot 0 is
@@ -449,7 +452,7 @@ class TimeIndexCheck:
     def nbytes(self) -> int:
         """Bytes of the arrays the check keeps (entries and verdicts)."""
         return (self._offsets.nbytes() + self._timestamps.nbytes + self._verdict.nbytes + self._aux.nbytes
-                + self._by_offset.nbytes(self._offsets.int64))
+                + self._by_offset.nbytes())
 
     def feed(self, block: BatchBlock) -> None:
         """Check the entries this block (the next batches of the segment, in file order) decides."""
@@ -466,8 +469,8 @@ class TimeIndexCheck:
         np.maximum(running, self._top, out=running)
         slots = self._by_offset.upto(int(firsts[-1]), "left")  # the entries with O below the largest base
         if slots.size:
-            row = np.searchsorted(firsts, self._offsets.int64[slots], side="right") - 1  # < n - 1 + 1
-            inside = row >= 0
+            row = np.searchsorted(firsts, self._offsets.int64[slots], side="right") - 1
+            inside = row >= 0  # row -1: the batch holding O is the previous block's last
             r = np.maximum(row, 0)
             pos, last, crc, mts = self._last
             self._judge(slots, has_batch=inside | (self._batches > 0),

@@ -104,7 +104,7 @@ def read_offset_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
     return IndexRead(entries, tail, sink.result())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # arrays: no element-wise ==
 class OffsetIndexColumns:
     """A `.index` as columns: slot i holds (`offsets[i]`, `positions[i]`); no object per entry.
 

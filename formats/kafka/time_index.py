@@ -57,7 +57,7 @@ def read_time_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
     return IndexRead(entries, tail, sink.result())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # arrays: no element-wise ==
 class TimeIndexColumns:
     """A `.timeindex` as columns: slot i holds (`timestamps[i]`, `offsets[i]`); no object per entry.
 
