@@ -47,13 +47,13 @@ def index_entries(path: Path, verify_only: bool, sanity: bool) -> Iterator[Entry
             yield from map(_finding, found)
             yield {"kind": "sanity_check", "path": str(path), "passed": not found}
             return
-        read = (module.read_offset_index if module is offset_index else module.read_time_index)(
+        read = (module.read_offset_index_columns if module is offset_index else module.read_time_index_columns)(
             buf, base, path=str(path))
     yield from map(_finding, read.findings)
     if not verify_only:
-        for e in read.entries:
+        for e in read.entries():
             yield {"kind": kind, "path": str(path), **dict(zip(fields, e, strict=True))}
-    yield from map(_finding, verify_index(path, base, read.entries))
+    yield from map(_finding, verify_index(path, base, read))
 
 
 def txn_index_entries(path: Path) -> Iterator[Entry]:

@@ -9,10 +9,12 @@ a genuine `(0, 0)` entry), the same rule `DumpLogSegments` uses.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import construct as cs
+import numpy as np
 
 from replog.formats.findings import Finding, FindingSink, finding
 
@@ -22,7 +24,8 @@ ENTRY = cs.Struct(
 )
 ENTRY_STRUCT = struct.Struct(">ii")
 ENTRY_SIZE = ENTRY_STRUCT.size  # 8
-INT32_MAX = 2**31 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _SCAN_CHUNK = 1 << 16
 
 
@@ -99,6 +102,89 @@ def read_offset_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
         prev = (rel, pos)
         entries.append(OffsetIndexEntry(base_offset + rel, pos))
     return IndexRead(entries, tail, sink.result())
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # arrays: no element-wise ==
+class OffsetIndexColumns:
+    """A `.index` as columns: slot i holds (`offsets[i]`, `positions[i]`); no object per entry.
+
+    What `read_offset_index` reads, with the same padding count and findings,
+    as int64 arrays that own their memory (the file can be unmapped).
+    `relative_offsets` are the stored int32s; `offsets` adds the base offset.
+    """
+
+    base_offset: int
+    relative_offsets: np.ndarray
+    positions: np.ndarray
+    zero_tail_entries: int
+    findings: list[Finding]
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Absolute offsets, int64 (saturated at INT64_MAX: see `absolute_offsets`)."""
+        return absolute_offsets(self.base_offset, self.relative_offsets)[0]
+
+    def entries(self) -> Iterator[OffsetIndexEntry]:
+        """The entries as `read_offset_index` lists them, one at a time."""
+        for rel, pos in zip(self.relative_offsets.tolist(), self.positions.tolist(), strict=True):
+            yield OffsetIndexEntry(self.base_offset + rel, pos)
+
+
+def absolute_offsets(base_offset: int, relative: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(base + relative as int64, mask of the entries above INT64_MAX or None).
+
+    An offset only exceeds int64 when the base offset is within 2^31 of
+    INT64_MAX; such an offset is stored as INT64_MAX and flagged in the mask,
+    so a comparison with a batch offset (an int64) can be corrected.
+    """
+    if not INT64_MIN - INT32_MIN <= base_offset <= INT64_MAX:
+        raise ValueError(f"base offset {base_offset} is outside the 64-bit range")
+    rel = relative.astype(np.int64, copy=False)
+    if base_offset <= INT64_MAX - INT32_MAX:
+        return rel + np.int64(base_offset), None
+    room = INT64_MAX - base_offset  # < 2^31
+    over = rel > room
+    return np.where(over, np.int64(INT64_MAX), rel + np.int64(base_offset)), (over if over.any() else None)
+
+
+def read_offset_index_columns(buf, base_offset: int, *, path: str = "") -> OffsetIndexColumns:
+    """`read_offset_index` as columns: same padding count, same findings, vectorised checks."""
+    sink = FindingSink(path)
+    data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
+    raw = np.frombuffer(buf, dtype=">i4", count=2 * data_slots).reshape(-1, 2)
+    rel, pos = raw[:, 0].astype(np.int64), raw[:, 1].astype(np.int64)
+    negative = (rel < 0) | (pos < 0)
+    later = np.arange(data_slots) > 0
+    padding = ~negative & later & (rel == 0) & (pos == 0)
+    prev_rel, prev_pos = np.roll(rel, 1), np.roll(pos, 1)
+    backwards = ~negative & ~padding & later & ((rel <= prev_rel) | (pos <= prev_pos))
+    flagged = np.flatnonzero(negative | padding | backwards)
+    for slot in kept_slots(sink, flagged):
+        at, r, p = slot * ENTRY_SIZE, int(rel[slot]), int(pos[slot])
+        if negative[slot]:
+            sink.add("KAFKA_INDEX_OUT_OF_RANGE", position=at, offset=base_offset + r,
+                     message=f"slot {slot}: negative relative offset or position ({r}, {p})")
+        elif padding[slot]:
+            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset,
+                     message=f"slot {slot}: padding entry (0, 0) followed by non-zero entries")
+        else:
+            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset + r,
+                     message=f"slot {slot}: ({r}, {p}) does not follow ({int(prev_rel[slot])}, {int(prev_pos[slot])})")
+    return OffsetIndexColumns(base_offset, rel, pos, tail, sink.result())
+
+
+def kept_slots(sink: FindingSink, flagged: np.ndarray) -> list[int]:
+    """The flagged slots `sink` still has room for; the rest are counted as dropped right away.
+
+    Same outcome as adding every flagged slot (a full sink only counts), without
+    building the findings it would drop.
+    """
+    room = max(0, sink.limit - len(sink.items))
+    sink.dropped += max(0, len(flagged) - room)
+    return flagged[:room].tolist()
 
 
 def write_offset_index(entries: Iterable[OffsetIndexEntry | tuple[int, int]], base_offset: int) -> bytes:

@@ -7,13 +7,15 @@ the offset index; a slot > 0 with timestamp 0 and relative offset 0 is padding.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import construct as cs
+import numpy as np
 
 from replog.formats.findings import Finding, FindingSink, finding
-from replog.formats.kafka.offset_index import INT32_MAX, IndexRead, split_slots
+from replog.formats.kafka.offset_index import INT32_MAX, IndexRead, absolute_offsets, kept_slots, split_slots
 
 ENTRY = cs.Struct(
     "timestamp" / cs.Int64sb,        # largest record timestamp up to the batch at offset
@@ -22,6 +24,7 @@ ENTRY = cs.Struct(
 ENTRY_STRUCT = struct.Struct(">qi")
 ENTRY_SIZE = ENTRY_STRUCT.size  # 12
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_ENTRY_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
 
 
 class TimeIndexEntry(NamedTuple):
@@ -52,6 +55,60 @@ def read_time_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
         prev = (ts, rel)
         entries.append(TimeIndexEntry(ts, base_offset + rel))
     return IndexRead(entries, tail, sink.result())
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # arrays: no element-wise ==
+class TimeIndexColumns:
+    """A `.timeindex` as columns: slot i holds (`timestamps[i]`, `offsets[i]`); no object per entry.
+
+    What `read_time_index` reads, with the same padding count and findings,
+    as int64 arrays that own their memory (the file can be unmapped).
+    """
+
+    base_offset: int
+    timestamps: np.ndarray
+    relative_offsets: np.ndarray
+    zero_tail_entries: int
+    findings: list[Finding]
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Absolute offsets, int64 (saturated at INT64_MAX: see `offset_index.absolute_offsets`)."""
+        return absolute_offsets(self.base_offset, self.relative_offsets)[0]
+
+    def entries(self) -> Iterator[TimeIndexEntry]:
+        """The entries as `read_time_index` lists them, one at a time."""
+        for ts, rel in zip(self.timestamps.tolist(), self.relative_offsets.tolist(), strict=True):
+            yield TimeIndexEntry(ts, self.base_offset + rel)
+
+
+def read_time_index_columns(buf, base_offset: int, *, path: str = "") -> TimeIndexColumns:
+    """`read_time_index` as columns: same padding count, same findings, vectorised checks."""
+    sink = FindingSink(path)
+    data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
+    raw = np.frombuffer(buf, dtype=_ENTRY_DTYPE, count=data_slots)
+    ts, rel = raw["timestamp"].astype(np.int64), raw["relative_offset"].astype(np.int64)
+    negative = rel < 0
+    later = np.arange(data_slots) > 0
+    padding = ~negative & later & (ts == 0) & (rel == 0)
+    prev_ts, prev_rel = np.roll(ts, 1), np.roll(rel, 1)
+    backwards = ~negative & ~padding & later & ((rel < prev_rel) | (ts < prev_ts))
+    flagged = np.flatnonzero(negative | padding | backwards)
+    for slot in kept_slots(sink, flagged):
+        at, t, r = slot * ENTRY_SIZE, int(ts[slot]), int(rel[slot])
+        if negative[slot]:
+            sink.add("KAFKA_INDEX_OUT_OF_RANGE", position=at, offset=base_offset + r,
+                     message=f"slot {slot}: negative relative offset {r}")
+        elif padding[slot]:
+            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset,
+                     message=f"slot {slot}: padding entry (0, 0) followed by non-zero entries")
+        else:
+            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset + r,
+                     message=f"slot {slot}: ({t}, {r}) goes back from ({int(prev_ts[slot])}, {int(prev_rel[slot])})")
+    return TimeIndexColumns(base_offset, ts, rel, tail, sink.result())
 
 
 def write_time_index(entries: Iterable[TimeIndexEntry | tuple[int, int]], base_offset: int) -> bytes:

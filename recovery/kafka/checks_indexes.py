@@ -1,8 +1,13 @@
-"""Index checks of one segment: `.index`, `.timeindex`, `.txnindex` against its batches, streaming.
+"""Index checks of one segment: `.index`, `.timeindex`, `.txnindex` against its batches.
 
 Format findings come from the readers (size multiple, monotonicity, padding);
 content findings from `formats.kafka.index_check`. A zero tail is benign on
 the active (last) segment and only notable on a closed one.
+
+`SegmentIndexChecks` is made before the segment's walk, fed its `BatchBlock`s
+as they come and finished after it (memory: the index entries, never the
+batches); then `txn_index_findings` checks the `.txnindex` against the ABORT
+markers the walk met.
 """
 from __future__ import annotations
 
@@ -15,53 +20,74 @@ from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.txn_index import AbortedTxn
 from replog.recovery.evidence import Evidence
 
+BLOCK_ROWS = 1 << 16  # batches per block when a held walk is fed as blocks
 
-class IndexChecks:
-    """The `.index` and `.timeindex` of one segment, checked while its batches stream by.
 
-    The index files are read as columns before the walk; every block of the
-    segment is fed to their streaming checks; `finish` adds the `.txnindex`
-    against the ABORT markers the walk met. Findings and their order are those
-    of the list-based checks (`index_check.check_offset_index` and friends).
+class SegmentIndexChecks:
+    """The `.index` and `.timeindex` checks of one segment, fed its batches block by block.
+
+    `paths` maps kind ("index", "timeindex"; other kinds are ignored) to the
+    file; a missing kind is absent. Construction reads both files as columns
+    (`read_offset_index_columns`, `read_time_index_columns`) and keeps their
+    format findings; an unreadable file gives `UNREADABLE_FILE` and no check.
+    Then `feed` every `BatchBlock` of the segment's `.log` (`log_size` bytes),
+    in file order, e.g. straight from `FastWalk.blocks()`; `finish()` returns
+    the findings: per file (`.index` first), the reader's then the check's,
+    a zero tail reported as notable on a closed (not `active`) segment.
+    The `.txnindex` is `txn_index_findings`, once the walk has met the ABORT markers.
     """
 
     def __init__(self, ev: Evidence, paths: dict[str, Path], *, base_offset: int, log_size: int,
                  active: bool) -> None:
-        self.ev, self.paths, self.base_offset, self.active = ev, paths, base_offset, active
-        self._kinds: list[tuple[list[Finding], index_check.OffsetIndexCheck | index_check.TimeIndexCheck | None]] = []
+        self.active = active
+        self._parts: list[tuple[list[Finding], index_check.OffsetIndexCheck | index_check.TimeIndexCheck | None]]
+        self._parts = []
         for kind in ("index", "timeindex"):
             path = paths.get(kind)
-            if path is not None:
-                self._kinds.append(self._open(kind, path, log_size))
-
-    def _open(self, kind: str, path: Path, log_size: int) -> tuple[
-            list[Finding], index_check.OffsetIndexCheck | index_check.TimeIndexCheck | None]:
-        try:
-            with self.ev.mapped(path) as buf:
-                if kind == "index":
-                    entries = offset_index.read_offset_index_columns(buf, self.base_offset, path=str(path))
-                    return entries.findings, index_check.OffsetIndexCheck(
-                        entries, base_offset=self.base_offset, log_size=log_size, path=str(path))
-                times = time_index.read_time_index_columns(buf, self.base_offset, path=str(path))
-                return times.findings, index_check.TimeIndexCheck(times, base_offset=self.base_offset,
-                                                                   path=str(path))
-        except UnreadableInput as e:
-            return [finding("UNREADABLE_FILE", str(path), message=str(e))], None
+            if path is None:
+                continue
+            shown = str(path)
+            try:
+                with ev.mapped(path) as buf:
+                    if kind == "index":
+                        read = offset_index.read_offset_index_columns(buf, base_offset, path=shown)
+                    else:
+                        read = time_index.read_time_index_columns(buf, base_offset, path=shown)
+            except UnreadableInput as e:
+                self._parts.append(([finding("UNREADABLE_FILE", shown, message=str(e))], None))
+                continue
+            if kind == "index":
+                check = index_check.OffsetIndexCheck(read, base_offset=base_offset, log_size=log_size, path=shown)
+            else:
+                check = index_check.TimeIndexCheck(read, base_offset=base_offset, path=shown)
+            self._parts.append((read.findings, check))
 
     def feed(self, block: BatchBlock) -> None:
-        for _, check in self._kinds:
+        """The next batches of the segment, in file order (the block is not kept)."""
+        for _, check in self._parts:
             if check is not None:
                 check.feed(block)
 
-    def finish(self, log_path: Path, expected_aborts: list[AbortedTxn]) -> list[Finding]:
+    def finish(self) -> list[Finding]:
+        """All findings of the index files, once every block has been fed."""
         out: list[Finding] = []
-        for read_findings, check in self._kinds:
-            found = read_findings + (check.finish() if check is not None else [])
-            out += [_tail_severity(f, self.active) for f in found]
-        path = self.paths.get("txnindex")
-        if path is not None or expected_aborts:
-            out += _txn_index(self.ev, path, log_path, self.base_offset, expected_aborts)
+        for found, check in self._parts:
+            out += [_tail_severity(f, self.active) for f in found + (check.finish() if check else [])]
         return out
+
+
+def txn_index_findings(ev: Evidence, path: Path | None, *, log_path: Path, base_offset: int,
+                       expected_aborts: list[AbortedTxn]) -> list[Finding]:
+    """The `.txnindex` at `path` (None: absent) against the aborted transactions the segment's ABORT
+    markers imply; a missing file with expected entries is reported at the name it would have."""
+    shown = str(path) if path is not None else str(log_path.with_suffix(".txnindex"))
+    if path is None:
+        return index_check.check_txn_index(expected_aborts, [], path=shown)
+    try:
+        read = txn_index.read_txn_index(ev.read_small(path), base_offset, path=shown)
+    except UnreadableInput as e:
+        return [finding("UNREADABLE_FILE", shown, message=str(e))]
+    return read.findings + index_check.check_txn_index(expected_aborts, read.entries, path=shown)
 
 
 def _tail_severity(f: Finding, active: bool) -> Finding:
@@ -69,15 +95,3 @@ def _tail_severity(f: Finding, active: bool) -> Finding:
         return f
     return finding(f.code, f.path, position=f.position, offset=f.offset, severity=Severity.INFO,
                    message=f"{f.message}; a closed segment's index is normally trimmed (crash during a roll?)")
-
-
-def _txn_index(ev: Evidence, path: Path | None, log_path: Path, base_offset: int,
-               expected: list[AbortedTxn]) -> list[Finding]:
-    shown = str(path) if path is not None else str(log_path.with_suffix(".txnindex"))
-    if path is None:
-        return index_check.check_txn_index(expected, [], path=shown)
-    try:
-        read = txn_index.read_txn_index(ev.read_small(path), base_offset, path=shown)
-    except UnreadableInput as e:
-        return [finding("UNREADABLE_FILE", shown, message=str(e))]
-    return read.findings + index_check.check_txn_index(expected, read.entries, path=shown)

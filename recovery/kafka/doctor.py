@@ -21,6 +21,7 @@ from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.producer_snapshot import parse_producer_snapshot
 from replog.formats.kafka.quorum_state import parse_quorum_state
+from replog.formats.kafka.txn_index import AbortedTxn
 from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state, segment_pass
 from replog.recovery.kafka.checks_broker import PartitionOffsets
@@ -97,7 +98,8 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
              if (base, k) in inv.files.indexes}
     try:
         with ev.mapped(path) as buf:
-            indexes = checks_indexes.IndexChecks(ev, kinds, base_offset=base, log_size=len(buf), active=active)
+            indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=len(buf),
+                                                        active=active)
             records = checks_segments.RecordCheck(buf, str(path)) if deep else None
             checks = [indexes] if records is None else [records, indexes]
             seg = segment_pass.scan_segment(buf, path, base, compiled=use_fast_walk(len(buf)), checks=checks,
@@ -108,8 +110,15 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
     found.sort(key=lambda f: (f.position if f.position is not None else -1))
     if not seg.batch_count and not found:
         found.append(finding("KAFKA_SEGMENT_EMPTY", str(path), position=0, offset=base))
-    found += indexes.finish(path, seg.aborted)
+    found += indexes.finish() + _txn_index(ev, kinds.get("txnindex"), path, base, seg.aborted)
     return seg, found
+
+
+def _txn_index(ev: Evidence, txn_path: Path | None, log: Path, base: int, aborted: list[AbortedTxn]) -> list[Finding]:
+    """The segment's `.txnindex` against the ABORT markers its walk met (nothing when neither exists)."""
+    if txn_path is None and not aborted:
+        return []
+    return checks_indexes.txn_index_findings(ev, txn_path, log_path=log, base_offset=base, expected_aborts=aborted)
 
 
 def _epoch_checkpoint(ev: Evidence, pdir: Path, out: list[Finding]) -> tuple[list[EpochEntry] | None, list[int], bool]:
@@ -197,11 +206,12 @@ def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]
             "txnindex": txn_index.read_txn_index}
         return readers[kind](data, base, path=str(path)).findings
     with ev.mapped(log) as buf:
-        indexes = checks_indexes.IndexChecks(ev, {kind: path}, base_offset=base, log_size=len(buf), active=True)
+        indexes = checks_indexes.SegmentIndexChecks(ev, {kind: path}, base_offset=base, log_size=len(buf),
+                                                    active=True)
         state = checks_state.StateChecker(None, "", [], 0) if kind == "txnindex" else None
         seg = segment_pass.scan_segment(buf, log, base, compiled=use_fast_walk(len(buf)), checks=[indexes],
                                         state=state)
-    return indexes.finish(log, seg.aborted)
+    return indexes.finish() + _txn_index(ev, path if kind == "txnindex" else None, log, base, seg.aborted)
 
 
 def _log_file(ev: Evidence, path: Path, base: int) -> list[Finding]:
