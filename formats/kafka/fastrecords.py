@@ -21,6 +21,7 @@ from replog.formats.errors import FormatError
 from replog.formats.findings import Finding, from_error
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import codecs
+from replog.formats.kafka.blocks import FIELDS, BatchBlock
 from replog.formats.kafka.fastwalk import HAVE_NUMBA, as_uint8, intrinsic, njit
 
 if HAVE_NUMBA:
@@ -259,9 +260,20 @@ _NEEDED = ("position", "size", "magic", "codec", "count", "base_offset", "timest
            "first_timestamp", "max_timestamp", "base_sequence")
 
 
-def record_columns(buf: bytes | memoryview, path: str, batches: pa.Table) -> tuple[pa.Table, list[Finding]]:
-    """All records of the `batches` rows (a `BATCH_SCHEMA` table), in order, and one
-    finding per batch whose records cannot be decoded (the reference's own error)."""
+def as_block(batches: pa.Table | pa.RecordBatch | BatchBlock) -> BatchBlock:
+    """A `BATCH_SCHEMA` table's batch columns as a `BatchBlock` (a block is returned as it is)."""
+    if isinstance(batches, BatchBlock):
+        return batches
+    if not batches.num_rows:
+        return BatchBlock.empty()
+    return BatchBlock(np.stack([batches.column(name).to_numpy(zero_copy_only=False).astype(np.int64)
+                                for name in FIELDS]))
+
+
+def record_columns(buf: bytes | memoryview, path: str,
+                   batches: pa.Table | pa.RecordBatch | BatchBlock) -> tuple[pa.Table, list[Finding]]:
+    """All records of the `batches` rows (a `BATCH_SCHEMA` table or a walk's `BatchBlock`), in
+    order, and one finding per batch whose records cannot be decoded (the reference's own error)."""
     tables, findings = [], []
     for table, found in iter_record_columns(buf, path, batches):
         tables.append(table)
@@ -269,10 +281,11 @@ def record_columns(buf: bytes | memoryview, path: str, batches: pa.Table) -> tup
     return pa.concat_tables(tables) if tables else RECORD_SCHEMA.empty_table(), findings
 
 
-def iter_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table,
+def iter_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table | pa.RecordBatch | BatchBlock,
                         chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[pa.Table, list[Finding]]]:
     """`record_columns` in pieces of at most ~`chunk_bytes` of payload, so memory stays flat."""
-    cols = {name: batches.column(name).to_numpy() for name in _NEEDED}
+    block = as_block(batches)
+    cols = {name: block.column(name) for name in _NEEDED}
     decodable = ((cols["magic"] == 2) & (cols["size"] >= v2.HEADER_SIZE)) | (cols["magic"] == 0) | (cols["magic"] == 1)
     rows = np.flatnonzero(decodable)
     arr = as_uint8(buf)
@@ -283,11 +296,11 @@ def iter_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table,
         hi = max(hi, lo + 1)
         if lo >= len(rows):
             break
-        yield _decode_run(arr, buf, path, batches, cols, rows[lo:hi])
+        yield _decode_run(arr, buf, path, block, cols, rows[lo:hi])
         lo = hi
 
 
-def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, batches: pa.Table,
+def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, block: BatchBlock,
                 cols: dict[str, np.ndarray], rows: np.ndarray) -> tuple[pa.Table, list[Finding]]:
     """Decode one run of batch rows: the kernel where it can, the reference elsewhere."""
     fast = (cols["magic"][rows] == 2) if HAVE_NUMBA else np.zeros(len(rows), dtype=bool)
@@ -305,7 +318,7 @@ def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, batches: pa
     keep = np.repeat(ok, counts)
     table = RecordColumns(data, position=np.repeat(cols["position"][rows], counts)[keep],
                           **{k: v[keep] for k, v in rc.items()}).to_table()
-    return _merge_reference(buf, path, batches, rows, ok, table)
+    return _merge_reference(buf, path, block, rows, ok, table)
 
 
 def _run_kernel(data: np.ndarray, rows: np.ndarray, cols: dict[str, np.ndarray], starts: np.ndarray,
@@ -346,19 +359,19 @@ def _decompress(arr: np.ndarray, rows: np.ndarray, cols: dict[str, np.ndarray], 
     return data, new_starts, new_stops, fast
 
 
-def _merge_reference(buf: bytes | memoryview, path: str, batches: pa.Table, rows: np.ndarray,
+def _merge_reference(buf: bytes | memoryview, path: str, block: BatchBlock, rows: np.ndarray,
                      ok: np.ndarray, table: pa.Table) -> tuple[pa.Table, list[Finding]]:
     """Splice in, in batch order, the rows of batches the kernel left to the reference."""
     if ok.all():
         return table, []
     pieces, findings, done = [], [], 0
     counts = np.zeros(len(rows), dtype=np.int64)
-    counts[ok] = batches.column("count").to_numpy()[rows[ok]]
+    counts[ok] = block.count[rows[ok]]
     starts = np.concatenate([[0], np.cumsum(counts)])
     for i in np.flatnonzero(~ok).tolist():
         pieces.append(table.slice(done, int(starts[i]) - done))
         done = int(starts[i])
-        info = BatchInfo(*[batches.column(name)[int(rows[i])].as_py() for name in BatchInfo._fields])
+        info = block.row(int(rows[i]))
         piece, found = reference_rows(buf, path, info)
         pieces.append(piece)
         findings += found
@@ -376,6 +389,8 @@ def reference_rows(buf: bytes | memoryview, path: str, info: BatchInfo) -> tuple
             "headers": [{"key": k, "value": v} for k, v in r.headers]} for r in records],
             schema=RECORD_SCHEMA), []
     except FormatError as err:
+        if err.position is None:  # a codec's error does not know its batch: place it there
+            err = FormatError(err.code, err.message, info.position, info.base_offset)
         return RECORD_SCHEMA.empty_table(), [from_error(err, path)]
     except (OverflowError, pa.ArrowInvalid) as err:
         return RECORD_SCHEMA.empty_table(), [from_error(FormatError(
@@ -383,11 +398,11 @@ def reference_rows(buf: bytes | memoryview, path: str, info: BatchInfo) -> tuple
             info.position, info.base_offset), path)]
 
 
-def reference_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table) -> tuple[pa.Table, list[Finding]]:
+def reference_record_columns(buf: bytes | memoryview, path: str,
+                             batches: pa.Table | pa.RecordBatch | BatchBlock) -> tuple[pa.Table, list[Finding]]:
     """The same as `record_columns` through the reference decoder alone (the tests' oracle)."""
     tables, findings = [], []
-    for row in batches.select(list(BatchInfo._fields)).to_pylist():
-        info = BatchInfo(**row)
+    for info in as_block(batches).rows():
         if (info.magic == 2 and info.size >= v2.HEADER_SIZE) or info.magic in (0, 1):
             table, found = reference_rows(buf, path, info)
             tables.append(table)
