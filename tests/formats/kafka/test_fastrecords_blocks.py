@@ -29,3 +29,28 @@ def test_blocks_give_the_rows_of_the_table(buf: bytes, chunk: int) -> None:
     ref = fastrecords.reference_record_columns(buf, "seg.log", BatchBlock.concat(blocks))
     assert ref[0].equals(from_table[0])
 
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(segments(), st.integers(1, 400))
+def test_pages_are_released_only_behind_the_consumer(buf: bytes, step: int) -> None:
+    """A block's bytes stay mapped until its consumer asks for the next block (a record check reads them)."""
+    consumed = [0]  # end of the last batch handed to the consumer
+    released: list[tuple[int, int]] = []
+
+    def release(_buf: object, start: int, end: int) -> None:
+        assert end <= consumed[0], "pages released before their block was read"
+        released.append((start, end))
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fastwalk, "RELEASE_STEP", step)
+        mp.setattr(fastwalk, "release_pages", release)
+        walk = FastWalk(buf, "seg.log", None)
+        blocks = []
+        for block in walk.blocks():
+            blocks.append(block.copy())
+            consumed[0] = int(block.end[-1])
+    rows = BatchBlock.concat(blocks).cols.tolist() if blocks else BatchBlock.empty().cols.tolist()
+    ref = FastWalk(buf, "seg.log", None)
+    assert rows == BatchBlock.concat([b.copy() for b in ref.blocks()]).cols.tolist()
+    assert walk.findings == ref.findings and walk.valid_bytes == ref.valid_bytes
