@@ -8,6 +8,11 @@ left as positions (`RecordColumns`) for callers that need only some of them.
 The kernel is conservative: a batch it has any doubt about (malformed, or a
 value outside int64/int32) is handed to the reference `segment.batch_records`,
 which gives the exact rows or the exact error. Speed never changes an answer.
+Batches come as a walk's `BatchBlock`s (or a `BATCH_SCHEMA` table).
+
+`check_record_bounds` is the check without the columns: the same parse, in
+place, keeping only each record's offset and timestamp to test them against
+its batch's bounds; it says which batches the reference must look at.
 """
 from __future__ import annotations
 

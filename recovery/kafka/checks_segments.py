@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from replog.formats.errors import FormatError
 from replog.formats.findings import Finding, finding
 from replog.formats.kafka import batch as v2
@@ -127,11 +125,6 @@ def check_segment(buf: memoryview | bytes, path: Path, base_offset: int, deep: b
 FAST_DEEP_BYTES = 1 << 20  # below this the numba import costs more than it saves
 
 
-def _deep_checked(magic: np.ndarray, crc_valid: np.ndarray) -> np.ndarray:
-    """Rows the record check reads: CRC-valid, magic 0..2 (others are the walk's findings)."""
-    return (crc_valid != 0) & (magic >= 0) & (magic <= 2)
-
-
 class RecordCheck:
     """`record_findings` as a stream: feed a segment's `BatchBlock`s in file order, then `finish()`.
 
@@ -159,7 +152,9 @@ class RecordCheck:
         """Check the next consecutive batches of the segment."""
         if self.full or not len(block):
             return
-        rows = np.flatnonzero(_deep_checked(block.magic, block.crc_valid))
+        import numpy as np  # imported on use: the CLI starts without it
+        magic = block.magic
+        rows = np.flatnonzero((block.crc_valid != 0) & (magic >= 0) & (magic <= 2))  # as `record_findings` selects
         errors: dict[int, FormatError] = {}
         if self.fast and len(rows):
             from replog.formats.kafka.fastrecords import check_record_bounds
