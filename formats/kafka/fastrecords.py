@@ -26,7 +26,7 @@ from replog.formats.errors import FormatError
 from replog.formats.findings import Finding, from_error
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import codecs, legacy
-from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock
+from replog.formats.kafka.blocks import FIELDS, BatchBlock
 from replog.formats.kafka.fastwalk import HAVE_NUMBA, _be, as_uint8, intrinsic, njit
 
 if HAVE_NUMBA:
@@ -204,9 +204,7 @@ def gather_kernel(data, pos, length, out_offsets, out):  # pragma: no cover - co
 
 CLEAN, SUSPECT, COMPRESSED = 0, 1, 2
 CHECK_CHUNK_BYTES = 8 << 20  # decompressed payload checked at once (one reused buffer, cache sized)
-F_POSITION, F_SIZE, F_MAGIC, F_BASE, F_LAST, F_TS_TYPE, F_MAX_TS = (
-    ROW[name] for name in ("position", "size", "magic", "base_offset", "last_offset", "timestamp_type",
-                           "max_timestamp"))
+_BOUNDS_COLUMNS = ("position", "size", "magic", "base_offset", "last_offset", "max_timestamp", "timestamp_type")
 _I64_MAX, _I64_MIN = 9223372036854775807, -9223372036854775808
 _V2_HEADER, _MIN_RECORD, _LOG_OVERHEAD = v2.HEADER_SIZE, v2.MIN_RECORD_SIZE, v2.LOG_OVERHEAD
 _AT_LENGTH, _AT_ATTRIBUTES, _AT_COUNT = v2.AT["batch_length"], v2.AT["attributes"], v2.AT["records_count"]
@@ -226,7 +224,7 @@ def _skip_field(data, pos, end, nullable):  # pragma: no cover - compiled
     return (pos + n if n > 0 else pos), True
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _v2_in_bounds(data, pos, stop, count, base, base_ts, header_max_ts, log_append,
                   lo, hi, max_ts, check_ts):  # pragma: no cover - compiled
     """True when data[pos:stop] is exactly `count` records (as `batch.decode_records` reads them)
@@ -281,7 +279,7 @@ def _v2_in_bounds(data, pos, stop, count, base, base_ts, header_max_ts, log_appe
     return pos == stop
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _legacy_in_bounds(buf, pos, lo, hi):  # pragma: no cover - compiled
     """True when the entry at pos is an uncompressed v0/v1 message `legacy.read_legacy_entry`
     reads without error, its offset within lo..hi (a compressed one is the reference's)."""
@@ -314,31 +312,32 @@ def _legacy_in_bounds(buf, pos, lo, hi):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def bounds_kernel(buf, cols, rows, status):  # pragma: no cover - compiled
-    """status[k] for batch cols[:, rows[k]], in place in `buf`: CLEAN, SUSPECT, or COMPRESSED
-    (a v2 batch with a sound header and a codec: its payload must be decompressed first)."""
+def bounds_kernel(buf, position, size, magic, base_offset, last_offset, max_timestamp, timestamp_type,
+                  rows, status):  # pragma: no cover - compiled
+    """status[k] for the batch in row rows[k] of the columns, read in place in `buf`: CLEAN, SUSPECT,
+    or COMPRESSED (a v2 batch with a sound header and a codec: its payload is to be decompressed)."""
     n = len(buf)
     for k in range(len(rows)):
         r = rows[k]
-        pos = cols[F_POSITION, r]
-        if cols[F_MAGIC, r] != 2:
-            status[k] = CLEAN if _legacy_in_bounds(buf, pos, cols[F_BASE, r], cols[F_LAST, r]) else SUSPECT
+        pos = position[r]
+        if magic[r] != 2:
+            status[k] = CLEAN if _legacy_in_bounds(buf, pos, base_offset[r], last_offset[r]) else SUSPECT
             continue
-        if cols[F_SIZE, r] < _V2_HEADER or pos < 0 or pos + _V2_HEADER > n:
+        if size[r] < _V2_HEADER or pos < 0 or pos + _V2_HEADER > n:
             status[k] = SUSPECT
             continue
-        size = _be(buf, pos + _AT_LENGTH, 4) + _LOG_OVERHEAD
-        if size < _V2_HEADER or pos + size > n:
+        stop = pos + _be(buf, pos + _AT_LENGTH, 4) + _LOG_OVERHEAD
+        if stop < pos + _V2_HEADER or stop > n:
             status[k] = SUSPECT
             continue
         attributes = _be(buf, pos + _AT_ATTRIBUTES, 2)
         if attributes & _CODEC_MASK:
             status[k] = COMPRESSED
             continue
-        ok = _v2_in_bounds(buf, pos + _V2_HEADER, pos + size, _be(buf, pos + _AT_COUNT, 4), _be(buf, pos, 8),
+        ok = _v2_in_bounds(buf, pos + _V2_HEADER, stop, _be(buf, pos + _AT_COUNT, 4), _be(buf, pos, 8),
                            _be(buf, pos + _AT_BASE_TS, 8), _be(buf, pos + _AT_MAX_TS, 8),
-                           (attributes & _TS_TYPE_MASK) != 0, cols[F_BASE, r], cols[F_LAST, r],
-                           cols[F_MAX_TS, r], cols[F_TS_TYPE, r] == _CREATE_TIME)
+                           (attributes & _TS_TYPE_MASK) != 0, base_offset[r], last_offset[r],
+                           max_timestamp[r], timestamp_type[r] == _CREATE_TIME)
         status[k] = CLEAN if ok else SUSPECT
 
 
@@ -600,12 +599,21 @@ def check_record_bounds(buf: bytes | memoryview, block: BatchBlock, rows: np.nda
     if not HAVE_NUMBA or not len(rows):
         return RecordBounds(rows.copy(), {})
     status = np.empty(len(rows), dtype=np.int8)
-    bounds_kernel(as_uint8(buf), block.cols, rows, status)
+    cols = [np.ascontiguousarray(block.column(name)) for name in _BOUNDS_COLUMNS]
+    bounds_kernel(_readonly(as_uint8(buf)), *cols, rows, status)
     errors: dict[int, FormatError] = {}
     compressed = np.flatnonzero(status == COMPRESSED)
     if len(compressed):
         _check_compressed(buf, block, rows, status, compressed, errors, budget, chunk_bytes)
     return RecordBounds(rows[status != CLEAN], errors)
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    """A read-only view: the kernels see one array type whatever the buffer (one compilation)."""
+    if arr.flags.writeable:
+        arr = arr.view()
+        arr.flags.writeable = False
+    return arr
 
 
 def _check_compressed(buf: bytes | memoryview, block: BatchBlock, rows: np.ndarray, status: np.ndarray,
@@ -654,6 +662,6 @@ def _check_payloads(block: BatchBlock, rows: np.ndarray, status: np.ndarray, dat
     rule = np.stack([block.base_offset[sel], block.last_offset[sel], block.max_timestamp[sel],
                      (block.timestamp_type[sel] == v2.CREATE_TIME).astype(np.int64)])
     out = np.empty(len(ks), dtype=np.int8)
-    payload_bounds_kernel(data, starts, stops, header, rule, out)
+    payload_bounds_kernel(_readonly(data), starts, stops, header, rule, out)
     status[ks] = out
     return int(np.count_nonzero(out != CLEAN))

@@ -149,7 +149,7 @@ def reference(buf: bytes, batches: list[BatchInfo]) -> list[dict]:
     return [f.to_dict() for f in record_findings(buf, batches, PATH, fast_threshold=NEVER)]
 
 
-def stream(buf: bytes, batches: list[BatchInfo], sizes: list[int], fast: bool = True) -> list[dict]:
+def stream(buf: bytes | memoryview, batches: list[BatchInfo], sizes: list[int], fast: bool = True) -> list[dict]:
     """`RecordCheck` fed the batches as blocks of the given sizes (cycled)."""
     check = RecordCheck(buf, PATH, fast=fast)
     start, k = 0, 0
@@ -360,3 +360,13 @@ def test_past_the_budget_compressed_batches_are_left_unread() -> None:
     assert set(everything.rows.tolist()) <= set(budget.rows.tolist())
     unread = set(budget.rows.tolist()) - set(everything.rows.tolist())
     assert all(deep_check(buf, batches[i], PATH) is None for i in unread)
+
+
+def test_any_buffer_type_gives_the_same_answer() -> None:
+    """bytes, a writable buffer and a memoryview (as a mapped file is) check alike."""
+    buf = _bad_segment(12) + legacy.build_message(10**6, b"k", b"v", magic=1, timestamp=TS)
+    batches = list(SegmentWalk(buf, PATH, 0).batches())
+    ref = reference(buf, batches)
+    assert len(ref) == 12
+    for other in (memoryview(bytearray(buf)), memoryview(buf)):
+        assert stream(other, batches, [5]) == ref
