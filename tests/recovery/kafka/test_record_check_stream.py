@@ -370,3 +370,11 @@ def test_any_buffer_type_gives_the_same_answer() -> None:
     assert len(ref) == 12
     for other in (memoryview(bytearray(buf)), memoryview(buf)):
         assert stream(other, batches, [5]) == ref
+
+
+def test_without_numba_the_reference_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from replog.formats.kafka import fastrecords
+    buf = _bad_segment(5)
+    batches = list(SegmentWalk(buf, PATH, 0).batches())
+    monkeypatch.setattr(fastrecords, "HAVE_NUMBA", False)
+    assert stream(buf, batches, [3]) == reference(buf, batches)
