@@ -8,6 +8,11 @@ left as positions (`RecordColumns`) for callers that need only some of them.
 The kernel is conservative: a batch it has any doubt about (malformed, or a
 value outside int64/int32) is handed to the reference `segment.batch_records`,
 which gives the exact rows or the exact error. Speed never changes an answer.
+Batches come as a walk's `BatchBlock`s (or a `BATCH_SCHEMA` table).
+
+`check_record_bounds` is the check without the columns: the same parse, in
+place, keeping only each record's offset and timestamp to test them against
+its batch's bounds; it says which batches the reference must look at.
 """
 from __future__ import annotations
 
@@ -20,8 +25,9 @@ import pyarrow as pa
 from replog.formats.errors import FormatError
 from replog.formats.findings import Finding, from_error
 from replog.formats.kafka import batch as v2
-from replog.formats.kafka import codecs
-from replog.formats.kafka.fastwalk import HAVE_NUMBA, as_uint8, intrinsic, njit
+from replog.formats.kafka import codecs, legacy
+from replog.formats.kafka.blocks import FIELDS, BatchBlock
+from replog.formats.kafka.fastwalk import HAVE_NUMBA, _be, as_uint8, intrinsic, njit
 
 if HAVE_NUMBA:
     from numba import types
@@ -189,6 +195,165 @@ def gather_kernel(data, pos, length, out_offsets, out):  # pragma: no cover - co
     out_offsets[len(pos)] = o
 
 
+# --- bounds check: offsets and timestamps only, no record bytes ---------------------
+#
+# What `segment.batch_records` decodes, parsed in place (positions and lengths, never
+# bytes), and the record check's rules applied to each record as it goes: offsets
+# strictly increasing within base..last, and (CreateTime) timestamps not above the
+# batch's max nor negative other than -1. A batch is CLEAN only when the reference
+# would decode it to the same records and find nothing; on any doubt or any rule
+# broken it is SUSPECT, and the reference (`deep_check`) says what, exactly.
+
+CLEAN, SUSPECT, COMPRESSED = 0, 1, 2
+CHECK_CHUNK_BYTES = 8 << 20  # decompressed payload checked at once (one reused buffer, cache sized)
+_BOUNDS_COLUMNS = ("position", "size", "magic", "base_offset", "last_offset", "max_timestamp", "timestamp_type")
+_I64_MAX, _I64_MIN = 9223372036854775807, -9223372036854775808
+_V2_HEADER, _MIN_RECORD, _LOG_OVERHEAD = v2.HEADER_SIZE, v2.MIN_RECORD_SIZE, v2.LOG_OVERHEAD
+_AT_LENGTH, _AT_ATTRIBUTES, _AT_COUNT = v2.AT["batch_length"], v2.AT["attributes"], v2.AT["records_count"]
+_AT_BASE_TS, _AT_MAX_TS = v2.AT["base_timestamp"], v2.AT["max_timestamp"]
+_CODEC_MASK, _TS_TYPE_MASK, _CREATE_TIME = v2.CODEC_MASK, v2.TIMESTAMP_TYPE_MASK, v2.CREATE_TIME
+_LEGACY_OVERHEAD, _LEGACY_MAGIC_AT = legacy.LOG_OVERHEAD, legacy.MAGIC_POSITION
+_LEGACY_MIN_V0, _LEGACY_MIN_V1 = legacy.RECORD_OVERHEAD[0], legacy.RECORD_OVERHEAD[1]
+_LEGACY_CODEC_MASK = legacy.CODEC_MASK
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _skip_field(data, pos, end, nullable):  # pragma: no cover - compiled
+    """Past a length-prefixed field ending within `end`: (next pos, ok)."""
+    n, pos, ok = _varint(data, pos, end, 5)
+    if not ok or (n < 0 and not nullable) or pos + n > end:
+        return pos, False
+    return (pos + n if n > 0 else pos), True
+
+
+@njit(cache=True, nogil=True)
+def _v2_in_bounds(data, pos, stop, count, base, base_ts, header_max_ts, log_append,
+                  lo, hi, max_ts, check_ts):  # pragma: no cover - compiled
+    """True when data[pos:stop] is exactly `count` records (as `batch.decode_records` reads them)
+    whose offsets rise strictly within lo..hi and, with `check_ts`, whose timestamps are valid."""
+    if count < 0 or count > (stop - pos) // _MIN_RECORD:
+        return False
+    prev = lo
+    for i in range(count):
+        length, pos, ok = _varint(data, pos, stop, 5)
+        end = pos + length
+        if not ok or length < 6 or end > stop:
+            return False
+        ts_delta, pos, ok = _varint(data, pos + 1, end, 10)
+        if not ok:
+            return False
+        delta, pos, ok = _varint(data, pos, end, 5)
+        if not ok:
+            return False
+        pos, ok = _skip_field(data, pos, end, True)  # key
+        if not ok:
+            return False
+        pos, ok = _skip_field(data, pos, end, True)  # value
+        if not ok:
+            return False
+        hc, pos, ok = _varint(data, pos, end, 5)
+        if not ok or hc < 0 or hc > end - pos:
+            return False
+        for _h in range(hc):
+            pos, ok = _skip_field(data, pos, end, False)  # header key: never null
+            if not ok:
+                return False
+            pos, ok = _skip_field(data, pos, end, True)
+            if not ok:
+                return False
+        if pos != end:
+            return False
+        if (delta > 0 and base > _I64_MAX - delta) or (delta < 0 and base < _I64_MIN - delta):
+            return False
+        offset = base + delta
+        if offset > hi or (offset < lo if i == 0 else offset <= prev):
+            return False
+        prev = offset
+        if check_ts:
+            if log_append:
+                ts = header_max_ts
+            else:
+                if (ts_delta > 0 and base_ts > _I64_MAX - ts_delta) or (ts_delta < 0 and base_ts < _I64_MIN - ts_delta):
+                    return False
+                ts = base_ts + ts_delta
+            if ts > max_ts or (ts < 0 and ts != -1):
+                return False
+    return pos == stop
+
+
+@njit(cache=True, nogil=True)
+def _legacy_in_bounds(buf, pos, lo, hi):  # pragma: no cover - compiled
+    """True when the entry at pos is an uncompressed v0/v1 message `legacy.read_legacy_entry`
+    reads without error, its offset within lo..hi (a compressed one is the reference's)."""
+    total = len(buf)
+    if pos < 0 or total - pos < _LEGACY_OVERHEAD:
+        return False
+    message_size = _be(buf, pos + 8, 4)
+    if message_size < _LEGACY_MIN_V0:
+        return False
+    end = pos + _LEGACY_OVERHEAD + message_size
+    if end > total:
+        return False
+    magic = buf[pos + _LEGACY_MAGIC_AT]
+    if magic > 1 or message_size < (_LEGACY_MIN_V1 if magic == 1 else _LEGACY_MIN_V0):
+        return False
+    if buf[pos + _LEGACY_MAGIC_AT + 1] & _LEGACY_CODEC_MASK:
+        return False
+    p = pos + _LEGACY_MAGIC_AT + 2 + (8 if magic == 1 else 0)
+    for _f in range(2):  # key, value: int32 length, -1 for null
+        if end - p < 4:
+            return False
+        n = _be(buf, p, 4)
+        p += 4
+        if n != -1:
+            if n < 0 or n > end - p:
+                return False
+            p += n
+    offset = _be(buf, pos, 8)
+    return lo <= offset <= hi
+
+
+@njit(cache=True, nogil=True)
+def bounds_kernel(buf, position, size, magic, base_offset, last_offset, max_timestamp, timestamp_type,
+                  rows, status):  # pragma: no cover - compiled
+    """status[k] for the batch in row rows[k] of the columns, read in place in `buf`: CLEAN, SUSPECT,
+    or COMPRESSED (a v2 batch with a sound header and a codec: its payload is to be decompressed)."""
+    n = len(buf)
+    for k in range(len(rows)):
+        r = rows[k]
+        pos = position[r]
+        if magic[r] != 2:
+            status[k] = CLEAN if _legacy_in_bounds(buf, pos, base_offset[r], last_offset[r]) else SUSPECT
+            continue
+        if size[r] < _V2_HEADER or pos < 0 or pos + _V2_HEADER > n:
+            status[k] = SUSPECT
+            continue
+        stop = pos + _be(buf, pos + _AT_LENGTH, 4) + _LOG_OVERHEAD
+        if stop < pos + _V2_HEADER or stop > n:
+            status[k] = SUSPECT
+            continue
+        attributes = _be(buf, pos + _AT_ATTRIBUTES, 2)
+        if attributes & _CODEC_MASK:
+            status[k] = COMPRESSED
+            continue
+        ok = _v2_in_bounds(buf, pos + _V2_HEADER, stop, _be(buf, pos + _AT_COUNT, 4), _be(buf, pos, 8),
+                           _be(buf, pos + _AT_BASE_TS, 8), _be(buf, pos + _AT_MAX_TS, 8),
+                           (attributes & _TS_TYPE_MASK) != 0, base_offset[r], last_offset[r],
+                           max_timestamp[r], timestamp_type[r] == _CREATE_TIME)
+        status[k] = CLEAN if ok else SUSPECT
+
+
+@njit(cache=True, nogil=True)
+def payload_bounds_kernel(data, starts, stops, header, rule, status):  # pragma: no cover - compiled
+    """`bounds_kernel` for decompressed payloads data[starts[k]:stops[k]]: header[:, k] is the
+    batch's (count, base offset, base timestamp, max timestamp, log append time), rule[:, k]
+    the row's (base offset, last offset, max timestamp, timestamps checked)."""
+    for k in range(len(starts)):
+        ok = _v2_in_bounds(data, starts[k], stops[k], header[0, k], header[1, k], header[2, k], header[3, k],
+                           header[4, k] != 0, rule[0, k], rule[1, k], rule[2, k], rule[3, k] != 0)
+        status[k] = CLEAN if ok else SUSPECT
+
+
 # --- columns --------------------------------------------------------------------
 
 
@@ -261,9 +426,20 @@ _NEEDED = ("position", "size", "magic", "codec", "count", "base_offset", "timest
            "first_timestamp", "max_timestamp", "base_sequence")
 
 
-def record_columns(buf: bytes | memoryview, path: str, batches: pa.Table) -> tuple[pa.Table, list[Finding]]:
-    """All records of the `batches` rows (a `BATCH_SCHEMA` table), in order, and one
-    finding per batch whose records cannot be decoded (the reference's own error)."""
+def as_block(batches: pa.Table | pa.RecordBatch | BatchBlock) -> BatchBlock:
+    """A `BATCH_SCHEMA` table's batch columns as a `BatchBlock` (a block is returned as it is)."""
+    if isinstance(batches, BatchBlock):
+        return batches
+    if not batches.num_rows:
+        return BatchBlock.empty()
+    return BatchBlock(np.stack([batches.column(name).to_numpy(zero_copy_only=False).astype(np.int64)
+                                for name in FIELDS]))
+
+
+def record_columns(buf: bytes | memoryview, path: str,
+                   batches: pa.Table | pa.RecordBatch | BatchBlock) -> tuple[pa.Table, list[Finding]]:
+    """All records of the `batches` rows (a `BATCH_SCHEMA` table or a walk's `BatchBlock`), in
+    order, and one finding per batch whose records cannot be decoded (the reference's own error)."""
     tables, findings = [], []
     for table, found in iter_record_columns(buf, path, batches):
         tables.append(table)
@@ -271,10 +447,11 @@ def record_columns(buf: bytes | memoryview, path: str, batches: pa.Table) -> tup
     return pa.concat_tables(tables) if tables else RECORD_SCHEMA.empty_table(), findings
 
 
-def iter_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table,
+def iter_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table | pa.RecordBatch | BatchBlock,
                         chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[pa.Table, list[Finding]]]:
     """`record_columns` in pieces of at most ~`chunk_bytes` of payload, so memory stays flat."""
-    cols = {name: batches.column(name).to_numpy() for name in _NEEDED}
+    block = as_block(batches)
+    cols = {name: block.column(name) for name in _NEEDED}
     decodable = ((cols["magic"] == 2) & (cols["size"] >= v2.HEADER_SIZE)) | (cols["magic"] == 0) | (cols["magic"] == 1)
     rows = np.flatnonzero(decodable)
     arr = as_uint8(buf)
@@ -285,11 +462,11 @@ def iter_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table,
         hi = max(hi, lo + 1)
         if lo >= len(rows):
             break
-        yield _decode_run(arr, buf, path, batches, cols, rows[lo:hi])
+        yield _decode_run(arr, buf, path, block, cols, rows[lo:hi])
         lo = hi
 
 
-def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, batches: pa.Table,
+def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, block: BatchBlock,
                 cols: dict[str, np.ndarray], rows: np.ndarray) -> tuple[pa.Table, list[Finding]]:
     """Decode one run of batch rows: the kernel where it can, the reference elsewhere."""
     fast = (cols["magic"][rows] == 2) if HAVE_NUMBA else np.zeros(len(rows), dtype=bool)
@@ -307,7 +484,7 @@ def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, batches: pa
     keep = np.repeat(ok, counts)
     table = RecordColumns(data, position=np.repeat(cols["position"][rows], counts)[keep],
                           **{k: v[keep] for k, v in rc.items()}).to_table()
-    return _merge_reference(buf, path, batches, rows, ok, table)
+    return _merge_reference(buf, path, block, rows, ok, table)
 
 
 def _run_kernel(data: np.ndarray, rows: np.ndarray, cols: dict[str, np.ndarray], starts: np.ndarray,
@@ -349,19 +526,19 @@ def _decompress(arr: np.ndarray, rows: np.ndarray, cols: dict[str, np.ndarray], 
     return data, new_starts, new_stops, fast
 
 
-def _merge_reference(buf: bytes | memoryview, path: str, batches: pa.Table, rows: np.ndarray,
+def _merge_reference(buf: bytes | memoryview, path: str, block: BatchBlock, rows: np.ndarray,
                      ok: np.ndarray, table: pa.Table) -> tuple[pa.Table, list[Finding]]:
     """Splice in, in batch order, the rows of batches the kernel left to the reference."""
     if ok.all():
         return table, []
     pieces, findings, done = [], [], 0
     counts = np.zeros(len(rows), dtype=np.int64)
-    counts[ok] = batches.column("count").to_numpy()[rows[ok]]
+    counts[ok] = block.count[rows[ok]]
     starts = np.concatenate([[0], np.cumsum(counts)])
     for i in np.flatnonzero(~ok).tolist():
         pieces.append(table.slice(done, int(starts[i]) - done))
         done = int(starts[i])
-        info = BatchInfo(*[batches.column(name)[int(rows[i])].as_py() for name in BatchInfo._fields])
+        info = block.row(int(rows[i]))
         piece, found = reference_rows(buf, path, info)
         pieces.append(piece)
         findings += found
@@ -388,13 +565,106 @@ def reference_rows(buf: bytes | memoryview, path: str, info: BatchInfo) -> tuple
             info.position, info.base_offset), path)]
 
 
-def reference_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table) -> tuple[pa.Table, list[Finding]]:
+def reference_record_columns(buf: bytes | memoryview, path: str,
+                             batches: pa.Table | pa.RecordBatch | BatchBlock) -> tuple[pa.Table, list[Finding]]:
     """The same as `record_columns` through the reference decoder alone (the tests' oracle)."""
     tables, findings = [], []
-    for row in batches.select(list(BatchInfo._fields)).to_pylist():
-        info = BatchInfo(**row)
+    for info in as_block(batches).rows():
         if (info.magic == 2 and info.size >= v2.HEADER_SIZE) or info.magic in (0, 1):
             table, found = reference_rows(buf, path, info)
             tables.append(table)
             findings += found
     return (pa.concat_tables(tables) if tables else RECORD_SCHEMA.empty_table()), findings
+
+
+# --- bounds check driver ----------------------------------------------------------
+
+
+@dataclass
+class RecordBounds:
+    """What `check_record_bounds` leaves to the reference decoder."""
+
+    rows: np.ndarray                 # block rows (ascending) the kernel did not clear
+    errors: dict[int, FormatError]   # row -> why its payload does not decompress (at its batch)
+
+
+def check_record_bounds(buf: bytes | memoryview, block: BatchBlock, rows: np.ndarray,
+                        budget: int | None = None, chunk_bytes: int = CHECK_CHUNK_BYTES) -> RecordBounds:
+    """The `rows` of `block` (batches of magic 0..2 in `buf`) whose records may not decode, or break
+    their batch's offset or timestamp bounds: those the reference must judge; the rest are clean.
+
+    Uncompressed v2 batches and plain legacy messages are read in place; compressed v2
+    payloads are decompressed (bounded, `codecs`), at most ~`chunk_bytes` held at once.
+    Once `budget` rows are flagged, the compressed rows after them are left unread (and
+    flagged): a caller that stops at `budget` problems never decompresses them.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    if not HAVE_NUMBA or not len(rows):
+        return RecordBounds(rows.copy(), {})
+    status = np.empty(len(rows), dtype=np.int8)
+    cols = [np.ascontiguousarray(block.column(name)) for name in _BOUNDS_COLUMNS]
+    bounds_kernel(_readonly(as_uint8(buf)), *cols, rows, status)
+    errors: dict[int, FormatError] = {}
+    compressed = np.flatnonzero(status == COMPRESSED)
+    if len(compressed):
+        _check_compressed(buf, block, rows, status, compressed, errors, budget, chunk_bytes)
+    return RecordBounds(rows[status != CLEAN], errors)
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    """A read-only view: the kernels see one array type whatever the buffer (one compilation)."""
+    if arr.flags.writeable:
+        arr = arr.view()
+        arr.flags.writeable = False
+    return arr
+
+
+def _check_compressed(buf: bytes | memoryview, block: BatchBlock, rows: np.ndarray, status: np.ndarray,
+                      compressed: np.ndarray, errors: dict[int, FormatError], budget: int | None,
+                      chunk_bytes: int) -> None:
+    """Decompress the COMPRESSED rows in order into one reused chunk and run the payload kernel over it."""
+    flagged_before = np.cumsum(status == SUSPECT)  # in-place rows flagged up to each index
+    scratch = np.empty(chunk_bytes, dtype=np.uint8)  # reused: no fresh pages per chunk
+    pending: list[tuple[int, v2.BatchHeader, int, int]] = []
+    held = flagged = 0
+    for n, k in enumerate(compressed.tolist()):
+        if budget is not None and int(flagged_before[k]) + flagged >= budget:
+            status[compressed[n:]] = SUSPECT  # past the budget: the reference's, if ever asked
+            break
+        row = int(rows[k])
+        header = v2.read_header(buf, int(block.position[row]))
+        try:
+            payload = np.frombuffer(v2.records_payload(buf, header), dtype=np.uint8)
+        except FormatError as err:  # a codec's error does not know its batch: place it there
+            errors[row] = FormatError(err.code, err.message, header.position, int(block.base_offset[row]))
+            status[k] = SUSPECT
+            flagged += 1
+            continue
+        if held + len(payload) > chunk_bytes and pending:
+            flagged += _check_payloads(block, rows, status, scratch, pending)
+            pending, held = [], 0
+        if len(payload) > chunk_bytes:  # one payload larger than the chunk: checked where it is
+            flagged += _check_payloads(block, rows, status, payload, [(k, header, 0, len(payload))])
+            continue
+        scratch[held:held + len(payload)] = payload
+        pending.append((k, header, held, held + len(payload)))
+        held += len(payload)
+    if pending:
+        _check_payloads(block, rows, status, scratch, pending)
+
+
+def _check_payloads(block: BatchBlock, rows: np.ndarray, status: np.ndarray, data: np.ndarray,
+                    pending: list[tuple[int, v2.BatchHeader, int, int]]) -> int:
+    """Run the payload kernel over data[start:stop] of each pending row; the number of rows it flags."""
+    ks = np.array([k for k, _, _, _ in pending], dtype=np.int64)
+    starts = np.array([start for _, _, start, _ in pending], dtype=np.int64)
+    stops = np.array([stop for _, _, _, stop in pending], dtype=np.int64)
+    header = np.array([[h.records_count, h.base_offset, h.base_timestamp, h.max_timestamp,
+                        h.timestamp_type == v2.LOG_APPEND_TIME] for _, h, _, _ in pending], dtype=np.int64).T.copy()
+    sel = rows[ks]
+    rule = np.stack([block.base_offset[sel], block.last_offset[sel], block.max_timestamp[sel],
+                     (block.timestamp_type[sel] == v2.CREATE_TIME).astype(np.int64)])
+    out = np.empty(len(ks), dtype=np.int8)
+    payload_bounds_kernel(_readonly(data), starts, stops, header, rule, out)
+    status[ks] = out
+    return int(np.count_nonzero(out != CLEAN))

@@ -326,6 +326,9 @@ class FastWalk:
 
         Each block is a view into one reused buffer: read it (or copy it) before
         asking for the next. When a block is yielded, the outcome covers its rows.
+        A block spans about `RELEASE_STEP` bytes at most, and its bytes stay mapped
+        until the next block is asked for: a consumer that reads them (records)
+        finds them in memory, and memory stays flat all the same.
         """
         if not HAVE_NUMBA or self.limit is not None:
             yield from reference_blocks(self.reference, chunk)
@@ -337,6 +340,9 @@ class FastWalk:
         pos, row, released, ref.prev_last, ref.broken = 0, 0, 0, None, False
         while pos < end:
             if pos - released > RELEASE_STEP:  # keep memory flat on multi-GiB segments
+                if row:  # its consumer may read its bytes: they go after it is done
+                    yield BatchBlock(cols[:, :row])
+                    row = 0
                 release_pages(self.buf, released, pos)
                 released = pos
             start_row = row

@@ -8,8 +8,10 @@ every record.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from replog.formats.errors import FormatError
 from replog.formats.findings import Finding, finding
@@ -17,6 +19,9 @@ from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
 from replog.formats.kafka.partition_files import PartitionFiles, list_partition_files
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
+
+if TYPE_CHECKING:
+    from replog.formats.kafka.blocks import BatchBlock
 
 MAX_RECORD_FINDINGS = 100  # per segment
 _TRANSIENT_MEANING = {
@@ -61,14 +66,21 @@ def inventory(pdir: Path) -> Inventory:
     return inv
 
 
+_DECODE_CODES = ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT")  # kept; others are UNDECODABLE
+
+
+def decode_error_finding(e: FormatError, b: BatchInfo, path: str) -> Finding:
+    """The finding for a batch whose records do not decode, at the batch whatever the error knows."""
+    code = e.code if e.code in _DECODE_CODES else "KAFKA_RECORDS_UNDECODABLE"
+    return finding(code, path, position=b.position, offset=b.base_offset, message=e.message)
+
+
 def deep_check(buf: memoryview | bytes, b: BatchInfo, path: str) -> Finding | None:
     """Decode every record of a CRC-valid batch; the first problem as a finding."""
     try:
         records = batch_records(buf, b)
     except FormatError as e:
-        code = (e.code if e.code in ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT")
-                else "KAFKA_RECORDS_UNDECODABLE")
-        return finding(code, path, position=b.position, offset=b.base_offset, message=e.message)
+        return decode_error_finding(e, b, path)
     prev = b.base_offset - 1
     for r in records:
         if r.offset <= prev or r.offset > b.last_offset:
@@ -115,13 +127,88 @@ def check_segment(buf: memoryview | bytes, path: Path, base_offset: int, deep: b
 FAST_DEEP_BYTES = 1 << 20  # below this the numba import costs more than it saves
 
 
-def record_findings(buf: memoryview | bytes, batches: list[BatchInfo], path: str,
+class RecordCheck:
+    """`record_findings` as a stream: feed a segment's `BatchBlock`s in file order, then `finish()`.
+
+    Same findings as the reference (`deep_check` on every CRC-valid batch of magic
+    0..2), in the same order, capped at `MAX_RECORD_FINDINGS`. With `fast` (default:
+    as `record_findings` decides for this buffer's size) a compiled kernel clears
+    each block's batches in place, reading offsets and timestamps only (compressed
+    payloads are decompressed, bounded, a chunk at a time); `deep_check` runs only
+    on the batches it flags. Nothing of a block is kept: blocks may be reused views.
+    Once the cap is reached, `feed` returns at once.
+    """
+
+    def __init__(self, buf: memoryview | bytes, path: str, fast: bool | None = None) -> None:
+        from replog.recovery.kafka.logdir import use_fast_walk
+        self.buf, self.path = buf, path
+        self.fast = use_fast_walk(len(buf), FAST_DEEP_BYTES) if fast is None else fast
+        self.findings: list[Finding] = []
+
+    @property
+    def full(self) -> bool:
+        """The cap is reached: later batches cannot add a finding."""
+        return len(self.findings) >= MAX_RECORD_FINDINGS
+
+    def feed(self, block: BatchBlock) -> None:
+        """Check the next consecutive batches of the segment."""
+        if self.full or not len(block):
+            return
+        import numpy as np  # imported on use: the CLI starts without it
+        magic = block.magic
+        rows = np.flatnonzero((block.crc_valid != 0) & (magic >= 0) & (magic <= 2))  # as `record_findings` selects
+        errors: dict[int, FormatError] = {}
+        if self.fast and len(rows):
+            from replog.formats.kafka.fastrecords import check_record_bounds
+            flagged = check_record_bounds(self.buf, block, rows, budget=MAX_RECORD_FINDINGS - len(self.findings))
+            rows, errors = flagged.rows, flagged.errors
+        for i in rows.tolist():
+            b = block.row(i)
+            err = errors.get(i)
+            f = deep_check(self.buf, b, self.path) if err is None else decode_error_finding(err, b, self.path)
+            if f is not None:
+                self.findings.append(f)
+                if self.full:
+                    return
+
+    def feed_infos(self, batches: Sequence[BatchInfo]) -> None:
+        """Check the next consecutive batches given as `BatchInfo`s, through the reference alone
+        (for values no block holds: a corrupt header's last offset beyond int64)."""
+        for b in batches:
+            if self.full:
+                return
+            if b.crc_valid and 0 <= b.magic <= 2:
+                f = deep_check(self.buf, b, self.path)
+                if f is not None:
+                    self.findings.append(f)
+
+    def finish(self) -> list[Finding]:
+        """The findings, in batch order."""
+        return list(self.findings)
+
+
+def record_findings(buf: memoryview | bytes, batches: Sequence[BatchInfo], path: str,
                     fast_threshold: int | None = None) -> list[Finding]:
     """Batches whose records do not decode or break the batch's bounds, up to `MAX_RECORD_FINDINGS`
-    (the first problem of each). Large segments use the compiled record kernel; same answers."""
+    (the first problem of each). Large segments use the compiled record kernel (`RecordCheck`);
+    same answers."""
     from replog.recovery.kafka.logdir import use_fast_walk
     if use_fast_walk(len(buf), FAST_DEEP_BYTES if fast_threshold is None else fast_threshold):
-        return _record_findings_fast(buf, batches, path)
+        from replog.formats.kafka.blocks import BatchBlock
+        from replog.formats.kafka.columns import CHUNK
+        checked = [b for b in batches if b.crc_valid and 0 <= b.magic <= 2]
+        check = RecordCheck(buf, path, fast=True)
+        for start in range(0, len(checked), CHUNK):
+            if check.full:
+                break
+            part = checked[start:start + CHUNK]
+            try:
+                block = BatchBlock.from_infos(part)
+            except OverflowError:  # a value beyond int64 (a corrupt header's last offset)
+                check.feed_infos(part)
+                continue
+            check.feed(block)
+        return check.finish()
     out: list[Finding] = []
     for b in batches:
         if b.crc_valid and 0 <= b.magic <= 2 and len(out) < MAX_RECORD_FINDINGS:
@@ -129,56 +216,6 @@ def record_findings(buf: memoryview | bytes, batches: list[BatchInfo], path: str
             if f is not None:
                 out.append(f)
     return out
-
-
-def _record_findings_fast(buf: memoryview | bytes, batches: list[BatchInfo], path: str) -> list[Finding]:
-    """`deep_check` over all batches at once: records as columns, the per-record rules vectorised."""
-    import numpy as np
-    import pyarrow as pa
-
-    from replog.formats.kafka.columns import to_record_batch
-    from replog.formats.kafka.fastrecords import iter_record_columns
-
-    checked = [b for b in batches if b.crc_valid and 0 <= b.magic <= 2]
-    if not checked:
-        return []
-    by_pos = {b.position: b for b in checked}
-    found: dict[int, Finding] = {}
-    table = pa.Table.from_batches([to_record_batch(path, checked)])
-    starts = table.column("position").to_numpy()  # batches in file order: positions ascend
-    bounds = np.stack([table.column("base_offset").to_numpy(), table.column("last_offset").to_numpy(),
-                       table.column("max_timestamp").to_numpy(),
-                       ((table.column("magic").to_numpy() == 2)
-                        & (table.column("timestamp_type").to_numpy() == v2.CREATE_TIME)).astype(np.int64)], axis=1)
-    for records, errors in iter_record_columns(buf, path, table):
-        for e in errors:
-            assert e.position is not None, "reference_rows places every error at its batch"
-            code = e.code if e.code in ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT") \
-                else "KAFKA_RECORDS_UNDECODABLE"
-            found[e.position] = finding(code, path, position=e.position, offset=by_pos[e.position].base_offset,
-                                        message=e.message)
-        pos = records.column("position").to_numpy()
-        if not len(pos):
-            continue
-        off, ts = records.column("offset").to_numpy(), records.column("timestamp").to_numpy()
-        first = np.r_[True, pos[1:] != pos[:-1]]
-        meta = bounds[np.searchsorted(starts, pos)]
-        prev = np.where(first, meta[:, 0] - 1, np.r_[0, off[:-1]])
-        bad_off = (off <= prev) | (off > meta[:, 1])
-        bad_ts = (meta[:, 3] == 1) & ((ts > meta[:, 2]) | ((ts < 0) & (ts != -1)))
-        for i in np.flatnonzero(bad_off | bad_ts).tolist():
-            p = int(pos[i])
-            if p in found:
-                continue
-            b = by_pos[p]
-            if bad_off[i]:
-                found[p] = finding("KAFKA_BATCH_LAST_OFFSET_MISMATCH", path, position=p, offset=int(off[i]),
-                                   message=f"record offset {int(off[i])} outside {b.base_offset}..{b.last_offset} "
-                                           f"or not increasing (previous {int(prev[i])})")
-            else:
-                found[p] = finding("KAFKA_TIMESTAMP_INVALID", path, position=p, offset=int(off[i]),
-                                   message=f"record timestamp {int(ts[i])}, batch max timestamp {b.max_timestamp}")
-    return [found[b.position] for b in checked if b.position in found][:MAX_RECORD_FINDINGS]
 
 
 def check_continuity(segments: list[SegmentResult]) -> list[Finding]:
