@@ -60,7 +60,8 @@ def logs(draw: Any) -> tuple[list[Row], dict[str, Any], list[int], list[bool]]:
             b = batch(position, offset, delta, -1, -1, -1, -1, False, False, magic=draw(LEGACY_MAGIC),
                       timestamp=timestamp)
         elif kind in ("marker", "control"):
-            b = batch(position, offset, 0, epoch, pid, producer_epoch, -1, True, True, timestamp=timestamp)
+            # markers carry no sequence (-1) in practice; a sequence on one must be ignored
+            b = batch(position, offset, 0, epoch, pid, producer_epoch, sequence, True, True, timestamp=timestamp)
             if kind == "marker" and pid >= 0:
                 marker = draw(MARKER)
         else:
