@@ -10,9 +10,13 @@ batches can vouch for must equal the state replayed from the batches.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from replog.formats.findings import Finding, finding
+from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.producer_snapshot import ProducerSnapshotEntry
 from replog.formats.kafka.segment import BatchInfo
@@ -76,6 +80,8 @@ class StateChecker:
             self._epochs = [e.epoch for e in ordered]
         else:
             self._starts, self._epochs = [], []
+        self._starts_array = np.array(self._starts, dtype=np.int64)
+        self._epochs_array = np.array(self._epochs, dtype=np.int64)
 
     def feed(self, b: BatchInfo, path: str, marker: tuple[int, int] | None) -> AbortedTxn | None:
         if self._first_offset is None:
@@ -85,6 +91,107 @@ class StateChecker:
         if b.magic == 2 and b.partition_leader_epoch >= 0:
             self._check_epoch(b, path)
         return self.producers.update(b, marker)
+
+    def feed_block(self, block: BatchBlock, path: str,
+                   markers: Mapping[int, tuple[int, int] | None] | None = None) -> list[AbortedTxn]:
+        """`feed` every row of `block` in order: the same aborted transactions, the same state after.
+
+        `markers` maps a row index of the block to the (control type, coordinator epoch) `feed` would be
+        given for that row; absent rows (or None) are fed without a marker. Nothing of the block is
+        kept (it may be a view into a reused buffer).
+        """
+        n = len(block)
+        if n == 0:
+            return []
+        if self._first_offset is None:
+            self._first_offset = int(block.base_offset[0])
+        self._check_epochs(block, path)
+        aborted: list[AbortedTxn] = []
+        start = 0
+        for row, offsets in self._capture_rows(block):
+            aborted += self._update_rows(block, markers, start, row)
+            for offset in offsets:
+                self._capture(offset)
+            del self._pending[:len(offsets)]
+            start = row
+        aborted += self._update_rows(block, markers, start, n)
+        return aborted
+
+    def _capture_rows(self, block: BatchBlock) -> list[tuple[int, list[int]]]:
+        """(row, snapshot offsets captured just before it) for the pending snapshots the block reaches:
+        the first row whose last offset (or an earlier row's) reaches the offset."""
+        reached = np.maximum.accumulate(block.last_offset)
+        k = bisect.bisect_right(self._pending, int(reached[-1]))
+        if k == 0:
+            return []
+        rows = np.searchsorted(reached, np.array(self._pending[:k], dtype=np.int64), side="left").tolist()
+        out: list[tuple[int, list[int]]] = []
+        for row, offset in zip(rows, self._pending[:k], strict=True):
+            if out and out[-1][0] == row:
+                out[-1][1].append(offset)
+            else:
+                out.append((row, [offset]))
+        return out
+
+    def _update_rows(self, block: BatchBlock, markers: Mapping[int, tuple[int, int] | None] | None,
+                     start: int, stop: int) -> list[AbortedTxn]:
+        if start == 0 and stop == len(block):
+            return self.producers.update_block(block, markers)
+        if start == stop:
+            return []
+        inside = {r - start: m for r, m in (markers or {}).items() if start <= r < stop}
+        return self.producers.update_block(block[start:stop], inside)
+
+    def _check_epochs(self, block: BatchBlock, path: str) -> None:
+        """`_check_epoch` over the block's v2 rows with an epoch, the findings in row order."""
+        rows = np.flatnonzero((block.magic == 2) & (block.partition_leader_epoch >= 0))
+        if len(rows) == 0:
+            return
+        self._saw_epochs = True
+        epoch = block.partition_leader_epoch[rows]
+        before = np.maximum(np.r_[self._latest_epoch, np.maximum.accumulate(epoch)[:-1]], self._latest_epoch)
+        decreasing = np.flatnonzero(epoch < before)
+        self._latest_epoch = max(self._latest_epoch, int(epoch.max()))
+        mismatched = np.empty(0, dtype=np.int64)
+        if self.epoch_entries is not None:
+            checked = np.flatnonzero(block.base_offset[rows] >= self.log_start_offset)
+            if len(checked):
+                mismatched = self._mismatches(epoch[checked], block.base_offset[rows[checked]])
+                mismatched = checked[mismatched]
+        count = len(decreasing) + len(mismatched)
+        room = max(0, MAX_EPOCH_FINDINGS - self._epoch_findings)
+        if count and room:
+            # both codes share the cap in row order; a row's decrease comes before its mismatch
+            which = np.r_[decreasing, mismatched]
+            kinds = np.r_[np.zeros(len(decreasing), dtype=np.int64), np.ones(len(mismatched), dtype=np.int64)]
+            order = np.lexsort((kinds, which))[:room]
+            for i, kind in zip(which[order].tolist(), kinds[order].tolist(), strict=True):
+                b = block.row(int(rows[i]))
+                e = b.partition_leader_epoch
+                if kind == 0:
+                    self.findings.append(finding("KAFKA_EPOCHS_DECREASING", path, position=b.position,
+                                                 offset=b.base_offset,
+                                                 message=f"batch epoch {e} after epoch {int(before[i])}"))
+                else:
+                    j = bisect.bisect_right(self._starts, b.base_offset) - 1
+                    cached = self._epochs[j] if j >= 0 else None
+                    self.findings.append(finding(
+                        "KAFKA_EPOCH_CHECKPOINT_MISMATCH", self.epoch_path, position=None, offset=b.base_offset,
+                        message=f"batch at offset {b.base_offset} ({path}, position {b.position}) has epoch {e}; "
+                                f"the checkpoint gives epoch {cached} for that offset"))
+        self._epoch_findings += count
+
+    def _mismatches(self, epoch: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """Indices of the checked rows that report a checkpoint mismatch: a row whose epoch is not the
+        checkpoint's, unless the checked row before it mismatched with the same epoch (carried across
+        blocks in `_mismatch_epoch`)."""
+        at = np.searchsorted(self._starts_array, base, side="right") - 1
+        cached = self._epochs_array[np.maximum(at, 0)] if len(self._epochs_array) else np.zeros_like(epoch)
+        wrong = (at < 0) | (cached != epoch)
+        prev_wrong = np.r_[self._mismatch_epoch is not None, wrong[:-1]]
+        prev_epoch = np.r_[self._mismatch_epoch if self._mismatch_epoch is not None else -1, epoch[:-1]]
+        self._mismatch_epoch = int(epoch[-1]) if wrong[-1] else None
+        return np.flatnonzero(wrong & ~(prev_wrong & (prev_epoch == epoch)))
 
     def _check_epoch(self, b: BatchInfo, path: str) -> None:
         epoch = b.partition_leader_epoch
