@@ -603,7 +603,7 @@ def check_record_bounds(buf: bytes | memoryview, block: BatchBlock, rows: np.nda
         return RecordBounds(rows.copy(), {})
     status = np.empty(len(rows), dtype=np.int8)
     cols = [np.ascontiguousarray(block.column(name)) for name in _BOUNDS_COLUMNS]
-    bounds_kernel(_readonly(as_uint8(buf)), *cols, rows, status)
+    bounds_kernel(_readonly(as_uint8(buf)), *cols, rows, status)  # type: ignore[call-arg]  # a numba dispatcher
     errors: dict[int, FormatError] = {}
     compressed = np.flatnonzero(status == COMPRESSED)
     if len(compressed):

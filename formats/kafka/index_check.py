@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -176,7 +177,7 @@ class _EntryOffsets:
             if entries.base_offset != base_offset:
                 raise ValueError(f"index read with base offset {entries.base_offset}, checked with {base_offset}")
             self.int64, self.over = absolute_offsets(base_offset, entries.relative_offsets)
-            over = np.flatnonzero(self.over) if self.over is not None else []
+            over = np.flatnonzero(self.over) if self.over is not None else np.empty(0, dtype=np.int64)
             self._exact = {int(s): base_offset + int(entries.relative_offsets[s]) for s in over}
             return
         values = [e[field] for e in entries]
@@ -212,7 +213,7 @@ class _InKeyOrder:
             self.keys = keys[self.order]
         self.next = 0
 
-    def upto(self, key: int, side: str) -> np.ndarray:
+    def upto(self, key: int, side: Literal["left", "right"]) -> np.ndarray:
         hi = int(np.searchsorted(self.keys, key, side=side))
         return self._take(hi)
 

@@ -49,18 +49,19 @@ class SegmentIndexChecks:
             shown = str(path)
             try:
                 with ev.mapped(path) as buf:
-                    if kind == "index":
-                        read = offset_index.read_offset_index_columns(buf, base_offset, path=shown)
-                    else:
-                        read = time_index.read_time_index_columns(buf, base_offset, path=shown)
+                    self._parts.append(self._open(kind, buf, base_offset, log_size, shown))
             except UnreadableInput as e:
                 self._parts.append(([finding("UNREADABLE_FILE", shown, message=str(e))], None))
-                continue
-            if kind == "index":
-                check = index_check.OffsetIndexCheck(read, base_offset=base_offset, log_size=log_size, path=shown)
-            else:
-                check = index_check.TimeIndexCheck(read, base_offset=base_offset, path=shown)
-            self._parts.append((read.findings, check))
+
+    @staticmethod
+    def _open(kind: str, buf: memoryview, base_offset: int, log_size: int, shown: str) -> tuple[
+            list[Finding], index_check.OffsetIndexCheck | index_check.TimeIndexCheck]:
+        if kind == "index":
+            entries = offset_index.read_offset_index_columns(buf, base_offset, path=shown)
+            return entries.findings, index_check.OffsetIndexCheck(entries, base_offset=base_offset,
+                                                                   log_size=log_size, path=shown)
+        times = time_index.read_time_index_columns(buf, base_offset, path=shown)
+        return times.findings, index_check.TimeIndexCheck(times, base_offset=base_offset, path=shown)
 
     def feed(self, block: BatchBlock) -> None:
         """The next batches of the segment, in file order (the block is not kept)."""

@@ -101,7 +101,7 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
             indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=len(buf),
                                                         active=active)
             records = checks_segments.RecordCheck(buf, str(path)) if deep else None
-            checks = [indexes] if records is None else [records, indexes]
+            checks: list[segment_pass.BlockCheck] = [indexes] if records is None else [records, indexes]
             seg = segment_pass.scan_segment(buf, path, base, compiled=use_fast_walk(len(buf)), checks=checks,
                                             state=state)
             found = seg.findings + (records.finish() if records is not None else [])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -144,7 +145,7 @@ class ProducerState:
                 ongoing[p] = base
                 fields[p] = (fields.get(p, (None, -1))[0], base)
                 continue
-            ctype, coordinator_epoch = markers[row]  # a marker row: never None
+            ctype, coordinator_epoch = cast(tuple[int, int], markers[row])  # a marker row: never None
             fields[p] = (coordinator_epoch, -1)
             txn_first = ongoing.pop(p, None)
             if ctype == control.ABORT and txn_first is not None:
