@@ -23,7 +23,7 @@ from replog.toolkit.render import Column, Columns, render, thousands, words
 from replog.toolkit.replay_view import REPLICA_COLUMNS
 from replog.toolkit.rocketmq_views import STORE_COLUMNS
 from replog.toolkit.views import LS_COLUMNS, LS_ROW
-from tests.recovery.kafka_replicas import replica_dir
+from tests.recovery.kafka.replicas import replica_dir
 
 
 @dataclass
