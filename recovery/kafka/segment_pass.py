@@ -63,7 +63,8 @@ def scan_segment(buf: memoryview | bytes, path: Path, base_offset: int, *, compi
         for check in checks:
             check.feed(block)
         if state is not None:
-            sound = block[(block.crc_valid == 1) & (block.magic >= 0) & (block.magic <= 2)]
+            ok = (block.crc_valid == 1) & (block.magic >= 0) & (block.magic <= 2)
+            sound = block if ok.all() else block[ok]  # the common case: no copy
             seg.aborted += state.feed_block(sound, str(path), markers(buf, sound))
     seg.valid_bytes, seg.end_position, seg.findings = walk.valid_bytes, walk.end_position, list(walk.findings)
     return seg
@@ -98,6 +99,8 @@ def _account(seg: SegmentResult, block: BatchBlock, valid_bytes: int) -> None:
 def markers(buf: memoryview | bytes, sound: BatchBlock) -> dict[int, tuple[int, int] | None]:
     """(control type, coordinator epoch) of each transaction marker row of a block of sound batches."""
     out: dict[int, tuple[int, int] | None] = {}
+    if not sound.is_control.any():
+        return out
     rows = np.flatnonzero((sound.is_control == 1) & (sound.magic == 2) & (sound.producer_id >= 0))
     for i in rows.tolist():
         try:
