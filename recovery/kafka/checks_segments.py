@@ -2,9 +2,9 @@
 
 The inventory mirrors what `LogLoader` does with each name (kafka.md §10.2):
 transient `.swap`/`.cleaned`/`.deleted` files, indexes without their `.log`,
-segments without an `.index`. The batch walk is `SegmentWalk` (framing, CRC,
-offsets, tails) plus what the broker never checks: decompressing and decoding
-every record.
+segments without an `.index`. The record check (`RecordCheck`) is what the
+broker never does: decompressing and decoding every record of every CRC-valid
+batch, fed the segment's blocks by `segment_pass`.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from replog.formats.findings import Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
 from replog.formats.kafka.partition_files import PartitionFiles, list_partition_files
-from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
+from replog.formats.kafka.segment import BatchInfo, batch_records
 
 if TYPE_CHECKING:
     from replog.formats.kafka.blocks import BatchBlock
@@ -93,35 +93,6 @@ def deep_check(buf: memoryview | bytes, b: BatchInfo, path: str) -> Finding | No
             return finding("KAFKA_TIMESTAMP_INVALID", path, position=b.position, offset=r.offset,
                            message=f"record timestamp {r.timestamp}, batch max timestamp {b.max_timestamp}")
     return None
-
-
-@dataclass
-class SegmentResult:
-    path: Path
-    base_offset: int
-    size: int
-    batches: list[BatchInfo]          # every framed batch, valid or not, in file order
-    valid_bytes: int
-    end_position: int
-    findings: list[Finding]
-
-    @property
-    def valid_batches(self) -> list[BatchInfo]:
-        return [b for b in self.batches if b.end <= self.valid_bytes]
-
-    @property
-    def next_offset(self) -> int | None:
-        valid = [b for b in self.batches if b.end <= self.valid_bytes]
-        return valid[-1].next_offset if valid else None
-
-
-def check_segment(buf: memoryview | bytes, path: Path, base_offset: int, deep: bool = True) -> SegmentResult:
-    """Walk one `.log`; with `deep`, decode every CRC-valid batch's records too (the broker never does)."""
-    walk = SegmentWalk(buf, str(path), base_offset)
-    batches = list(walk.batches())
-    findings = walk.findings + (record_findings(buf, batches, str(path)) if deep else [])
-    findings.sort(key=lambda f: (f.position if f.position is not None else -1))
-    return SegmentResult(path, base_offset, len(buf), batches, walk.valid_bytes, walk.end_position, findings)
 
 
 FAST_DEEP_BYTES = 1 << 20  # below this the numba import costs more than it saves
@@ -215,26 +186,4 @@ def record_findings(buf: memoryview | bytes, batches: Sequence[BatchInfo], path:
             f = deep_check(buf, b, path)
             if f is not None:
                 out.append(f)
-    return out
-
-
-def check_continuity(segments: list[SegmentResult]) -> list[Finding]:
-    """Overlaps and holes between consecutive segments."""
-    out: list[Finding] = []
-    prev: SegmentResult | None = None
-    for seg in segments:
-        if prev is not None and prev.batches:
-            prev_last = max(b.last_offset for b in prev.batches)
-            first = seg.batches[0].base_offset if seg.batches else None
-            if seg.base_offset <= prev_last or (first is not None and first <= prev_last):
-                out.append(finding("KAFKA_SEGMENT_OVERLAP", str(seg.path), position=0,
-                                   offset=first if first is not None else seg.base_offset,
-                                   message=f"segment starts at {seg.base_offset} (first batch {first}); the "
-                                           f"previous segment reaches offset {prev_last}"))
-            elif first is not None and first > prev_last + 1:
-                out.append(finding("KAFKA_OFFSET_GAP", str(seg.path), position=0, offset=prev_last + 1,
-                                   message=f"offsets {prev_last + 1}..{first - 1} are in no segment "
-                                           "(normal after compaction)"))
-        if seg.batches or prev is None:
-            prev = seg
     return out

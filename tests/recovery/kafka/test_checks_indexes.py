@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -10,10 +11,18 @@ from replog.formats.fileio import mapped
 from replog.formats.kafka import fastwalk, index_check, offset_index, time_index
 from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.fastwalk import FastWalk
+from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_indexes
-from replog.recovery.kafka.checks_segments import check_segment
 from tests.recovery.kafka.log_dirs import build_log_dir, seg_path
+
+
+class _Held(NamedTuple):
+    """A segment's walk held whole, as the list-based checks take it."""
+
+    base_offset: int
+    size: int
+    batches: list
 
 
 def reference(seg, paths: dict[str, Path], active: bool) -> list[dict]:
@@ -62,7 +71,7 @@ def test_fed_blocks_give_the_list_checks_findings(tmp_path: Path, chunk: int, da
         paths = {k: seg_path(pdir, base, k) for k in ("index", "timeindex")}
         active = base == bases[-1]
         with mapped(log) as buf:
-            seg = check_segment(buf, log, base)
+            seg = _Held(base, len(buf), list(SegmentWalk(buf, str(log), base).batches()))
             checks = checks_indexes.SegmentIndexChecks(ev, paths, base_offset=base, log_size=len(buf), active=active)
             walk = FastWalk(buf, str(log), base)
             for block in walk.blocks(chunk) if fastwalk.HAVE_NUMBA else [BatchBlock.from_infos(seg.batches)]:
