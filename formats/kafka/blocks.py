@@ -20,6 +20,7 @@ from replog.formats.kafka.segment import BatchInfo, SegmentWalk
 
 FIELDS: tuple[str, ...] = BatchInfo._fields
 ROW: dict[str, int] = {name: k for k, name in enumerate(FIELDS)}
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 FLAG_FIELDS = frozenset({"crc_valid", "is_transactional", "is_control", "has_delete_horizon"})
 _NUMPY_TYPES = [BATCH_SCHEMA.field(name).type.to_pandas_dtype() for name in FIELDS]
 
@@ -69,7 +70,7 @@ class BatchBlock:
         """A block of reference-walk batches (tests, and the few entries the kernel leaves to the reference)."""
         if not infos:
             return cls.empty()
-        return cls(np.array([[int(v) for v in info] for info in infos], dtype=np.int64).T.copy())
+        return cls(np.array([int64_row(info) for info in infos], dtype=np.int64).T.copy())
 
     @classmethod
     def concat(cls, blocks: Iterable[BatchBlock]) -> BatchBlock:
@@ -111,6 +112,12 @@ class BatchBlock:
         arrays += [pa.array(self.cols[k].astype(dtype), BATCH_SCHEMA.field(name).type)
                    for k, (name, dtype) in enumerate(zip(FIELDS, _NUMPY_TYPES, strict=True))]
         return pa.RecordBatch.from_arrays(arrays, schema=BATCH_SCHEMA)
+
+
+def int64_row(info: BatchInfo) -> list[int]:
+    """A reference batch as a block row. A damaged header can claim a last offset past int64 (base offset
+    near 2^63 plus a delta); the walk has already reported it, and the row holds it clamped to int64."""
+    return [min(max(int(v), _INT64_MIN), _INT64_MAX) for v in info]
 
 
 def repeat_string(text: str, n: int) -> pa.Array:

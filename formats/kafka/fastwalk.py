@@ -26,7 +26,7 @@ from replog.formats.fileio import RELEASE_STEP, release_pages
 from replog.formats.findings import Finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import blocks
-from replog.formats.kafka.blocks import BatchBlock, reference_blocks
+from replog.formats.kafka.blocks import BatchBlock, int64_row, reference_blocks
 from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK, to_record_batch
 from replog.formats.kafka.segment import SegmentWalk
 
@@ -361,7 +361,7 @@ class FastWalk:
             if info is None:
                 break
             ref.step(info)
-            cols[:, row] = [int(v) for v in info]
+            cols[:, row] = int64_row(info)
             row += 1
             pos = info.end
             if row == chunk:

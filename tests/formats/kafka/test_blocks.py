@@ -59,3 +59,12 @@ def test_records_of_a_v2_batch_shorter_than_its_header_are_a_format_error() -> N
     with pytest.raises(FormatError) as err:
         batch_records(bytes(30), info)
     assert (err.value.code, err.value.position) == ("KAFKA_BATCH_LENGTH_TOO_SMALL", 0)
+
+
+def test_a_last_offset_past_int64_is_held_clamped() -> None:
+    raw = bytearray(v2.build_batch([v2.Record(0, TS, b"k", b"v"), v2.Record(1, TS, b"k", b"v")], base_offset=0))
+    raw[0:8] = (2**63 - 1).to_bytes(8, "big")  # the base offset is outside the CRC: the batch stays CRC-valid
+    infos = list(SegmentWalk(bytes(raw), "s.log", None).batches())
+    assert infos[0].last_offset == 2**63  # what the header says; no int64 holds it
+    block = BatchBlock.from_infos(infos)
+    assert block.last_offset.tolist() == [2**63 - 1] and block.base_offset.tolist() == [2**63 - 1]
