@@ -6,19 +6,17 @@ streaming checks, so memory holds the index entries, never the log's batches.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding, finding
 from replog.formats.kafka import index_check, names
-from replog.formats.kafka.blocks import BatchBlock
+from replog.formats.kafka.blocks import walk_blocks
 from replog.formats.kafka.offset_index import OffsetIndexColumns, OffsetIndexEntry
-from replog.formats.kafka.segment import BatchInfo, SegmentWalk
 from replog.formats.kafka.time_index import TimeIndexColumns, TimeIndexEntry
 
 FAST_WALK_BYTES = 1 << 20  # below this the numba import costs more than the fast walk saves
-_BLOCK_ROWS = 4096
 
 
 def verify_index(path: Path, base: int, entries: OffsetIndexColumns | TimeIndexColumns
@@ -34,22 +32,7 @@ def verify_index(path: Path, base: int, entries: OffsetIndexColumns | TimeIndexC
                 entries, base_offset=base, log_size=len(buf), path=str(path))  # type: ignore[arg-type]
         else:
             check = index_check.TimeIndexCheck(entries, base_offset=base, path=str(path))  # type: ignore[arg-type]
-        for block in _blocks(buf, str(log), base):
+        _, blocks = walk_blocks(buf, str(log), base, compiled=len(buf) >= FAST_WALK_BYTES)
+        for block in blocks:
             check.feed(block)
     return check.finish()
-
-
-def _blocks(buf: memoryview, path: str, base: int) -> Iterator[BatchBlock]:
-    """The log's batches as blocks: the fast walk on a large log, the reference walk's on a small one."""
-    if len(buf) >= FAST_WALK_BYTES:
-        from replog.formats.kafka.fastwalk import FastWalk
-        yield from FastWalk(buf, path, base).blocks()
-        return
-    pending: list[BatchInfo] = []
-    for info in SegmentWalk(buf, path, base).batches():
-        pending.append(info)
-        if len(pending) == _BLOCK_ROWS:
-            yield BatchBlock.from_infos(pending)
-            pending = []
-    if pending:
-        yield BatchBlock.from_infos(pending)

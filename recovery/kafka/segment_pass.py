@@ -9,7 +9,7 @@ index checks. What the pass keeps of the batches is a handful of numbers
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -18,8 +18,8 @@ import numpy as np
 
 from replog.formats.errors import FormatError
 from replog.formats.findings import Finding, finding
-from replog.formats.kafka.blocks import BatchBlock, reference_blocks
-from replog.formats.kafka.segment import SegmentWalk, batch_records
+from replog.formats.kafka.blocks import BatchBlock, walk_blocks
+from replog.formats.kafka.segment import batch_records
 from replog.formats.kafka.txn_index import AbortedTxn
 from replog.recovery.kafka.producer_state import marker_of
 
@@ -55,7 +55,7 @@ class SegmentResult:
 def scan_segment(buf: memoryview | bytes, path: Path, base_offset: int, *, compiled: bool,
                  checks: Iterable[BlockCheck] = (), state: StateFeed | None = None) -> SegmentResult:
     """Walk `buf` once; every block goes to `checks`, its sound batches to `state`."""
-    walk, blocks = _walk(buf, str(path), base_offset, compiled)
+    walk, blocks = walk_blocks(buf, str(path), base_offset, compiled)
     seg = SegmentResult(path, base_offset, len(buf))
     checks = list(checks)
     for block in blocks:
@@ -68,17 +68,6 @@ def scan_segment(buf: memoryview | bytes, path: Path, base_offset: int, *, compi
             seg.aborted += state.feed_block(sound, str(path), markers(buf, sound))
     seg.valid_bytes, seg.end_position, seg.findings = walk.valid_bytes, walk.end_position, list(walk.findings)
     return seg
-
-
-def _walk(buf: memoryview | bytes, path: str, base_offset: int,
-          compiled: bool) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
-    """The walk's outcome holder and its blocks; the kernels (and numba's import) only when `compiled`."""
-    if compiled:
-        from replog.formats.kafka.fastwalk import FastWalk
-        fast = FastWalk(buf, path, base_offset)
-        return fast.reference, fast.blocks()
-    walk = SegmentWalk(buf, path, base_offset)
-    return walk, reference_blocks(walk)
 
 
 def _account(seg: SegmentResult, block: BatchBlock, valid_bytes: int) -> None:
