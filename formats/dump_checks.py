@@ -17,6 +17,7 @@ from replog.formats.kafka.offset_index import OffsetIndexColumns, OffsetIndexEnt
 from replog.formats.kafka.time_index import TimeIndexColumns, TimeIndexEntry
 
 FAST_WALK_BYTES = 1 << 20  # below this the numba import costs more than the fast walk saves
+_BLOCK_ROWS = 4096
 
 
 def verify_index(path: Path, base: int, entries: OffsetIndexColumns | TimeIndexColumns
@@ -32,7 +33,7 @@ def verify_index(path: Path, base: int, entries: OffsetIndexColumns | TimeIndexC
                 entries, base_offset=base, log_size=len(buf), path=str(path))  # type: ignore[arg-type]
         else:
             check = index_check.TimeIndexCheck(entries, base_offset=base, path=str(path))  # type: ignore[arg-type]
-        _, blocks = walk_blocks(buf, str(log), base, compiled=len(buf) >= FAST_WALK_BYTES)
+        _, blocks = walk_blocks(buf, str(log), base, compiled=len(buf) >= FAST_WALK_BYTES, chunk=_BLOCK_ROWS)
         for block in blocks:
             check.feed(block)
     return check.finish()

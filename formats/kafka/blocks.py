@@ -141,13 +141,13 @@ def reference_blocks(walk: SegmentWalk, chunk: int = CHUNK) -> Iterator[BatchBlo
         yield BatchBlock.from_infos(pending)
 
 
-def walk_blocks(buf: bytes | memoryview, path: str, base_offset: int | None,
-                compiled: bool) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
+def walk_blocks(buf: bytes | memoryview, path: str, base_offset: int | None, compiled: bool,
+                chunk: int = CHUNK) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
     """A segment's blocks and the walk that holds the outcome (findings, `valid_bytes`): the compiled
     walk when `compiled` (numba imported only then), else the reference walk's batches in blocks."""
     if compiled:
         from replog.formats.kafka.fastwalk import FastWalk
         fast = FastWalk(buf, path, base_offset)
-        return fast.reference, fast.blocks()
+        return fast.reference, fast.blocks(chunk)
     walk = SegmentWalk(buf, path, base_offset)
-    return walk, reference_blocks(walk)
+    return walk, reference_blocks(walk, chunk)
