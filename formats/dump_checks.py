@@ -11,7 +11,7 @@ from pathlib import Path
 
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding, finding
-from replog.formats.kafka import index_check, names
+from replog.formats.kafka import index_stream, names
 from replog.formats.kafka.blocks import walk_blocks
 from replog.formats.kafka.offset_index import OffsetIndexColumns, OffsetIndexEntry
 from replog.formats.kafka.time_index import TimeIndexColumns, TimeIndexEntry
@@ -29,10 +29,10 @@ def verify_index(path: Path, base: int, entries: OffsetIndexColumns | TimeIndexC
         return [finding("KAFKA_INDEX_WITHOUT_LOG", str(path), message="no .log beside this index to verify against")]
     with mapped(log) as buf:
         if path.suffix == ".index":
-            check: index_check.OffsetIndexCheck | index_check.TimeIndexCheck = index_check.OffsetIndexCheck(
+            check: index_stream.OffsetIndexCheck | index_stream.TimeIndexCheck = index_stream.OffsetIndexCheck(
                 entries, base_offset=base, log_size=len(buf), path=str(path))  # type: ignore[arg-type]
         else:
-            check = index_check.TimeIndexCheck(entries, base_offset=base, path=str(path))  # type: ignore[arg-type]
+            check = index_stream.TimeIndexCheck(entries, base_offset=base, path=str(path))  # type: ignore[arg-type]
         _, blocks = walk_blocks(buf, str(log), base, compiled=len(buf) >= FAST_WALK_BYTES, chunk=_BLOCK_ROWS)
         for block in blocks:
             check.feed(block)

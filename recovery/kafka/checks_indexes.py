@@ -15,7 +15,7 @@ from pathlib import Path
 
 from replog.formats.errors import UnreadableInput
 from replog.formats.findings import Finding, Severity, finding
-from replog.formats.kafka import index_check, offset_index, time_index, txn_index
+from replog.formats.kafka import index_check, index_stream, offset_index, time_index, txn_index
 from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.txn_index import AbortedTxn
 from replog.recovery.evidence import Evidence
@@ -40,7 +40,7 @@ class SegmentIndexChecks:
     def __init__(self, ev: Evidence, paths: dict[str, Path], *, base_offset: int, log_size: int,
                  active: bool) -> None:
         self.active = active
-        self._parts: list[tuple[list[Finding], index_check.OffsetIndexCheck | index_check.TimeIndexCheck | None]]
+        self._parts: list[tuple[list[Finding], index_stream.OffsetIndexCheck | index_stream.TimeIndexCheck | None]]
         self._parts = []
         for kind in ("index", "timeindex"):
             path = paths.get(kind)
@@ -55,13 +55,13 @@ class SegmentIndexChecks:
 
     @staticmethod
     def _open(kind: str, buf: memoryview, base_offset: int, log_size: int, shown: str) -> tuple[
-            list[Finding], index_check.OffsetIndexCheck | index_check.TimeIndexCheck]:
+            list[Finding], index_stream.OffsetIndexCheck | index_stream.TimeIndexCheck]:
         if kind == "index":
             entries = offset_index.read_offset_index_columns(buf, base_offset, path=shown)
-            return entries.findings, index_check.OffsetIndexCheck(entries, base_offset=base_offset,
+            return entries.findings, index_stream.OffsetIndexCheck(entries, base_offset=base_offset,
                                                                    log_size=log_size, path=shown)
         times = time_index.read_time_index_columns(buf, base_offset, path=shown)
-        return times.findings, index_check.TimeIndexCheck(times, base_offset=base_offset, path=shown)
+        return times.findings, index_stream.TimeIndexCheck(times, base_offset=base_offset, path=shown)
 
     def feed(self, block: BatchBlock) -> None:
         """The next batches of the segment, in file order (the block is not kept)."""

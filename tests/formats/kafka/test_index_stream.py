@@ -19,6 +19,7 @@ from replog.formats.findings import FindingSink
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import fastwalk
 from replog.formats.kafka import index_check as ic
+from replog.formats.kafka import index_stream as ist
 from replog.formats.kafka import offset_index as oi
 from replog.formats.kafka import time_index as ti
 from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock
@@ -136,14 +137,14 @@ def dicts(findings) -> list[dict]:
 
 
 def stream_offset(infos, entries, sizes, **kw):
-    check = ic.OffsetIndexCheck(entries, **kw)
+    check = ist.OffsetIndexCheck(entries, **kw)
     for block in blocks_of(infos, sizes):
         check.feed(block)
     return check.finish()
 
 
 def stream_time(infos, entries, sizes, **kw):
-    check = ic.TimeIndexCheck(entries, **kw)
+    check = ist.TimeIndexCheck(entries, **kw)
     for block in blocks_of(infos, sizes):
         check.feed(block)
     return check.finish()
@@ -305,7 +306,7 @@ def test_fed_from_the_fast_walk(data) -> None:
     t_entries = data.draw(time_entries(base, infos))
     okw = dict(base_offset=base, log_size=len(buf), path="s.index")
     tkw = dict(base_offset=base, path="s.timeindex")
-    o_check, t_check = ic.OffsetIndexCheck(o_entries, **okw), ic.TimeIndexCheck(t_entries, **tkw)
+    o_check, t_check = ist.OffsetIndexCheck(o_entries, **okw), ist.TimeIndexCheck(t_entries, **tkw)
     for block in fastwalk.FastWalk(buf, "s.log", base).blocks(chunk):
         o_check.feed(block)
         t_check.feed(block)
@@ -391,7 +392,7 @@ def test_the_tail_message_waits_for_the_last_batch() -> None:
     want = dicts(ic.check_offset_index(infos, entries, **kw))
     assert [f["message"] for f in want] == ["slot 0: position 150 is not at a batch start",
                                             "slot 1: position 320 is inside the damaged tail"]
-    check = ic.OffsetIndexCheck(entries, **kw)
+    check = ist.OffsetIndexCheck(entries, **kw)
     check.feed(BatchBlock.from_infos(infos[:1]))  # 320 is past this block: undecided until finish
     check.feed(BatchBlock.from_infos(infos[1:]))
     assert dicts(check.finish()) == want
@@ -421,13 +422,13 @@ def test_time_index_batch_and_running_max_carried_across_blocks() -> None:
 def test_no_batches() -> None:
     o = [OffsetIndexEntry(0, 0), OffsetIndexEntry(3, 10), OffsetIndexEntry(4, 90)]
     t = [TimeIndexEntry(0, 0), TimeIndexEntry(5, 3)]
-    check = ic.TimeIndexCheck(t, base_offset=0)
+    check = ist.TimeIndexCheck(t, base_offset=0)
     check.feed(BatchBlock.empty())
     assert dicts(check.finish()) == dicts(ic.check_time_index([], t, base_offset=0))
     with pytest.raises(RuntimeError):
         check.feed(BatchBlock.empty())
     with pytest.raises(ValueError):
-        ic.TimeIndexCheck(ti.read_time_index_columns(b"", 5), base_offset=0)
+        ist.TimeIndexCheck(ti.read_time_index_columns(b"", 5), base_offset=0)
     assert dicts(stream_offset([], o, [], base_offset=0, log_size=50)) == dicts(
         ic.check_offset_index([], o, base_offset=0, log_size=50))
     assert dicts(stream_time([], t, [], base_offset=0)) == dicts(ic.check_time_index([], t, base_offset=0))
@@ -486,9 +487,9 @@ def test_memory_does_not_grow_with_the_log() -> None:
     o_cols = oi.read_offset_index_columns(oi.write_offset_index(zip(k.tolist(), (70 * k).tolist(), strict=True), 0), 0)
     o_cols_far = [OffsetIndexEntry(rows + 5, 70 * int(p)) for p in k[:1000]]  # wait for a batch till the end
     t_cols = ti.read_time_index_columns(ti.write_time_index(zip((TS + k).tolist(), k.tolist(), strict=True), 0), 0)
-    checks = [ic.OffsetIndexCheck(o_cols, base_offset=0, log_size=70 * rows),
-              ic.OffsetIndexCheck(o_cols_far, base_offset=0, log_size=70 * rows),
-              ic.TimeIndexCheck(t_cols, base_offset=0)]
+    checks = [ist.OffsetIndexCheck(o_cols, base_offset=0, log_size=70 * rows),
+              ist.OffsetIndexCheck(o_cols_far, base_offset=0, log_size=70 * rows),
+              ist.TimeIndexCheck(t_cols, base_offset=0)]
     cols = np.empty((len(FIELDS), chunk), dtype=np.int64)
     sizes = []
     for first in range(0, rows, chunk):
