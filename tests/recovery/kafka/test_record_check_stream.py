@@ -329,6 +329,18 @@ def test_a_last_offset_beyond_int64_is_judged_by_the_reference() -> None:
     assert [f.to_dict() for f in record_findings(buf, batches, PATH, fast_threshold=0)] == reference(buf, batches)
 
 
+def test_a_record_offset_beyond_int64_is_the_reference_s_mismatch() -> None:
+    """The last offset fits int64, a record's does not: the reference says LAST_OFFSET_MISMATCH (the
+    earlier compiled path said RECORDS_UNDECODABLE, 'outside 64 bits')."""
+    base = 2**63 - 2
+    buf = v2.build_batch([v2.Record(base, TS, b"k", b"v"), v2.Record(base + 5, TS, b"k", b"v")], base_offset=base,
+                         last_offset_delta=1)
+    batches = list(SegmentWalk(buf, PATH).batches())
+    ref = reference(buf, batches)
+    assert [f["code"] for f in ref] == ["KAFKA_BATCH_LAST_OFFSET_MISMATCH"]
+    assert stream(buf, batches, [1]) == ref
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from([0, 1, 2, 3, 4]),
                           st.sampled_from([v2.CREATE_TIME, v2.LOG_APPEND_TIME]), st.lists(headers, max_size=6)),
