@@ -103,9 +103,7 @@ class ProducerState:
         all_seq = bool(with_seq.all())
         last_seq = last_data if all_seq else _last_per_slot(size, slot[with_seq], here[with_seq])
 
-        transactional = take(block.is_transactional) != 0
-        if has_markers:
-            transactional &= ~is_marker
+        transactional = take(block.is_transactional) != 0  # a marker row among them opens nothing
         aborted, txn_fields = self._transactions(block, sel, pid, slot, slot_pid, last >= 0, transactional,
                                                  is_marker, markers or {})
 
