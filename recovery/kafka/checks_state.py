@@ -55,7 +55,8 @@ def check_epoch_checkpoint_order(entries: list[EpochEntry], positions: list[int]
 
 @dataclass
 class StateChecker:
-    """Fed every sound batch in log order; reports epoch and snapshot findings at the end."""
+    """Fed every sound batch in log order (`feed` one, or `feed_block` a block of them, in any mix);
+    reports epoch and snapshot findings at the end."""
 
     epoch_entries: list[EpochEntry] | None
     epoch_path: str
