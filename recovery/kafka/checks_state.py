@@ -55,7 +55,8 @@ def check_epoch_checkpoint_order(entries: list[EpochEntry], positions: list[int]
 
 @dataclass
 class StateChecker:
-    """Fed every sound batch in log order; reports epoch and snapshot findings at the end."""
+    """Fed every sound batch in log order (`feed` one, or `feed_block` a block of them, in any mix);
+    reports epoch and snapshot findings at the end."""
 
     epoch_entries: list[EpochEntry] | None
     epoch_path: str
@@ -144,29 +145,37 @@ class StateChecker:
 
     def _check_epochs(self, block: BatchBlock, path: str) -> None:
         """`_check_epoch` over the block's v2 rows with an epoch, the findings in row order."""
-        rows = np.flatnonzero((block.magic == 2) & (block.partition_leader_epoch >= 0))
-        if len(rows) == 0:
-            return
+        keep = (block.magic == 2) & (block.partition_leader_epoch >= 0)
+        if keep.all():  # the usual block: views, no copies
+            rows, epoch, base = None, block.partition_leader_epoch, block.base_offset
+        else:
+            rows = np.flatnonzero(keep)
+            if len(rows) == 0:
+                return
+            epoch, base = block.partition_leader_epoch[rows], block.base_offset[rows]
         self._saw_epochs = True
-        epoch = block.partition_leader_epoch[rows]
-        before = np.maximum(np.r_[self._latest_epoch, np.maximum.accumulate(epoch)[:-1]], self._latest_epoch)
+        before = np.empty_like(epoch)  # the latest epoch when each row comes
+        before[0] = self._latest_epoch
+        np.maximum(np.maximum.accumulate(epoch[:-1]), self._latest_epoch, out=before[1:])
         decreasing = np.flatnonzero(epoch < before)
         self._latest_epoch = max(self._latest_epoch, int(epoch.max()))
         mismatched = np.empty(0, dtype=np.int64)
         if self.epoch_entries is not None:
-            checked = np.flatnonzero(block.base_offset[rows] >= self.log_start_offset)
-            if len(checked):
-                mismatched = self._mismatches(epoch[checked], block.base_offset[rows[checked]])
-                mismatched = checked[mismatched]
+            checked = base >= self.log_start_offset
+            if checked.all():
+                mismatched = self._mismatches(epoch, base)
+            elif checked.any():
+                checked = np.flatnonzero(checked)
+                mismatched = checked[self._mismatches(epoch[checked], base[checked])]
         count = len(decreasing) + len(mismatched)
         room = max(0, MAX_EPOCH_FINDINGS - self._epoch_findings)
         if count and room:
             # both codes share the cap in row order; a row's decrease comes before its mismatch
-            which = np.r_[decreasing, mismatched]
-            kinds = np.r_[np.zeros(len(decreasing), dtype=np.int64), np.ones(len(mismatched), dtype=np.int64)]
+            which = np.concatenate([decreasing, mismatched])
+            kinds = np.repeat([0, 1], [len(decreasing), len(mismatched)])
             order = np.lexsort((kinds, which))[:room]
             for i, kind in zip(which[order].tolist(), kinds[order].tolist(), strict=True):
-                b = block.row(int(rows[i]))
+                b = block.row(i if rows is None else int(rows[i]))
                 e = b.partition_leader_epoch
                 if kind == 0:
                     self.findings.append(finding("KAFKA_EPOCHS_DECREASING", path, position=b.position,
@@ -185,13 +194,21 @@ class StateChecker:
         """Indices of the checked rows that report a checkpoint mismatch: a row whose epoch is not the
         checkpoint's, unless the checked row before it mismatched with the same epoch (carried across
         blocks in `_mismatch_epoch`)."""
-        at = np.searchsorted(self._starts_array, base, side="right") - 1
-        cached = self._epochs_array[np.maximum(at, 0)] if len(self._epochs_array) else np.zeros_like(epoch)
-        wrong = (at < 0) | (cached != epoch)
-        prev_wrong = np.r_[self._mismatch_epoch is not None, wrong[:-1]]
-        prev_epoch = np.r_[self._mismatch_epoch if self._mismatch_epoch is not None else -1, epoch[:-1]]
+        n, starts = len(base), self._starts_array
+        # the checkpoint's epoch for each row, -1 before its first entry (a batch epoch is never negative,
+        # and a negative checkpoint epoch is a mismatch too)
+        known = np.concatenate([[-1], self._epochs_array])
+        if n > 1 and bool((base[1:] >= base[:-1]).all()):  # offsets ascend: one run per checkpoint entry
+            cuts = np.searchsorted(base, starts, side="left")
+            expected = np.repeat(known, np.diff(cuts, prepend=0, append=n))
+        else:
+            expected = known[np.searchsorted(starts, base, side="right")]
+        wrong = epoch != expected
+        repeat = np.empty(n, dtype=bool)  # the checked row before mismatched with the same epoch
+        repeat[0] = self._mismatch_epoch is not None and self._mismatch_epoch == int(epoch[0])
+        np.logical_and(wrong[:-1], epoch[:-1] == epoch[1:], out=repeat[1:])
         self._mismatch_epoch = int(epoch[-1]) if wrong[-1] else None
-        return np.flatnonzero(wrong & ~(prev_wrong & (prev_epoch == epoch)))
+        return np.flatnonzero(wrong & ~repeat)
 
     def _check_epoch(self, b: BatchInfo, path: str) -> None:
         epoch = b.partition_leader_epoch

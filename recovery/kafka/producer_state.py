@@ -6,6 +6,7 @@ segment's `.txnindex` must hold.
 """
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
@@ -68,42 +69,66 @@ class ProducerState:
         and per marker, not per row: a field a row sets is the producer's last row (of the kind that sets
         it); transactions open at the first transactional data row after the producer's previous marker.
         """
-        sel = np.flatnonzero((block.magic == 2) & (block.producer_id >= 0))
-        n = len(sel)
+        keep = (block.magic == 2) & (block.producer_id >= 0)
+        sel = None if keep.all() else np.flatnonzero(keep)  # None: every row (no copies)
+
+        def take(column: np.ndarray) -> np.ndarray:
+            return column if sel is None else column[sel]
+
+        pid = take(block.producer_id)
+        n = len(pid)
         if n == 0:
             return []
-        pid = block.producer_id[sel]
         is_marker = np.zeros(n, dtype=bool)
-        if markers:
-            rows = np.array(sorted(r for r, m in markers.items() if m is not None), dtype=np.int64)
-            at = np.minimum(np.searchsorted(sel, rows), n - 1)
-            is_marker[at[sel[at] == rows]] = True
-        data = ~is_marker
+        marker_rows = [r for r, m in (markers or {}).items() if m is not None]
+        if marker_rows:
+            rows = np.array(marker_rows, dtype=np.int64)
+            if sel is None:
+                is_marker[rows[(rows >= 0) & (rows < n)]] = True
+            else:
+                at = np.minimum(np.searchsorted(sel, rows), n - 1)
+                is_marker[at[sel[at] == rows]] = True
+        has_markers = bool(is_marker.any())
 
-        order = np.argsort(pid, kind="stable")
-        spid = pid[order]
-        starts = np.flatnonzero(np.r_[True, spid[1:] != spid[:-1]])
-        ends = np.r_[starts[1:], n]
-        first, last = order[starts], order[ends - 1]
-        last_data = np.maximum.reduceat(np.where(data[order], order, -1), starts)
-        base_sequence = block.base_sequence[sel]
-        with_seq = data & (base_sequence >= 0)
-        last_seq = np.maximum.reduceat(np.where(with_seq[order], order, -1), starts)
+        slot, slot_pid = _slots(pid)
+        size, here = len(slot_pid), np.arange(n)
+        last = _last_per_slot(size, slot, here)
+        base_sequence = take(block.base_sequence)
+        with_seq = base_sequence >= 0
+        if has_markers:
+            data = ~is_marker
+            last_data = _last_per_slot(size, slot[data], here[data])
+            with_seq &= data
+        else:
+            last_data = last
+        all_seq = bool(with_seq.all())
+        last_seq = last_data if all_seq else _last_per_slot(size, slot[with_seq], here[with_seq])
 
-        aborted, txn_fields = self._transactions(block, sel, pid, order, is_marker, markers or {})
+        transactional = take(block.is_transactional) != 0  # a marker row among them opens nothing
+        aborted, txn_fields = self._transactions(block, sel, pid, slot, slot_pid, last >= 0, transactional,
+                                                 is_marker, markers or {})
 
-        base, last_offset = block.base_offset[sel], block.last_offset[sel]
-        ld, ls = np.maximum(last_data, 0), np.maximum(last_seq, 0)
-        delta = last_offset - base
-        seq_delta, seq_base = delta[ls], base_sequence[ls]
+        used = np.flatnonzero(last >= 0)
+        last, last_data = last[used], last_data[used]
+        last_seq = last_data if all_seq else last_seq[used]
+        base, last_offset = take(block.base_offset), take(block.last_offset)
+        ld = np.maximum(last_data, 0)
+        ls = ld if last_seq is last_data else np.maximum(last_seq, 0)
+        delta = last_offset[ld] - base[ld]
+        seq_delta = delta if ls is ld else last_offset[ls] - base[ls]
+        seq_base = base_sequence[ls]
         wrap = seq_base > v2.INT32_MAX - seq_delta
         sequence = np.where(wrap, seq_delta - (v2.INT32_MAX - seq_base) - 1, seq_base + seq_delta)
-        by_first = np.argsort(first)  # new producers enter the table in order of their first row
-        columns = (spid[starts], block.producer_epoch[sel][last], block.max_timestamp[sel][last],
-                   last_data, last_offset[ld], delta[ld], last_seq, sequence)
+        columns = [slot_pid[used], take(block.producer_epoch)[last], take(block.max_timestamp)[last],
+                   last_data, last_offset[ld], delta, last_seq, sequence]
         producers = self.producers
-        for p, epoch, ts, has_data, lo, od, has_seq, seq in zip(*(c[by_first].tolist() for c in columns),
-                                                                strict=True):
+        if not all(p in producers for p in columns[0].tolist()):
+            # new producers enter the table in order of their first row, as `update` adds them
+            first = np.full(size, n, dtype=np.int64)
+            np.minimum.at(first, slot, here)
+            order = np.argsort(first[used], kind="stable")
+            columns = [c[order] for c in columns]
+        for p, epoch, ts, has_data, lo, od, has_seq, seq in zip(*(c.tolist() for c in columns), strict=True):
             entry = producers.get(p)
             if entry is None:
                 entry = producers[p] = ProducerEntry(p)
@@ -119,37 +144,60 @@ class ProducerState:
             entry.current_txn_first_offset = txn_first
         return aborted
 
-    def _transactions(self, block: BatchBlock, sel: np.ndarray, pid: np.ndarray, order: np.ndarray,
-                      is_marker: np.ndarray, markers: Mapping[int, tuple[int, int] | None],
+    def _transactions(self, block: BatchBlock, sel: np.ndarray | None, pid: np.ndarray, slot: np.ndarray,
+                      slot_pid: np.ndarray, used: np.ndarray, transactional: np.ndarray, is_marker: np.ndarray,
+                      markers: Mapping[int, tuple[int, int] | None],
                       ) -> tuple[list[AbortedTxn], dict[int, tuple[int | None, int]]]:
         """Replay the markers and the rows that open a transaction, in row order (the only rows that
         touch `ongoing`): the ABORTs' entries, and per touched producer its final (coordinator epoch
         or None when unchanged, current transaction's first offset)."""
         fields: dict[int, tuple[int | None, int]] = {}
-        opens = (~is_marker) & (block.is_transactional[sel] != 0)
-        k = order[(opens | is_marker)[order]]  # grouped by producer, in row order within each
-        if len(k) == 0:
+        touching = np.flatnonzero(transactional | is_marker)
+        if len(touching) == 0:
             return [], fields
-        kp, km = pid[k], is_marker[k]
-        same = np.r_[False, kp[1:] == kp[:-1]]
-        after_marker = same & np.r_[False, km[:-1]]
-        was_open = np.isin(kp, np.fromiter(self.ongoing, dtype=np.int64, count=len(self.ongoing)))
-        opening = ~km & (after_marker | ~(same | was_open))
-        events = np.sort(np.r_[k[opening], k[km]])
-        rows = sel[events]
+        group = slot[touching]
+        if len(slot_pid) > 1 << 16:
+            group = (np.cumsum(used) - 1)[group]  # dense: one code per producer of the block
+        if int(group.max()) < 1 << 16:
+            group = group.astype(np.uint16)  # a stable sort of 16-bit keys is a radix sort
+        k = touching[np.argsort(group, kind="stable")]  # grouped by producer, in row order within each
+        kc, km = slot[k], is_marker[k]
+        same = np.empty(len(k), dtype=bool)
+        same[0], same[1:] = False, kc[1:] == kc[:-1]
+        after_marker = same.copy()
+        after_marker[1:] &= km[:-1]
+        open_slot = np.zeros(len(slot_pid), dtype=bool)
+        if self.ongoing:
+            keys = np.fromiter(self.ongoing, dtype=np.int64, count=len(self.ongoing))
+            at = np.minimum(np.searchsorted(slot_pid, keys), len(slot_pid) - 1)
+            open_slot[at[slot_pid[at] == keys]] = True
+        opening = ~km & (after_marker | ~(same | open_slot[kc]))
+        events = np.sort(np.concatenate([k[opening], k[km]]))
+        rows = events if sel is None else sel[events]
         aborted: list[AbortedTxn] = []
         ongoing = self.ongoing
-        for row, p, base, last, m in zip(rows.tolist(), pid[events].tolist(), block.base_offset[rows].tolist(),
-                                         block.last_offset[rows].tolist(), is_marker[events].tolist(), strict=True):
+        # the last stable offsets: a heap of (first offset, producer) over `ongoing`, built at the first
+        # ABORT; an entry no longer in `ongoing` is dropped when it comes to the top
+        heap: list[tuple[int, int]] | None = None
+        for row, p, base, last, m in zip(rows.tolist(), pid[events].tolist(),
+                                         block.base_offset[rows].tolist(), block.last_offset[rows].tolist(),
+                                         is_marker[events].tolist(), strict=True):
             if not m:
                 ongoing[p] = base
                 fields[p] = (fields.get(p, (None, -1))[0], base)
+                if heap is not None:
+                    heapq.heappush(heap, (base, p))
                 continue
             ctype, coordinator_epoch = cast(tuple[int, int], markers[row])  # a marker row: never None
             fields[p] = (coordinator_epoch, -1)
             txn_first = ongoing.pop(p, None)
             if ctype == control.ABORT and txn_first is not None:
-                aborted.append(AbortedTxn(p, txn_first, last, self.last_stable_offset(last + 1)))
+                if heap is None:
+                    heap = [(first, q) for q, first in ongoing.items()]
+                    heapq.heapify(heap)
+                while heap and ongoing.get(heap[0][1]) != heap[0][0]:
+                    heapq.heappop(heap)
+                aborted.append(AbortedTxn(p, txn_first, last, heap[0][0] if heap else last + 1))
         return aborted, fields
 
     def _complete(self, entry: ProducerEntry, b: BatchInfo, ctype: int, coordinator_epoch: int) -> AbortedTxn | None:
@@ -176,3 +224,20 @@ def marker_of(records: list[v2.Record]) -> tuple[int, int] | None:
     if key.type not in (control.ABORT, control.COMMIT):
         return None
     return key.type, control.parse_end_txn_marker(records[0].value).coordinator_epoch
+
+
+def _slots(pid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(slot of each row, producer id of each slot, ascending): the ids' offsets from the smallest when they
+    span little (no sort), else their ranks."""
+    lo, hi = int(pid.min()), int(pid.max())
+    if hi - lo < max(2 * len(pid), 1 << 12):
+        return pid - lo, np.arange(lo, hi + 1, dtype=np.int64)
+    slot_pid, slot = np.unique(pid, return_inverse=True)
+    return slot, slot_pid
+
+
+def _last_per_slot(size: int, slot: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The last of `rows` of each slot 0..size-1, -1 where a slot has none."""
+    out = np.full(size, -1, dtype=np.int64)
+    np.maximum.at(out, slot, rows)
+    return out

@@ -190,6 +190,23 @@ def test_one_block_holds_the_whole_log() -> None:
     assert new.producers.snapshot_entries() == ref.producers.snapshot_entries()
 
 
+def test_more_producers_than_16_bits() -> None:
+    """66 000 transactional producers in one block, numbered closely (offsets from the smallest id) or
+    sparsely (ranks): each opens a transaction, most end it, some open another."""
+    rng = random.Random(6)
+    for spread in (1, 1 << 30):
+        ids = [j * spread for j in range(66000)]
+        ended = rng.sample(ids, 40000)
+        # few ABORTs: the reference takes the minimum over every open transaction for each
+        steps = [(p, None) for p in ids] + [(p, (control.ABORT if rng.random() < 0.005 else control.COMMIT, 1))
+                                            for p in ended]
+        steps += [(p, None) for p in rng.sample(ids, 20000)]
+        rows: list[Row] = [(batch(i * 70, i, 0, 0, p, 0, i % 9, True, m is not None), m)
+                           for i, (p, m) in enumerate(steps)]
+        run_both(rows, {"epoch_entries": None, "epoch_path": "/e", "epoch_positions": [], "log_start_offset": 0,
+                        "snapshots": {}}, [], [True])
+
+
 def test_markers_may_be_absent_or_none() -> None:
     a = batch(0, 0, 1, 0, 5, 0, 0, True, False)
     m = batch(70, 2, 0, 0, 5, 0, -1, True, True)
