@@ -40,6 +40,14 @@ _NONE, _OUT_OF_RANGE, _NOT_START, _REACHED, _NO_END, _WAITING, _UNDECIDED = rang
 _IN_NO_BATCH, _MISMATCH = 1, 2                                           # time index
 
 
+def _entry_column(entries: OffsetIndexColumns | TimeIndexColumns | Sequence[OffsetIndexEntry | TimeIndexEntry],
+                  name: str, field: int) -> np.ndarray:
+    """The entries' other column than offsets (positions or timestamps) as int64, from columns or a list."""
+    if isinstance(entries, OffsetIndexColumns | TimeIndexColumns):
+        return np.asarray(getattr(entries, name), dtype=np.int64)
+    return np.array([e[field] for e in entries], dtype=np.int64)
+
+
 class _EntryOffsets:
     """The entries' offsets as int64 (`int64`), exact for the slots that get a finding (`exact`).
 
@@ -147,10 +155,7 @@ class OffsetIndexCheck:
                  log_size: int, path: str = "") -> None:
         self.base_offset, self.log_size, self.path = base_offset, log_size, path
         self._offsets = _EntryOffsets(entries, base_offset, field=0)
-        if isinstance(entries, OffsetIndexColumns):
-            positions = entries.positions.astype(np.int64, copy=False)
-        else:
-            positions = np.array([e[1] for e in entries], dtype=np.int64)
+        positions = _entry_column(entries, "positions", 1)
         self._positions = positions
         n = len(positions)
         offsets = self._offsets.int64
@@ -309,10 +314,7 @@ class TimeIndexCheck:
                  path: str = "") -> None:
         self.base_offset, self.path = base_offset, path
         self._offsets = _EntryOffsets(entries, base_offset, field=1)
-        if isinstance(entries, TimeIndexColumns):
-            timestamps = entries.timestamps.astype(np.int64, copy=False)
-        else:
-            timestamps = np.array([e[0] for e in entries], dtype=np.int64)
+        timestamps = _entry_column(entries, "timestamps", 0)
         self._timestamps = timestamps
         n = len(timestamps)
         self._zero_slot = bool(n and timestamps[0] == 0 and self._offsets.exact(0) == base_offset)

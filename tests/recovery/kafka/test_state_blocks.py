@@ -203,8 +203,9 @@ def test_more_producers_than_16_bits() -> None:
         steps += [(p, None) for p in rng.sample(ids, 20000)]
         rows: list[Row] = [(batch(i * 70, i, 0, 0, p, 0, i % 9, True, m is not None), m)
                            for i, (p, m) in enumerate(steps)]
-        run_both(rows, {"epoch_entries": None, "epoch_path": "/e", "epoch_positions": [], "log_start_offset": 0,
-                        "snapshots": {}}, [], [True])
+        ref, new = run_both(rows, {"epoch_entries": None, "epoch_path": "/e", "epoch_positions": [],
+                                   "log_start_offset": 0, "snapshots": {}}, [], [True])
+        assert len(new.producers.producers) == len(ids) and new.producers.ongoing == ref.producers.ongoing
 
 
 def test_markers_may_be_absent_or_none() -> None:
