@@ -117,7 +117,7 @@ def measure(size: int, repeat: int, spark: bool = False) -> dict[str, Any]:
         result = replay_paths(specs)
         replay = best(lambda: replay_paths(specs), repeat)
         out["replay"] = _goal("replay", replay, walk_all, nbytes, leader=result.leader.name,
-                              lost_records=sum(sum(b.count for b in r.lost) for r in result.replicas))
+                              lost_records=sum(r.lost.records for r in result.replicas))
         if spark:
             out["spark"] = spark_goal(Path(tmp), pdirs, walk_all, nbytes)
     return out

@@ -17,13 +17,8 @@ WIDTH = 64
 
 def epoch_runs(rep: Replica) -> list[tuple[int, int, int]]:
     """(first offset, end offset exclusive, epoch) runs of consecutive batches with one epoch."""
-    runs: list[list[int]] = []
-    for b in rep.batches:
-        if runs and runs[-1][2] == b.epoch and runs[-1][1] == b.base_offset:
-            runs[-1][1] = b.last_offset + 1
-        else:
-            runs.append([b.base_offset, b.last_offset + 1, b.epoch])
-    return [tuple(r) for r in runs]  # type: ignore[misc]
+    runs = rep.log.epoch_runs()
+    return list(zip(runs[0].tolist(), runs[1].tolist(), runs[2].tolist(), strict=True))
 
 
 def _span(result: ReplayResult) -> tuple[int, int]:
@@ -95,7 +90,7 @@ def _print_timeline(result: ReplayResult, console: Console) -> None:
             if label == "before" and r.diverged_at is not None:
                 line.append(f"  ✗ diverges at {r.diverged_at}", style="yellow")
             console.print(line)
-    epochs = sorted({b.epoch for r in result.replicas for b in r.replica.batches})
+    epochs = sorted({e for r in result.replicas for e in r.replica.log.epoch_runs()[2].tolist()})
     legend = Text("             epochs ")
     for e in epochs:
         legend.append("█", style=PALETTE[e % len(PALETTE)] if e >= 0 else "white")

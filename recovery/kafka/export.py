@@ -22,7 +22,7 @@ def export_lost(result: ReplayResult, out: str | os.PathLike[str], *, force: boo
             continue
         d = root / r.replica.name
         d.mkdir()
-        log = d / names.segment_file_name(r.lost[0].base_offset, "log")
+        log = d / names.segment_file_name(r.lost.first_offset, "log")
         atomic_write(log, b"".join(read_batches(r.lost)))
         opts = DumpOptions(deep=True, key_decoder="hex", value_decoder="hex")
         lines = [json.dumps(e) for e in dump_file(log, opts) if e["kind"] in ("record", "finding")]

@@ -27,7 +27,7 @@ from typing import Any
 from replog.formats.errors import ReplogError, UnsafeOutput
 from replog.formats.fileio import atomic_write, fsync_dir, read_small
 from replog.formats.kafka import checkpoint, names
-from replog.recovery.kafka.repair import RepairedReplica, read_batches
+from replog.recovery.kafka.repair import RepairedReplica, agrees_with, read_batches
 from replog.recovery.kafka.replay import ReplayResult
 from replog.recovery.kafka.replica import load_replica
 from replog.recovery.kafka.writer import write_partition
@@ -143,7 +143,7 @@ def repair_in_place(result: ReplayResult, backup: str | os.PathLike[str]) -> lis
     journal = _back_up(result, backup)
     pairs = list(zip(journal["replicas"], result.replicas, strict=True))
     for entry, r in pairs:  # stage every replica first: fetched batches are read from the leader's originals
-        write_partition(Path(entry["path"] + STAGING_SUFFIX), read_batches(r.final.batches),
+        write_partition(Path(entry["path"] + STAGING_SUFFIX), read_batches(r.final.log),
                         topic_id=r.final.topic_id, epochs=r.final.epochs, start_offset=r.final.log_start_offset)
     journal["state"] = "staged"
     _save(backup, journal)
@@ -161,11 +161,10 @@ def repair_in_place(result: ReplayResult, backup: str | os.PathLike[str]) -> lis
     journal["state"] = "done"
     _save(backup, journal)
     leader = load_replica(next(e["path"] for e in journal["replicas"] if e["name"] == result.leader.name))
-    want = [(b.base_offset, b.last_offset, b.crc) for b in leader.batches]
     report = []
     for entry in journal["replicas"]:
         rep = load_replica(entry["path"], entry["name"])
-        sig = [(b.base_offset, b.last_offset, b.crc) for b in rep.batches]
+        prefix, identical = agrees_with(rep, leader)
         report.append(RepairedReplica(entry["name"], entry["path"], rep.log_end_offset, rep.high_watermark,
-                                      sig == want, [] if sig == want[:len(sig)] else ["not a prefix of the leader"]))
+                                      identical, [] if prefix else ["not a prefix of the leader"]))
     return report

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from replog.recovery.kafka.replica import BatchRef, Replica
+from replog.recovery.kafka.replica import Replica
+from replog.recovery.kafka.replica_log import ReplicaLog, locate, split
 from replog.recovery.transcript import Transcript
 
 EPOCH, HW = "epoch", "hw"
@@ -22,8 +23,8 @@ MAX_ROUNDS = 10_000  # truncation rounds per follower; each strictly lowers the 
 class FollowerOutcome:
     name: str
     truncated_to: int | None = None
-    removed: list[BatchRef] = field(default_factory=list)   # batches this follower lost
-    fetched: list[BatchRef] = field(default_factory=list)   # batches copied from the leader
+    removed: ReplicaLog = field(default_factory=ReplicaLog)   # batches this follower removed, in order
+    fetched: ReplicaLog = field(default_factory=ReplicaLog)   # batches copied from the leader
 
 
 def truncation_point(e_leader: int, o_leader: int, follower: Replica, fetch_offset: int) -> tuple[int, bool]:
@@ -46,25 +47,23 @@ def truncate(rep: Replica, offset: int, outcome: FollowerOutcome, log: Transcrip
     if offset >= rep.log_end_offset:
         rep.epochs.truncate_from_end(rep.log_end_offset)
         return
-    if offset < rep.log_start_offset or (rep.batches and offset < rep.batches[0].base_offset):
+    if offset < rep.log_start_offset or (rep.log and offset < rep.log.first_offset):
         truncate_fully(rep, offset, outcome, log, reason)
         return
-    cut = rep.batch_index_at_or_after(offset)
-    removed = rep.batches[cut:]
-    del rep.batches[cut:]
+    removed = rep.log.cut_at(offset)
     outcome.removed.extend(removed)
     outcome.truncated_to = offset if outcome.truncated_to is None else min(outcome.truncated_to, offset)
     rep.epochs.truncate_from_end(offset)
     rep.high_watermark = min(rep.high_watermark, rep.log_end_offset)
     rep.recovery_point = min(rep.recovery_point, rep.log_end_offset)
-    log.add("truncate", rep.name, offset=offset, reason=reason, batches_removed=len(removed),
-            records_removed=sum(b.count for b in removed), log_end_offset=rep.log_end_offset)
+    log.add("truncate", rep.name, offset=offset, reason=reason, batches_removed=removed.batches,
+            records_removed=removed.records, log_end_offset=rep.log_end_offset)
 
 
 def truncate_fully(rep: Replica, start: int, outcome: FollowerOutcome, log: Transcript, reason: str) -> None:
     """`truncateFullyAndStartAt`: every segment goes, the log restarts empty at `start`."""
-    outcome.removed.extend(rep.batches)
-    rep.batches.clear()
+    outcome.removed.extend(rep.log)
+    rep.log = ReplicaLog()
     rep.epochs.clear()
     rep.log_start_offset = start
     rep.high_watermark = rep.recovery_point = start
@@ -103,23 +102,36 @@ def fetch(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript
                 leader_log_start_offset=leader.log_start_offset, leader_log_end_offset=leader.log_end_offset)
         _out_of_range(leader, f, outcome, log)
         offset = f.log_end_offset
-    start = leader.batch_index_at_or_after(offset)
-    new = [b for b in leader.batches[start:] if b.base_offset >= offset or not f.batches]
-    for b in new:
-        f.batches.append(b)
-        if b.magic == 2 and b.epoch >= 0:
-            f.epochs.assign(b.epoch, b.base_offset)
+    new = leader.log.from_offset(offset)
+    if f.log:
+        new = starting_at(new, offset)
+    f.log.extend(new)
+    for epoch, first in new.epoch_starts():
+        f.epochs.assign(epoch, first)
     outcome.fetched.extend(new)
     f.high_watermark = max(min(leader.high_watermark, f.log_end_offset), f.log_start_offset)
     if leader.log_start_offset > f.log_start_offset and leader.log_start_offset <= f.high_watermark:
         f.log_start_offset = leader.log_start_offset
         f.epochs.truncate_from_start(f.log_start_offset)
-    log.add("response", leader.name, api="Fetch", to=f.name, batches=len(new),
-            records=sum(b.count for b in new), high_watermark=leader.high_watermark)
+    log.add("response", leader.name, api="Fetch", to=f.name, batches=new.batches,
+            records=new.records, high_watermark=leader.high_watermark)
     if new:
-        log.add("append", f.name, first_offset=new[0].base_offset, last_offset=new[-1].last_offset,
-                batches=len(new), log_end_offset=f.log_end_offset)
+        log.add("append", f.name, first_offset=new.first_offset, last_offset=new.last_offset,
+                batches=new.batches, log_end_offset=f.log_end_offset)
     log.add("hw_update", f.name, high_watermark=f.high_watermark)
+
+
+def starting_at(batches: ReplicaLog, offset: int) -> ReplicaLog:
+    """The batches that start at or after `offset`: a follower with a log appends only those
+    (the leader's batch holding `offset` but starting below it is not sent again)."""
+    if not batches or batches.first_offset >= offset:
+        return batches
+    if not batches.ordered:
+        return batches.where(lambda block: block.base_offset >= offset)
+    first = batches.pieces[0]
+    cut = locate(first, offset, by_base=True)
+    tail = split(first, cut)[1] if cut is not None else None
+    return ReplicaLog(([tail] if tail else []) + batches.pieces[1:])
 
 
 def _out_of_range(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript) -> None:

@@ -8,8 +8,6 @@ compared: identical to the leader up to their log end.
 from __future__ import annotations
 
 import os
-from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,10 +15,13 @@ from typing import Any
 from replog.formats.fileio import atomic_write, mapped
 from replog.formats.kafka import checkpoint, names
 from replog.recovery.doctor import diagnose
-from replog.recovery.kafka.replay import ReplayResult
-from replog.recovery.kafka.replica import BatchRef, Replica, load_replica
+from replog.recovery.kafka.replay import ReplayResult, first_divergence
+from replog.recovery.kafka.replica import Replica, load_replica
+from replog.recovery.kafka.replica_log import ReplicaLog
 from replog.recovery.kafka.writer import DEFAULT_SEGMENT_BYTES, write_partition
 from replog.recovery.outputs import evidence_roots, mark_complete, prepare_output
+
+FIRST = -2**63  # pair from the very first batch
 
 
 @dataclass
@@ -36,24 +37,26 @@ class RepairedReplica:
         return asdict(self)
 
 
-def read_batches(refs: Iterable[BatchRef]) -> list[bytes]:
-    """The bytes of each batch, read from its file through a read-only map."""
-    refs = list(refs)
-    by_file: dict[str, list[int]] = defaultdict(list)
-    for i, r in enumerate(refs):
-        by_file[r.file].append(i)
-    out: list[bytes] = [b""] * len(refs)
-    for path, idxs in by_file.items():
-        with mapped(path) as buf:
-            for i in idxs:
-                out[i] = bytes(buf[refs[i].position:refs[i].position + refs[i].size])
+def read_batches(log: ReplicaLog) -> list[bytes]:
+    """The bytes of each batch of `log`, read from its files through read-only maps."""
+    out: list[bytes] = []
+    for piece in log.pieces:
+        with mapped(piece.file) as buf:
+            for block in piece.blocks():
+                out += [bytes(buf[p:p + n]) for p, n in zip(block.position.tolist(), block.size.tolist(), strict=True)]
     return out
+
+
+def agrees_with(rep: Replica, leader: Replica) -> tuple[bool, bool]:
+    """(rep's batches are the leader's first ones, and they are all of them), paired from the first batch."""
+    prefix = first_divergence(rep, leader, FIRST) is None and rep.log.batches <= leader.log.batches
+    return prefix, prefix and rep.log.batches == leader.log.batches
 
 
 def write_replica(final: Replica, out_dir: Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> Path:
     """`out_dir` becomes a log dir holding this replica's partition and its checkpoints."""
     part = out_dir / names.partition_dir_name(final.topic, final.partition)
-    write_partition(part, read_batches(final.batches), segment_bytes=segment_bytes, topic_id=final.topic_id,
+    write_partition(part, read_batches(final.log), segment_bytes=segment_bytes, topic_id=final.topic_id,
                     epochs=final.epochs, start_offset=final.log_start_offset)
     tp = (final.topic, final.partition)
     atomic_write(out_dir / names.REPLICATION_OFFSET_CHECKPOINT,
@@ -65,10 +68,6 @@ def write_replica(final: Replica, out_dir: Path, segment_bytes: int = DEFAULT_SE
     return part
 
 
-def _signature(rep: Replica) -> list[tuple[int, int, int]]:
-    return [(b.base_offset, b.last_offset, b.crc) for b in rep.batches]
-
-
 def repair(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = False,
            segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> list[RepairedReplica]:
     """Write every replica's final state under `out/NAME/` and prove the result:
@@ -77,15 +76,14 @@ def repair(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = F
     written = {r.replica.name: write_replica(r.final, root / r.replica.name, segment_bytes) for r in result.replicas}
     reloaded = {name: load_replica(path, name) for name, path in written.items()}
     doctor = {name: diagnose([root / name]) for name in written}
-    leader_sig = _signature(reloaded[result.leader.name])
+    leader = reloaded[result.leader.name]
     report = []
     for name, rep in reloaded.items():
-        sig = _signature(rep)
         problems = [f"{f.code} at {f.path}:{f.position}" for f in doctor[name].findings if f.severity.value == "error"]
-        same = sig == leader_sig[:len(sig)]
+        same, identical = agrees_with(rep, leader)
         if not same:
             problems.append("log is not a prefix of the leader's")
         report.append(RepairedReplica(name, str(written[name]), rep.log_end_offset, rep.high_watermark,
-                                      same and len(sig) == len(leader_sig), problems))
+                                      identical, problems))
     mark_complete(root, f"replog repair: {len(report)} replicas")
     return report

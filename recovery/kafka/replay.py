@@ -10,10 +10,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from replog.formats.errors import ReplogError
+from replog.formats.errors import FormatError, ReplogError
 from replog.formats.shape import Field, Shape
+from replog.recovery.kafka.divergence import (
+    BUCKET_BITS,
+    LostSummary,
+    first_difference,
+    first_differing_bucket,
+    lost_batches,
+    summarize_lost,
+)
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
-from replog.recovery.kafka.replica import BatchRef, Replica, load_replica
+from replog.recovery.kafka.replica import Replica, load_replica
+from replog.recovery.kafka.replica_log import ReplicaLog
 from replog.recovery.naming import parse_named
 from replog.recovery.transcript import Transcript
 
@@ -31,7 +40,8 @@ class ReplicaResult:
     final: Replica                  # after it: the repair plan for this replica
     outcome: FollowerOutcome | None
     diverged_at: int | None
-    lost: list[BatchRef] = field(default_factory=list)
+    lost: ReplicaLog = field(default_factory=ReplicaLog)        # removed and not fetched again, in order
+    lost_summary: LostSummary = field(default_factory=LostSummary)
     lost_key_sample: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -39,21 +49,17 @@ class ReplicaResult:
 
 
 def _lost(r: ReplicaResult) -> dict[str, Any]:
-    lost = r.lost
-    return {"records": sum(b.count for b in lost),
-            "first_offset": lost[0].base_offset if lost else None,
-            "last_offset": lost[-1].last_offset if lost else None,
-            "bytes": sum(b.size for b in lost),
-            "first_timestamp": min((b.first_timestamp for b in lost if b.first_timestamp >= 0), default=None),
-            "max_timestamp": max((b.max_timestamp for b in lost), default=None),
-            "producer_ids": sorted({b.producer_id for b in lost if b.producer_id >= 0}),
-            "acknowledged": bool(lost) and lost[0].base_offset < r.replica.high_watermark,
+    lost = r.lost_summary
+    return {"records": lost.records, "first_offset": lost.first_offset, "last_offset": lost.last_offset,
+            "bytes": lost.bytes, "first_timestamp": lost.first_timestamp, "max_timestamp": lost.max_timestamp,
+            "producer_ids": lost.producer_ids,
+            "acknowledged": lost.first_offset is not None and lost.first_offset < r.replica.high_watermark,
             "key_sample": r.lost_key_sample}
 
 
 def _fetched(r: ReplicaResult) -> dict[str, int]:
-    fetched = r.outcome.fetched if r.outcome else []
-    return {"records": sum(b.count for b in fetched), "batches": len(fetched)}
+    fetched = r.outcome.fetched if r.outcome else ReplicaLog()
+    return {"records": fetched.records, "batches": fetched.batches}
 
 
 REPLICA_RESULT = Shape(
@@ -106,16 +112,20 @@ def choose_leader(replicas: Sequence[Replica]) -> LeaderChoice:
     return LeaderChoice(best.name, not clean, why)
 
 
-def first_divergence(a: Replica, b: Replica) -> int | None:
-    """First offset both logs hold but with different batches (boundaries or CRC), else None."""
-    start = max(a.log_start_offset, b.log_start_offset)
-    i, j = a.batch_index_at_or_after(start), b.batch_index_at_or_after(start)
-    while i < len(a.batches) and j < len(b.batches):
-        x, y = a.batches[i], b.batches[j]
-        if (x.base_offset, x.last_offset, x.crc) != (y.base_offset, y.last_offset, y.crc):
-            return max(min(x.base_offset, y.base_offset), start)
-        i, j = i + 1, j + 1
-    return None
+def first_divergence(a: Replica, b: Replica, start: int | None = None) -> int | None:
+    """First offset both logs hold but with different batches (boundaries or CRC), else None.
+
+    Batches are paired in order from the first reaching the higher log start; the fingerprints of
+    two logs as loaded let the pairing start at the first bucket of offsets where they differ.
+    `start` (default: the higher log start) pairs from elsewhere, e.g. from the first batch."""
+    start = max(a.log_start_offset, b.log_start_offset) if start is None else start
+    skip_to = start
+    if a.fingerprint is not None and b.fingerprint is not None:
+        bucket = first_differing_bucket(a.fingerprint, b.fingerprint)
+        if bucket is None:
+            return None
+        skip_to = max(start, bucket << BUCKET_BITS)
+    return first_difference(a.log, b.log, start, skip_to)
 
 
 def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol: str = EPOCH) -> ReplayResult:
@@ -145,39 +155,47 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
     for r in replicas:
         final = finals[r.name]
         outcome = outcomes.get(r.name)
-        removed = outcome.removed if outcome else []
-        tail = final.batches[final.batch_index_at_or_after(min((b.base_offset for b in removed), default=0)):]
-        kept = {(b.base_offset, b.last_offset, b.crc) for b in tail}  # only what lies past the truncation
-        lost = [b for b in removed if (b.base_offset, b.last_offset, b.crc) not in kept]
+        lost = lost_batches(outcome.removed, final.log) if outcome else ReplicaLog()
         original_leader = next(x for x in replicas if x.name == choice.name)
         results.append(ReplicaResult(r, final, outcome, first_divergence(r, original_leader), lost,
-                                     sample_keys(lost)))
+                                     summarize_lost(lost), sample_keys(lost)))
     return ReplayResult(protocol, choice, results, transcript)
 
 
-def sample_keys(batches: Sequence[BatchRef], limit: int = 5) -> list[str]:
+def sample_keys(batches: ReplicaLog, limit: int = 5) -> list[str]:
     """Up to `limit` distinct record keys (UTF-8, else hex) from the first lost batches."""
-    from replog.formats.errors import FormatError
-    from replog.formats.fileio import mapped
-    from replog.formats.kafka.segment import SegmentWalk, batch_records
     keys: list[str] = []
-    for ref in batches:
-        if not ref.file or len(keys) >= limit:
+    for piece in batches.pieces:
+        if not piece.file or len(keys) >= limit:
             break
         try:
-            with mapped(ref.file) as buf:
-                info = next(SegmentWalk(buf[ref.position:ref.position + ref.size], ref.file).batches())
-                recs = batch_records(buf[ref.position:ref.position + ref.size], info)
-        except (FormatError, StopIteration, OSError, ReplogError):
+            _piece_keys(piece.file, piece, keys, limit)
+        except (FormatError, OSError, ReplogError):
             continue
-        for rec in recs:
-            if rec.key is not None:
-                text = rec.key.decode("utf-8", "replace") if rec.key.isascii() else rec.key.hex()
-                if text not in keys:
-                    keys.append(text)
-            if len(keys) >= limit:
-                break
     return keys
+
+
+def _piece_keys(file: str, piece: Any, keys: list[str], limit: int) -> None:
+    from replog.formats.fileio import mapped
+    from replog.formats.kafka.segment import SegmentWalk, batch_records
+    with mapped(file) as buf:
+        for block in piece.blocks():
+            for pos, size in zip(block.position.tolist(), block.size.tolist(), strict=True):
+                one = buf[pos:pos + size]
+                info = next(SegmentWalk(one, file).batches(), None)
+                if info is None:
+                    continue
+                try:
+                    recs = batch_records(one, info)
+                except FormatError:
+                    continue
+                for rec in recs:
+                    if rec.key is not None:
+                        text = rec.key.decode("utf-8", "replace") if rec.key.isascii() else rec.key.hex()
+                        if text not in keys:
+                            keys.append(text)
+                    if len(keys) >= limit:
+                        return
 
 
 def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH) -> ReplayResult:

@@ -2,32 +2,37 @@
 
 `load_replica` brings a partition dir to what the broker's startup recovery
 would leave (truncated at the first invalid batch, later segments dropped,
-epoch cache corrected) and keeps, per batch, where its bytes are so that a
-repair can copy them later.
+epoch cache corrected). Its batches stay on disk: the replica keeps a
+`ReplicaLog` (pieces of segment files with counts, marks and epoch runs) and a
+`Fingerprint` of its offsets for comparing replicas, so memory does not grow
+with the log; a repair copies the pieces' bytes later.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
 from typing import NamedTuple
+
+import numpy as np
 
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped, read_small
 from replog.formats.findings import Finding
 from replog.formats.kafka import checkpoint, names
-from replog.formats.kafka.blocks import ROW
+from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock, walk_blocks
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
-from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.kafka.divergence import Fingerprint
 from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import RisingEpochs, node_id, read_broker_checkpoints, use_fast_walk
+from replog.recovery.kafka import replica_log
+from replog.recovery.kafka.replica_log import PieceBuilder, ReplicaLog, ref_epochs
 from replog.recovery.naming import broker_name
 
 
 class BatchRef(NamedTuple):
-    """Where a batch is and what the protocol needs to know about it."""
+    """One batch as the protocol knows it (for reading a small log batch by batch: tests, pictures)."""
 
     base_offset: int
     last_offset: int
@@ -43,44 +48,49 @@ class BatchRef(NamedTuple):
     position: int
 
 
+def batch_refs(log: ReplicaLog) -> list[BatchRef]:
+    """Every batch of `log` as a `BatchRef`: one object per batch, for small logs only."""
+    out: list[BatchRef] = []
+    for piece in log.pieces:
+        for block in piece.blocks():
+            cols = [block.base_offset, block.last_offset, ref_epochs(block)]
+            cols += [block.column(n) for n in ("crc", "count", "size", "magic", "first_timestamp", "max_timestamp",
+                                               "producer_id")]
+            rows = zip(*(c.tolist() for c in cols), strict=True)
+            out += [BatchRef._make((*row, piece.file, pos))
+                    for row, pos in zip(rows, block.position.tolist(), strict=True)]
+    return out
+
+
 @dataclass
 class Replica:
     name: str
     path: str
     topic: str
     partition: int
-    batches: list[BatchRef] = field(default_factory=list)
+    log: ReplicaLog = field(default_factory=ReplicaLog)
     epochs: EpochCache = field(default_factory=EpochCache)
     log_start_offset: int = 0
     high_watermark: int = 0
     recovery_point: int = 0
     topic_id: str | None = None
-    dropped_at_load: list[BatchRef] = field(default_factory=list)
+    dropped_at_load: int = 0                 # batches at or past the first invalid one
     findings: list[Finding] = field(default_factory=list)
+    fingerprint: Fingerprint | None = None   # of the log as loaded, when its offsets only grow
 
     @property
     def log_end_offset(self) -> int:
-        return self.batches[-1].last_offset + 1 if self.batches else self.log_start_offset
+        return self.log.last_offset + 1 if self.log else self.log_start_offset
 
     @property
     def has_epochs(self) -> bool:
         return bool(self.epochs.entries)
 
-    def batch_index_at_or_after(self, offset: int) -> int:
-        """Index of the first batch whose last offset is >= `offset` (bisect)."""
-        lo, hi = 0, len(self.batches)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.batches[mid].last_offset < offset:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-
     def copy(self) -> Replica:
-        return Replica(self.name, self.path, self.topic, self.partition, list(self.batches),
+        """A copy the protocol may change (the pieces are shared: they never change)."""
+        return Replica(self.name, self.path, self.topic, self.partition, self.log.copy(),
                        EpochCache(self.epochs.entries), self.log_start_offset, self.high_watermark,
-                       self.recovery_point, self.topic_id, list(self.dropped_at_load), list(self.findings))
+                       self.recovery_point, self.topic_id, self.dropped_at_load, list(self.findings))
 
 
 def default_name(path: Path) -> str:
@@ -116,63 +126,33 @@ def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
 
 
 def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None) -> tuple[int | None, list[EpochEntry]]:
-    """Batches up to the first invalid one; returns the first segment's base offset and the
+    """Batches up to the first invalid one, as pieces; returns the first segment's base offset and the
     epoch candidates: (epoch, base offset) of kept v2 batches whose epoch exceeds every earlier one."""
-    truncated, first_base, rising = False, None, RisingEpochs()
+    truncated, first_base, rising, fingerprint = False, None, RisingEpochs(), Fingerprint()
     for base, seg_path in list_partition_files(p).logs.items():
         first_base = base if first_base is None else first_base
         path = str(seg_path)
         with mapped(seg_path) as buf:
-            if use_fast_walk(len(buf), fast_threshold):
-                valid_bytes, found = _segment_refs_fast(buf, path, base, rep, truncated, rising)
-            else:
-                valid_bytes, found = _segment_refs(buf, path, base, rep, truncated, rising)
-            rep.findings.extend(found)
-            truncated = truncated or valid_bytes < len(buf)
+            kept = PieceBuilder(path, base)
+            walk, blocks = walk_blocks(buf, path, base, use_fast_walk(len(buf), fast_threshold), replica_log.BLOCK_ROWS)
+            for block in blocks:
+                n = 0 if truncated else int(np.searchsorted(block.end, walk.valid_bytes, side="right"))
+                _keep(block[:n], kept, rising, fingerprint)
+                rep.dropped_at_load += len(block) - n
+            rep.findings.extend(walk.findings)
+            truncated = truncated or walk.valid_bytes < len(buf)
+            del walk, blocks
+        if kept:
+            rep.log.pieces.append(kept.piece())
+    rep.fingerprint = fingerprint if rep.log.ordered else None
     return first_base, rising.starts
 
 
-def _segment_refs(buf: memoryview, path: str, base_offset: int, rep: Replica, truncated: bool,
-                  rising: RisingEpochs) -> tuple[int, list[Finding]]:
-    """The reference: one `BatchRef` per batch from `SegmentWalk`."""
-    walk = SegmentWalk(buf, path, base_offset)
-    for b in walk.batches():
-        ref = BatchRef(b.base_offset, b.last_offset, b.partition_leader_epoch if b.magic == 2 else -1,
-                       b.crc, b.count, b.size, b.magic, b.first_timestamp, b.max_timestamp,
-                       b.producer_id, path, b.position)
-        if truncated or b.end > walk.valid_bytes:
-            rep.dropped_at_load.append(ref)
-        else:
-            rep.batches.append(ref)
-            if ref.magic == 2 and ref.epoch >= 0:
-                rising.feed(ref.epoch, ref.base_offset)
-    return walk.valid_bytes, walk.findings
-
-
-_REF_FIELDS = [ROW[name] for name in ("base_offset", "last_offset", "partition_leader_epoch", "crc", "count",
-                                      "size", "magic", "first_timestamp", "max_timestamp", "producer_id")]
-
-
-def _segment_refs_fast(buf: memoryview, path: str, base_offset: int, rep: Replica, truncated: bool,
-                       rising: RisingEpochs) -> tuple[int, list[Finding]]:
-    """`_segment_refs` from the kernel's batch blocks: no per-batch Python besides the BatchRef itself."""
-    import numpy as np
-
-    from replog.formats.kafka.fastwalk import FastWalk
-    walk = FastWalk(buf, path, base_offset)
-    for block in walk.blocks():
-        pick = block.cols[_REF_FIELDS]
-        magic = block.magic
-        pick[2] = np.where(magic == 2, pick[2], -1)
-        kept = 0 if truncated else int(np.searchsorted(block.end, walk.valid_bytes, side="right"))
-        rows = [c.tolist() for c in pick] + [block.position.tolist()]
-        refs = list(map(BatchRef._make, zip(*rows[:10], repeat(path), rows[10], strict=False)))
-        rep.batches.extend(refs[:kept])
-        rep.dropped_at_load.extend(refs[kept:])
-        if kept:
-            keep = (magic[:kept] == 2) & (pick[2, :kept] >= 0)
-            rising.feed_columns(pick[2, :kept][keep], pick[0, :kept][keep])
-    return walk.valid_bytes, walk.findings
+def _keep(block: BatchBlock, kept: PieceBuilder, rising: RisingEpochs, fingerprint: Fingerprint) -> None:
+    kept.feed(block)
+    fingerprint.feed(block)
+    v2 = (block.magic == 2) & (block.partition_leader_epoch >= 0)
+    rising.feed_columns(block.partition_leader_epoch[v2], block.base_offset[v2])
 
 
 def _load_epochs(p: Path, rep: Replica, lso_checkpoint: int, rising: list[EpochEntry]) -> None:
@@ -205,13 +185,25 @@ def replica_from_batches(name: str, batches: list[tuple[int, int, int]], *, high
                          epochs: list[tuple[int, int]] | None = None, log_start_offset: int = 0,
                          topic: str = "t", partition: int = 0) -> Replica:
     """An in-memory replica from (base_offset, last_offset, epoch) triples, for reasoning and tests."""
-    refs = [BatchRef(b, last, e, hash((b, last, e)) & 0xFFFFFFFF, last - b + 1, 100, 2, 0, 0, -1, "", i * 100)
-            for i, (b, last, e) in enumerate(batches)]
-    rep = Replica(name, "", topic, partition, refs, log_start_offset=log_start_offset)
+    rep = Replica(name, "", topic, partition, log_start_offset=log_start_offset)
+    if batches:
+        cols = np.zeros((len(FIELDS), len(batches)), dtype=np.int64)
+        base, last, epoch = (np.array(c, dtype=np.int64) for c in zip(*batches, strict=True))
+        for field_name, values in (("base_offset", base), ("last_offset", last), ("partition_leader_epoch", epoch),
+                                   ("count", last - base + 1), ("size", 100), ("magic", 2),
+                                   ("position", np.arange(len(batches)) * 100), ("producer_id", -1),
+                                   ("crc", [hash(b) & 0xFFFFFFFF for b in batches])):
+            cols[ROW[field_name]] = values
+        block = BatchBlock(cols)
+        builder, fingerprint = PieceBuilder("", 0, keep_rows=True), Fingerprint()
+        builder.feed(block)
+        fingerprint.feed(block)
+        rep.log.pieces.append(builder.piece())
+        rep.fingerprint = fingerprint if rep.log.ordered else None
     if epochs is None:
-        for r in refs:
-            if r.epoch >= 0 and (rep.epochs.latest_epoch is None or r.epoch > rep.epochs.latest_epoch):
-                rep.epochs.assign(r.epoch, r.base_offset)
+        for b, _last, e in batches:
+            if e >= 0 and (rep.epochs.latest_epoch is None or e > rep.epochs.latest_epoch):
+                rep.epochs.assign(e, b)
     else:
         rep.epochs = EpochCache(epochs)
     rep.high_watermark = high_watermark
