@@ -23,10 +23,10 @@ from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock, walk_blocks
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
+from replog.recovery.kafka import replica_log
 from replog.recovery.kafka.divergence import Fingerprint
 from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import RisingEpochs, node_id, read_broker_checkpoints, use_fast_walk
-from replog.recovery.kafka import replica_log
 from replog.recovery.kafka.replica_log import PieceBuilder, ReplicaLog, ref_epochs
 from replog.recovery.naming import broker_name
 
