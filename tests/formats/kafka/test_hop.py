@@ -12,7 +12,7 @@ from replog.formats.kafka.blocks import ROW, BatchBlock
 from replog.formats.kafka.fastwalk import FastWalk
 from replog.formats.kafka.hop import hop_blocks
 from tests.formats.kafka.segments import TS
-from tests.recovery.kafka.batch_lists import partitions
+from tests.recovery.kafka.writer_cases import partitions
 
 CRC_VALID = ROW["crc_valid"]
 

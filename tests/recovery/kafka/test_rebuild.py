@@ -11,7 +11,7 @@ from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.rebuild import IndexBuilder, assign_epochs, rebuild_indexes
-from tests.recovery.kafka.batch_lists import partitions
+from tests.recovery.kafka.writer_cases import partitions
 
 FEW = settings(max_examples=80, deadline=None)
 

@@ -1,11 +1,9 @@
-"""The streaming writer: byte-identical to the reference writer, from bytes or from ranges of files."""
+"""The streaming writer: byte-identical to the reference writer, from ranges of files anywhere in them."""
 from __future__ import annotations
 
 import errno
 import os
 import random
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,52 +11,16 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from replog.formats import filecopy
 from replog.formats.kafka import batch as v2
-from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.segment_writer import ByteRun, write_partition_runs
-from tests.recovery.kafka.batch_lists import partitions
 from tests.recovery.kafka.reference_writer import reference_write_partition
+from tests.recovery.kafka.writer_cases import FEW, OPTIONS, options, partitions, scratch, tree
 
 TS = 1_700_000_000_000
-TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
-FEW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-# --- inputs ---------------------------------------------------------------------------------------
-
-OPTIONS = st.fixed_dictionaries({
-    "segment_bytes": st.sampled_from([1, 100, 700, 3000, 1 << 30]),
-    "interval": st.sampled_from([0, 1, 150, 500, 4096]),
-    "start_offset": st.sampled_from([0, 0, 7, 100]),
-    "topic_id": st.sampled_from([None, TOPIC_ID]),
-    "epochs": st.sampled_from([None, [(0, 0), (5, 3)]]),
-})
-
-
-def options(drawn: dict[str, Any]) -> dict[str, Any]:
-    kw = dict(drawn)
-    kw["epochs"] = None if kw["epochs"] is None else EpochCache(kw["epochs"])
-    return kw
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(root.iterdir())}
-
-
-@contextmanager
-def scratch() -> Iterator[Path]:
-    """A fresh directory per example (hypothesis runs many examples per test function), written without
-    fsync: these tests compare bytes, and a few thousand fsyncs would make them slow for nothing."""
-    path = Path(tempfile.mkdtemp(prefix="writer-test-"))
-    try:
-        with mock.patch.object(os, "fsync", lambda fd: None):
-            yield path
-    finally:
-        shutil.rmtree(path)
 
 
 @contextmanager

@@ -1,14 +1,26 @@
-"""Random partitions for the writer tests: batch lists of every kind the writers meet (helpers, not tests)."""
+"""Cases for the writer tests: random partitions of every kind of batch the writers meet, random
+options, scratch dirs and file trees to compare (helpers, not tests)."""
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+from unittest import mock
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import codecs, control, legacy
+from replog.recovery.kafka.epoch_cache import EpochCache
 
 TS = 1_700_000_000_000
+TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+FEW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 KINDS = ["data", "data", "data", "producer", "txn", "txn", "txn", "abort", "abort", "commit", "legacy0", "legacy1",
          "wrapper", "bad_crc", "leader_change", "no_epoch"]
@@ -57,3 +69,34 @@ def partitions(draw: Any) -> list[bytes]:
         out.append(b)
         offset += n
     return out
+
+
+OPTIONS = st.fixed_dictionaries({
+    "segment_bytes": st.sampled_from([1, 100, 700, 3000, 1 << 30]),
+    "interval": st.sampled_from([0, 1, 150, 500, 4096]),
+    "start_offset": st.sampled_from([0, 0, 7, 100]),
+    "topic_id": st.sampled_from([None, TOPIC_ID]),
+    "epochs": st.sampled_from([None, [(0, 0), (5, 3)]]),
+})
+
+
+def options(drawn: dict[str, Any]) -> dict[str, Any]:
+    kw = dict(drawn)
+    kw["epochs"] = None if kw["epochs"] is None else EpochCache(kw["epochs"])
+    return kw
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(root.iterdir())}
+
+
+@contextmanager
+def scratch() -> Iterator[Path]:
+    """A fresh directory per example (hypothesis runs many examples per test function), written without
+    fsync: these tests compare bytes, and a few thousand fsyncs would make them slow for nothing."""
+    path = Path(tempfile.mkdtemp(prefix="writer-test-"))
+    try:
+        with mock.patch.object(os, "fsync", lambda fd: None):
+            yield path
+    finally:
+        shutil.rmtree(path)
