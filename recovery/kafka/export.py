@@ -5,9 +5,8 @@ import json
 import os
 
 from replog.formats.dump import DumpOptions, dump_file
-from replog.formats.fileio import atomic_write
+from replog.formats.filecopy import OutputFile, open_source
 from replog.formats.kafka import names
-from replog.recovery.kafka.repair import read_batches
 from replog.recovery.kafka.replay import ReplayResult
 from replog.recovery.outputs import evidence_roots, mark_complete, prepare_output
 
@@ -23,10 +22,17 @@ def export_lost(result: ReplayResult, out: str | os.PathLike[str], *, force: boo
         d = root / r.replica.name
         d.mkdir()
         log = d / names.segment_file_name(r.lost.first_offset, "log")
-        atomic_write(log, b"".join(read_batches(r.lost)))
+        with OutputFile(log) as sink:
+            for file, start, end, _base in r.lost.byte_ranges():
+                with open_source(file) as source:
+                    sink.copy(source, start, end)
         opts = DumpOptions(deep=True, key_decoder="hex", value_decoder="hex")
-        lines = [json.dumps(e) for e in dump_file(log, opts) if e["kind"] in ("record", "finding")]
-        atomic_write(d / "lost.jsonl", ("\n".join(lines) + "\n").encode())
+        with OutputFile(d / "lost.jsonl") as lines:   # streamed: a lost tail can be large
+            for e in dump_file(log, opts):
+                if e["kind"] in ("record", "finding"):
+                    lines.write((json.dumps(e) + "\n").encode())
+            if not lines.size:
+                lines.write(b"\n")
         written += [str(log), str(d / "lost.jsonl")]
     mark_complete(root, f"replog export-lost: {len(written)} files")
     return written

@@ -27,10 +27,10 @@ from typing import Any
 from replog.formats.errors import ReplogError, UnsafeOutput
 from replog.formats.fileio import atomic_write, fsync_dir, read_small
 from replog.formats.kafka import checkpoint, names
-from replog.recovery.kafka.repair import RepairedReplica, agrees_with, read_batches
+from replog.recovery.kafka.repair import RepairedReplica, agrees_with, byte_runs
 from replog.recovery.kafka.replay import ReplayResult
 from replog.recovery.kafka.replica import load_replica
-from replog.recovery.kafka.writer import write_partition
+from replog.recovery.kafka.segment_writer import write_partition_runs
 
 JOURNAL = "journal.json"
 STAGING_SUFFIX = ".replog-staging"
@@ -143,8 +143,8 @@ def repair_in_place(result: ReplayResult, backup: str | os.PathLike[str]) -> lis
     journal = _back_up(result, backup)
     pairs = list(zip(journal["replicas"], result.replicas, strict=True))
     for entry, r in pairs:  # stage every replica first: fetched batches are read from the leader's originals
-        write_partition(Path(entry["path"] + STAGING_SUFFIX), read_batches(r.final.log),
-                        topic_id=r.final.topic_id, epochs=r.final.epochs, start_offset=r.final.log_start_offset)
+        write_partition_runs(Path(entry["path"] + STAGING_SUFFIX), byte_runs(r.final.log),
+                             topic_id=r.final.topic_id, epochs=r.final.epochs, start_offset=r.final.log_start_offset)
     journal["state"] = "staged"
     _save(backup, journal)
     for entry, r in pairs:

@@ -12,13 +12,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replog.formats.fileio import atomic_write, mapped
+from replog.formats.fileio import atomic_write
 from replog.formats.kafka import checkpoint, names
 from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.replay import ReplayResult, first_divergence
 from replog.recovery.kafka.replica import Replica, load_replica
 from replog.recovery.kafka.replica_log import ReplicaLog
-from replog.recovery.kafka.writer import DEFAULT_SEGMENT_BYTES, write_partition
+from replog.recovery.kafka.segment_writer import DEFAULT_SEGMENT_BYTES, ByteRun, write_partition_runs
 from replog.recovery.outputs import evidence_roots, mark_complete, prepare_output
 
 FIRST = -2**63  # pair from the very first batch
@@ -37,14 +37,9 @@ class RepairedReplica:
         return asdict(self)
 
 
-def read_batches(log: ReplicaLog) -> list[bytes]:
-    """The bytes of each batch of `log`, read from its files through read-only maps."""
-    out: list[bytes] = []
-    for piece in log.pieces:
-        with mapped(piece.file) as buf:
-            for block in piece.blocks():
-                out += [bytes(buf[p:p + n]) for p, n in zip(block.position.tolist(), block.size.tolist(), strict=True)]
-    return out
+def byte_runs(log: ReplicaLog) -> list[ByteRun]:
+    """Where the log's batches lie on disk, as the writer copies them (consecutive ranges joined)."""
+    return [ByteRun(file, start, end, base) for file, start, end, base in log.byte_ranges()]
 
 
 def agrees_with(rep: Replica, leader: Replica) -> tuple[bool, bool]:
@@ -56,8 +51,8 @@ def agrees_with(rep: Replica, leader: Replica) -> tuple[bool, bool]:
 def write_replica(final: Replica, out_dir: Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> Path:
     """`out_dir` becomes a log dir holding this replica's partition and its checkpoints."""
     part = out_dir / names.partition_dir_name(final.topic, final.partition)
-    write_partition(part, read_batches(final.log), segment_bytes=segment_bytes, topic_id=final.topic_id,
-                    epochs=final.epochs, start_offset=final.log_start_offset)
+    write_partition_runs(part, byte_runs(final.log), segment_bytes=segment_bytes, topic_id=final.topic_id,
+                         epochs=final.epochs, start_offset=final.log_start_offset)
     tp = (final.topic, final.partition)
     atomic_write(out_dir / names.REPLICATION_OFFSET_CHECKPOINT,
                  checkpoint.build_offset_checkpoint({tp: final.high_watermark}))
