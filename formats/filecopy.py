@@ -16,23 +16,41 @@ checksum measured; a bytewise comparison would have to read the sources again.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import functools
 import os
-import tempfile
-from collections.abc import Iterator
+import secrets
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from crc32c import crc32c
 
-from replog.formats.fileio import _test_crash_point, fsync_dir, mapped
+from replog.formats.fileio import RELEASE_STEP, _test_crash_point, fsync_dir, mapped, release_pages
 
-READ_BACK_CHUNK = 8 << 20  # the verification reads the output in pieces of this size
 COPY_CHUNK = 1 << 20       # the read/write fallback's piece
 # The errors by which a copy method says it cannot serve these two files (filesystems, kernels,
 # sandboxes): the next method is tried. Any other error is a real I/O failure and is raised.
 _UNSUPPORTED = frozenset({errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM})
 METHODS = ("copy_file_range", "sendfile", "read_write")
+
+
+@functools.cache
+def _writeback() -> Callable[[int, int, int], object]:
+    """`sync_file_range(fd, offset, count, SYNC_FILE_RANGE_WRITE)`: start writing a range back to disk
+    without waiting, so the disk works while the copy goes on and the final fsync has little left to do.
+    Linux only (not in `os`); elsewhere a no-op: the fsync alone gives the same result, later."""
+    try:
+        call = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return lambda fd, offset, count: None
+    call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    call.restype = ctypes.c_int
+    return lambda fd, offset, count: call(fd, offset, count, _SYNC_FILE_RANGE_WRITE)
+
+
+_SYNC_FILE_RANGE_WRITE = 2
 
 
 class VerificationError(OSError):
@@ -58,6 +76,17 @@ def open_source(path: str | os.PathLike[str]) -> Iterator[SourceFile]:
             os.close(fd)
 
 
+def _create_unique(target: Path) -> tuple[int, Path]:
+    """A new, empty file next to `target` under a name no one else uses, with the permissions an
+    ordinary `open(..., "wb")` gives (0o666 less the umask; `mkstemp` would give 0o600)."""
+    while True:
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.replog-tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:  # pragma: no cover - 48 random bits: practically never
+            continue
+
+
 class OutputFile:
     """A file being assembled under a unique temporary name; `commit` verifies and renames it into place.
 
@@ -67,8 +96,7 @@ class OutputFile:
 
     def __init__(self, path: str | os.PathLike[str], method: str = METHODS[0]) -> None:
         self.path = Path(path)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".replog-tmp")
-        self.fd, self.tmp = fd, Path(tmp)
+        self.fd, self.tmp = _create_unique(self.path)
         self.size = self.crc = 0
         self.committed = False
         self.method = method
@@ -90,6 +118,7 @@ class OutputFile:
             if n == 0:
                 raise OSError(f"{source.path}: ended at {done} while copying {start}..{end} (did it shrink?)")
             done += n
+        _writeback()(self.fd, self.size, end - start)
         self.crc = crc32c(source.buf[start:end], self.crc)
         self.size += end - start
 
@@ -126,15 +155,14 @@ class OutputFile:
         fsync_dir(self.path.parent)
 
     def _read_back(self) -> tuple[int, int]:
-        piece = bytearray(min(READ_BACK_CHUNK, max(self.size, 1)))
-        view = memoryview(piece)
-        crc = offset = 0
-        while True:
-            n = os.preadv(self.fd, [view], offset)
-            if n == 0:
-                return crc, offset
-            crc = crc32c(view[:n], crc)
-            offset += n
+        """(CRC-32C, size) of the temporary file as it reads back: through a read-only map, page by page
+        released behind (a map reads the page cache 4x faster here than `preadv` into a buffer)."""
+        crc = 0
+        with mapped(self.tmp) as buf:
+            for start in range(0, len(buf), RELEASE_STEP):
+                crc = crc32c(buf[start:start + RELEASE_STEP], crc)
+                release_pages(buf, start, start + RELEASE_STEP)
+            return crc, len(buf)
 
     def discard(self) -> None:
         """Drop the temporary file (after a failure); a no-op once committed."""

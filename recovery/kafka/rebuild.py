@@ -187,11 +187,13 @@ def assign_epochs(cache: EpochCache, block: BatchBlock) -> None:
     """The recovery rule of `rebuild_indexes` over a block: a v2 batch with an epoch above the cache's
     latest assigns it at its base offset. Only rows whose epoch exceeds every epoch before them can
     (the latest is always the last assigned), so Python runs once per new epoch, not per row."""
+    latest = -1 if cache.latest_epoch is None else cache.latest_epoch
+    if not len(block) or block.partition_leader_epoch.max() <= latest:  # the usual block: no new epoch
+        return
     rows = np.flatnonzero((block.magic == 2) & (block.partition_leader_epoch >= 0))
     if not len(rows):
         return
     epochs = block.partition_leader_epoch[rows]
-    latest = -1 if cache.latest_epoch is None else cache.latest_epoch
     before = np.empty_like(epochs)
     before[0] = latest
     np.maximum(np.maximum.accumulate(epochs)[:-1], latest, out=before[1:])

@@ -86,8 +86,9 @@ def options(drawn: dict[str, Any]) -> dict[str, Any]:
     return kw
 
 
-def tree(root: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(root.iterdir())}
+def tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file of a dir: its bytes and its mode (permissions included)."""
+    return {p.name: (p.read_bytes(), p.stat().st_mode) for p in sorted(root.iterdir())}
 
 
 @contextmanager
