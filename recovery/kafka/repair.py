@@ -14,9 +14,9 @@ from typing import Any
 
 from replog.formats.fileio import atomic_write
 from replog.formats.kafka import checkpoint, names
-from replog.recovery.doctor import diagnose
+from replog.recovery.kafka.divergence import Fingerprint
 from replog.recovery.kafka.replay import ReplayResult, first_divergence
-from replog.recovery.kafka.replica import Replica, load_replica
+from replog.recovery.kafka.replica import Replica
 from replog.recovery.kafka.replica_log import ReplicaLog
 from replog.recovery.kafka.segment_writer import DEFAULT_SEGMENT_BYTES, ByteRun, write_partition_runs
 from replog.recovery.outputs import evidence_roots, mark_complete, prepare_output
@@ -48,11 +48,15 @@ def agrees_with(rep: Replica, leader: Replica) -> tuple[bool, bool]:
     return prefix, prefix and rep.log.batches == leader.log.batches
 
 
-def write_replica(final: Replica, out_dir: Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> Path:
-    """`out_dir` becomes a log dir holding this replica's partition and its checkpoints."""
+def write_replica(final: Replica, out_dir: Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> Replica:
+    """`out_dir` becomes a log dir holding this replica's partition and its checkpoints.
+
+    Returns the replica as written, with the fingerprint of the written batches (taken from the
+    writer's own pass over them) when its offsets only grow."""
     part = out_dir / names.partition_dir_name(final.topic, final.partition)
+    fingerprint = Fingerprint()
     write_partition_runs(part, byte_runs(final.log), segment_bytes=segment_bytes, topic_id=final.topic_id,
-                         epochs=final.epochs, start_offset=final.log_start_offset)
+                         epochs=final.epochs, start_offset=final.log_start_offset, observe=fingerprint.feed)
     tp = (final.topic, final.partition)
     atomic_write(out_dir / names.REPLICATION_OFFSET_CHECKPOINT,
                  checkpoint.build_offset_checkpoint({tp: final.high_watermark}))
@@ -60,25 +64,27 @@ def write_replica(final: Replica, out_dir: Path, segment_bytes: int = DEFAULT_SE
                  checkpoint.build_offset_checkpoint({tp: final.log_end_offset}))
     atomic_write(out_dir / names.LOG_START_OFFSET_CHECKPOINT,
                  checkpoint.build_offset_checkpoint({tp: final.log_start_offset}))
-    return part
+    written = final.copy()
+    written.path = str(part)
+    written.fingerprint = fingerprint if final.log.ordered else None
+    return written
 
 
 def repair(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = False,
            segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> list[RepairedReplica]:
-    """Write every replica's final state under `out/NAME/` and prove the result:
-    each reloads as a prefix of (or equal to) the leader and doctor finds no error in it."""
+    """Write every replica's final state under `out/NAME/` and prove the result.
+
+    The writer proves the bytes: every `.log` is read back and checked against a checksum of the
+    ranges it was copied from, which the replay's load had validated batch by batch (CRC, offsets).
+    The replay's plan proves the content: each written log is a prefix of (or equal to) the leader's,
+    compared by the fingerprints of what was written."""
     root = prepare_output(out, evidence_roots(r.replica.path for r in result.replicas), force)
     written = {r.replica.name: write_replica(r.final, root / r.replica.name, segment_bytes) for r in result.replicas}
-    reloaded = {name: load_replica(path, name) for name, path in written.items()}
-    doctor = {name: diagnose([root / name]) for name in written}
-    leader = reloaded[result.leader.name]
+    leader = written[result.leader.name]
     report = []
-    for name, rep in reloaded.items():
-        problems = [f"{f.code} at {f.path}:{f.position}" for f in doctor[name].findings if f.severity.value == "error"]
+    for name, rep in written.items():
         same, identical = agrees_with(rep, leader)
-        if not same:
-            problems.append("log is not a prefix of the leader's")
-        report.append(RepairedReplica(name, str(written[name]), rep.log_end_offset, rep.high_watermark,
-                                      identical, problems))
+        report.append(RepairedReplica(name, rep.path, rep.log_end_offset, rep.high_watermark, identical,
+                                      [] if same else ["log is not a prefix of the leader's"]))
     mark_complete(root, f"replog repair: {len(report)} replicas")
     return report

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,8 +153,8 @@ class _Partition:
     """The segments of a partition as they are written: the open one, the roll state, the sources."""
 
     def __init__(self, out: Path, result: WrittenPartition, segment_bytes: int, start_offset: int,
-                 interval: int) -> None:
-        self.out, self.result = out, result
+                 interval: int, observe: Callable[[BatchBlock], None] | None = None) -> None:
+        self.out, self.result, self.observe = out, result, observe
         self.segment_bytes, self.start_offset, self.interval = segment_bytes, start_offset, interval
         self.epochs, self.producers = EpochCache(), ProducerState()
         self.roll_state = np.zeros(3, dtype=np.int64)
@@ -172,6 +172,8 @@ class _Partition:
         compiled = self.compiled
         rolls_of = kernel(roll_rows, compiled)
         for block in hop_blocks(source.buf, run.file, run.start, run.end, compiled=compiled):
+            if self.observe is not None:
+                self.observe(block)
             n = len(block)
             rolls, bases = np.empty((2, n), dtype=np.int64)
             count = rolls_of(block.size, block.base_offset, block.last_offset, self.roll_state, self.segment_bytes,
@@ -236,16 +238,18 @@ class _Partition:
 def write_partition_runs(out_dir: str | os.PathLike[str], runs: Iterable[ByteRun], *,
                          segment_bytes: int = DEFAULT_SEGMENT_BYTES, topic_id: str | None = None,
                          epochs: EpochCache | None = None, start_offset: int = 0,
-                         interval: int = INDEX_INTERVAL_BYTES) -> WrittenPartition:
+                         interval: int = INDEX_INTERVAL_BYTES,
+                         observe: Callable[[BatchBlock], None] | None = None) -> WrittenPartition:
     """Write the batches of `runs`, in order, as a partition dir under `out_dir` (created; empty or new).
 
     `epochs` overrides the epoch cache derived from the batches (e.g. a leader that was elected but
-    never wrote keeps its entry at the log end). On failure nothing this call wrote is left behind.
+    never wrote keeps its entry at the log end). `observe` sees every block of written batches (header
+    fields only: no CRC is computed here). On failure nothing this call wrote is left behind.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     result = WrittenPartition(str(out), log_end_offset=start_offset)
-    partition = _Partition(out, result, segment_bytes, start_offset, interval)
+    partition = _Partition(out, result, segment_bytes, start_offset, interval, observe)
     try:
         with contextlib.ExitStack() as stack:
             source: SourceFile | None = None

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from replog.formats.errors import UnsafeOutput
+from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.export import export_lost
 from replog.recovery.kafka.repair import repair
 from replog.recovery.kafka.replay import replay_paths
@@ -38,6 +39,8 @@ def test_repair_writes_replicas_identical_to_the_leader(tmp_path: Path) -> None:
     assert [(x.base_offset, x.crc) for x in batch_refs(ra.log)] == [(x.base_offset, x.crc) for x in batch_refs(rb.log)]
     assert ra.log_end_offset == 12 and [tuple(e) for e in ra.epochs.entries] == [(0, 0), (2, 10)]
     assert (tmp_path / "out" / ".replog-complete").exists()
+    for name in "AB":  # what a broker would start from: doctor finds no error in it
+        assert not [f for f in diagnose([tmp_path / "out" / name]).findings if f.severity.value == "error"]
     again = replay_paths([f"A={tmp_path / 'out' / 'A' / 't-0'}", f"B={tmp_path / 'out' / 'B' / 't-0'}"], leader="B")
     assert all(r.outcome is None or (not r.outcome.removed and not r.outcome.fetched) for r in again.replicas)
 
