@@ -173,7 +173,8 @@ class LostSummary:
 
 
 def summarize_lost(lost: ReplicaLog) -> LostSummary:
-    """Counts from the pieces; timestamps and producers from one walk of the lost bytes."""
+    """Counts and the lowest and highest offsets lost from the pieces (several truncations remove
+    pieces out of offset order); timestamps and producers from one walk of the lost bytes."""
     if not lost:
         return LostSummary()
     first_ts: int | None = None
@@ -187,5 +188,5 @@ def summarize_lost(lost: ReplicaLog) -> LostSummary:
             top = int(block.max_timestamp.max())
             max_ts = top if max_ts is None else max(max_ts, top)
         producers.update(np.unique(block.producer_id[block.producer_id >= 0]).tolist())
-    return LostSummary(lost.records, lost.nbytes, lost.first_offset, lost.last_offset, first_ts, max_ts,
-                       sorted(producers))
+    return LostSummary(lost.records, lost.nbytes, min(p.min_base for p in lost.pieces),
+                       max(p.max_last for p in lost.pieces), first_ts, max_ts, sorted(producers))
