@@ -111,7 +111,8 @@ def measure(directory: Path, total: int, recover: bool, keep: bool) -> dict[str,
     started = time.perf_counter()
     segments = build_partition(pdir, total)
     nbytes = sum(p.stat().st_size for p, _ in segments)
-    report: dict[str, Any] = {"bytes": nbytes, "segments": len(segments), "batches": nbytes // 94,
+    batch_size = len(inputs._template(random.Random(7), inputs.SHAPES[1]))
+    report: dict[str, Any] = {"bytes": nbytes, "segments": len(segments), "batches": nbytes // batch_size,
                               "build_seconds": round(time.perf_counter() - started, 2)}
     try:
         subprocess.run(["cat", *[str(p) for p, _ in segments]], stdout=subprocess.DEVNULL, check=True)  # page cache

@@ -183,20 +183,51 @@ def time_entries(timestamps: np.ndarray, offsets: np.ndarray, base_offset: int) 
     return out.tobytes()
 
 
-def assign_epochs(cache: EpochCache, block: BatchBlock) -> None:
-    """The recovery rule of `rebuild_indexes` over a block: a v2 batch with an epoch above the cache's
-    latest assigns it at its base offset. Only rows whose epoch exceeds every epoch before them can
-    (the latest is always the last assigned), so Python runs once per new epoch, not per row."""
-    latest = -1 if cache.latest_epoch is None else cache.latest_epoch
+def epoch_rises(block: BatchBlock, latest: int) -> tuple[list[int], list[int]]:
+    """(epochs, base offsets) of the rows where the recovery rule assigns an epoch, the latest epoch
+    before the block being `latest` (-1: none): the v2 rows whose epoch exceeds it and every epoch of
+    the rows before them (the latest is always the last one assigned). Python runs once per new epoch."""
     if not len(block) or block.partition_leader_epoch.max() <= latest:  # the usual block: no new epoch
-        return
+        return [], []
     rows = np.flatnonzero((block.magic == 2) & (block.partition_leader_epoch >= 0))
     if not len(rows):
-        return
+        return [], []
     epochs = block.partition_leader_epoch[rows]
     before = np.empty_like(epochs)
     before[0] = latest
     np.maximum(np.maximum.accumulate(epochs)[:-1], latest, out=before[1:])
     rising = epochs > before
-    for epoch, start in zip(epochs[rising].tolist(), block.base_offset[rows[rising]].tolist(), strict=True):
+    return epochs[rising].tolist(), block.base_offset[rows[rising]].tolist()
+
+
+def assign_epochs(cache: EpochCache, block: BatchBlock) -> None:
+    """The recovery rule of `rebuild_indexes` over a block: a v2 batch with an epoch above the cache's
+    latest assigns it at its base offset."""
+    for epoch, start in zip(*epoch_rises(block, _latest(cache)), strict=True):
         cache.assign(epoch, start)
+
+
+class EpochRises:
+    """The rows of a log where the recovery rule can assign an epoch, kept to be applied to a cache later.
+
+    A row assigns when its epoch exceeds the cache's latest; with the cache starting at latest L, the
+    rows that do are exactly the rows whose epoch exceeds every epoch before them (fed here, from -1)
+    and L. So `assign_to` gives any cache what `assign_epochs` over the same rows would, and what is
+    kept is one pair per rise of the epoch, whatever the length of the log.
+    """
+
+    def __init__(self) -> None:
+        self.rises: list[tuple[int, int]] = []
+
+    def feed(self, block: BatchBlock) -> None:
+        epochs, starts = epoch_rises(block, self.rises[-1][0] if self.rises else -1)
+        self.rises += zip(epochs, starts, strict=True)
+
+    def assign_to(self, cache: EpochCache) -> None:
+        for epoch, start in self.rises:
+            if epoch > _latest(cache):
+                cache.assign(epoch, start)
+
+
+def _latest(cache: EpochCache) -> int:
+    return -1 if cache.latest_epoch is None else cache.latest_epoch

@@ -149,6 +149,50 @@ def roll_rows(size, first, last, state, segment_bytes, start_offset, rolls, base
     return n
 
 
+class _Sources:
+    """The input file the current run lies in, open (runs come file after file: one is open at a time)."""
+
+    def __init__(self) -> None:
+        self._stack = contextlib.ExitStack()
+        self._open: SourceFile | None = None
+
+    def __enter__(self) -> _Sources:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stack.close()
+
+    def of(self, run: ByteRun) -> SourceFile:
+        if self._open is None or self._open.path != run.file:
+            self._stack.close()
+            self._open = self._stack.enter_context(open_source(run.file))
+        return self._open
+
+
+def write_segment(directory: str | os.PathLike[str], base_offset: int, runs: Iterable[ByteRun],
+                  producers: ProducerState, *, epochs: EpochCache | None = None,
+                  interval: int = INDEX_INTERVAL_BYTES) -> list[str]:
+    """Write one segment (no roll) of the batches of `runs` into `directory`; the names of its files.
+
+    `producers` (and `epochs`, when given) are advanced over its batches, as `write_partition_runs`
+    advances them; on failure the segment's files are removed.
+    """
+    runs = list(runs)
+    compiled = use_fast_walk(sum(run.end - run.start for run in runs))
+    writer = SegmentWriter(Path(directory), base_offset, producers, epochs=epochs, interval=interval,
+                           compiled=compiled)
+    try:
+        with _Sources() as sources:
+            for run in runs:
+                source = sources.of(run)
+                for block in hop_blocks(source.buf, run.file, run.start, run.end, compiled=compiled):
+                    writer.append(source, block)
+        return writer.close()
+    except BaseException:
+        writer.discard()
+        raise
+
+
 class _Partition:
     """The segments of a partition as they are written: the open one, the roll state, the sources."""
 
@@ -251,13 +295,9 @@ def write_partition_runs(out_dir: str | os.PathLike[str], runs: Iterable[ByteRun
     result = WrittenPartition(str(out), log_end_offset=start_offset)
     partition = _Partition(out, result, segment_bytes, start_offset, interval, observe)
     try:
-        with contextlib.ExitStack() as stack:
-            source: SourceFile | None = None
+        with _Sources() as sources:
             for run in runs:
-                if source is None or source.path != run.file:  # one input open at a time
-                    stack.close()
-                    source = stack.enter_context(open_source(run.file))
-                partition.add(source, run)
+                partition.add(sources.of(run), run)
         partition.finish(epochs, topic_id)
     except BaseException:
         partition.discard()

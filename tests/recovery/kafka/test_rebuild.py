@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.kafka.epoch_cache import EpochCache
-from replog.recovery.kafka.rebuild import IndexBuilder, assign_epochs, rebuild_indexes
+from replog.recovery.kafka.rebuild import EpochRises, IndexBuilder, assign_epochs, rebuild_indexes
 from tests.recovery.kafka.writer_cases import partitions
 
 FEW = settings(max_examples=80, deadline=None)
@@ -61,3 +61,20 @@ def test_entries_follow_the_interval(compiled: bool) -> None:
     expected = rebuild_indexes(data, 0, infos, None, None, 2 * infos[0].size + 1)
     assert offsets == expected.offset_index and len(offsets) == 8 * 3  # entries at batches 3, 6, 9
     assert times + builder.finish() == expected.time_index
+
+
+@FEW
+@given(partitions(), st.lists(st.integers(0, 100), max_size=5),
+       st.lists(st.tuples(st.integers(0, 4), st.integers(0, 60)), max_size=3))
+def test_epoch_rises_replayed_onto_any_cache_are_the_rule(batches: list[bytes], cuts: list[int],
+                                                           cache_entries: list[tuple[int, int]]) -> None:
+    """Keeping only the rises and replaying them later onto a cache gives what the rule gives row by row."""
+    data = b"".join(batches)
+    infos = list(SegmentWalk(data, "<seg>").batches())
+    expected, got = EpochCache(cache_entries), EpochCache(cache_entries)
+    rebuild_indexes(data, 0, infos, expected)  # the reference's rule, row by row
+    rises = EpochRises()
+    for block in blocks_of(BatchBlock.from_infos(infos), cuts):
+        rises.feed(block)
+    rises.assign_to(got)
+    assert got.entries == expected.entries
