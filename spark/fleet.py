@@ -6,7 +6,9 @@ filesystems) -> units (one per partition dir, split by segment when large,
 one per log dir root, one per store) ->
 `parallelize` + `mapInArrow` runs `spark.tasks.run_unit` on the executors,
 which return Arrow record batches, carried through Spark as Arrow IPC blobs
-tagged by table (one scan feeds every table; the result is persisted) ->
+tagged by table (one scan feeds every table; the result is persisted; blobs
+are lz4-compressed and of bounded size, and Spark's cache holds a few per
+batch, so a segment of millions of batches never becomes one huge JVM buffer) ->
 each table decoded back with its schema from `spark.schemas` (split
 partitions' counts joined in) and written to OUT/<table>/ -> `replicas` computed by Spark joins of batch metadata across
 brokers (offsets and CRCs, never record bytes).
@@ -19,6 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,13 +192,23 @@ def _write_marker(out: Path, state: str, info: dict[str, Any]) -> None:
 # -- executor side ------------------------------------------------------------------------
 
 ENVELOPE = "table string, data binary"
+BLOB_BYTES = 4 << 20    # uncompressed Arrow bytes per blob at most: a block of batch rows goes as several
+ENV_CACHE_ROWS = 16     # blobs per batch of Spark's columnar cache of the scan (its default, 10000, is for small rows)
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")   # batch rows repeat their path, broker, log dir
 
 
 def _ipc(batch: pa.RecordBatch) -> bytes:
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as w:
+    with pa.ipc.new_stream(sink, batch.schema, options=_IPC_OPTIONS) as w:
         w.write_batch(batch)
     return sink.getvalue().to_pybytes()
+
+
+def blobs(batch: pa.RecordBatch) -> Iterator[bytes]:
+    """`batch` as Arrow IPC blobs of at most about `BLOB_BYTES` of rows each (at least one row; none for none)."""
+    rows = max(1, batch.num_rows * BLOB_BYTES // max(batch.nbytes, 1))
+    for start in range(0, batch.num_rows, rows):
+        yield _ipc(batch.slice(start, rows))
 
 
 def scan_units(batches: Iterator[pa.RecordBatch], with_batches: bool = True) -> Iterator[pa.RecordBatch]:
@@ -203,8 +216,8 @@ def scan_units(batches: Iterator[pa.RecordBatch], with_batches: bool = True) -> 
     for rb in batches:
         for text in rb.column("unit").to_pylist():
             for table, out in run_unit(Unit.from_dict(json.loads(text)), with_batches=with_batches):
-                if out.num_rows:
-                    yield pa.RecordBatch.from_arrays([pa.array([table]), pa.array([_ipc(out)], pa.binary())],
+                for blob in blobs(out):
+                    yield pa.RecordBatch.from_arrays([pa.array([table]), pa.array([blob], pa.binary())],
                                                      names=["table", "data"])
 
 
@@ -287,9 +300,10 @@ def _run_job(spark: Any, units: list[Unit], out: Path, with_batches: bool, watch
     sc = spark.sparkContext
     n = max(1, min(len(units), sc.defaultParallelism * 4))
     rdd = sc.parallelize([(json.dumps(u.to_dict()),) for u in units], n)
-    env = (spark.createDataFrame(rdd, "unit string")
-           .mapInArrow(lambda it: scan_units(it, True), ENVELOPE)
-           .persist(StorageLevel.MEMORY_AND_DISK))
+    with _sql_conf(spark, "spark.sql.inMemoryColumnarStorage.batchSize", ENV_CACHE_ROWS):  # read by persist
+        env = (spark.createDataFrame(rdd, "unit string")
+               .mapInArrow(lambda it: scan_units(it, True), ENVELOPE)
+               .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         tables = {name: _decode(env, name) for name in ("partitions", "segments", "findings", "batches", "stores")}
         if any(u.split for u in units):
@@ -308,6 +322,20 @@ def _run_job(spark: Any, units: list[Unit], out: Path, with_batches: bool, watch
         slim.unpersist()
     finally:
         env.unpersist()
+
+
+@contextmanager
+def _sql_conf(spark: Any, key: str, value: Any) -> Iterator[None]:
+    """A session SQL setting changed for a block, then put back as it was (the session may be a caller's)."""
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, str(value))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 REPLICA_BATCH_COLUMNS = ("broker", "topic", "partition", "base_offset", "last_offset", "crc", "count")

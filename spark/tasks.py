@@ -1,19 +1,22 @@
 """What one executor task does: scan one unit, return Arrow record batches per table.
 
 Pure functions, no Spark: a unit is a partition dir (or a log dir's root
-files, or a RocketMQ store) of one broker; the scan is
-`recovery.kafka.logdir.summarize_partition`, the very function behind `ls`,
-doctor's `check_partition`, plus the batch metadata walk of
-`formats.kafka.segment` in `column_chunks` of bounded size, so memory stays
-flat whatever the partition holds.
+files, or a RocketMQ store) of one broker. A partition is read in one pass per
+segment, doctor's (`recovery.kafka.doctor.partition_pass`: every check, blocks
+of batch columns from the compiled walk); the very blocks its checks read also
+feed the segment summaries of `ls` (`logdir.SummaryFold`, then
+`summarize_partition`) and the batch table (`BatchBlock.to_arrow`), so each
+segment is opened and walked once and memory is bounded by one block, whatever
+the partition holds.
 
 A partition dir larger than `split_bytes` becomes one light `partition` unit
 (ls summary and doctor's checks with framing/CRC walks only: everything that
 needs the partition's batches in order) and `segments` units, groups of
-consecutive segments, doing the per-segment heavy work: decoding every record
-(doctor's deep check) and the batch table. Their finding counts are added to
-the light unit's rows afterwards (`apply_split_counts`, or the same join in
-Spark), so split and unsplit scans give equal tables.
+consecutive segments, doing the per-segment heavy work in one pass each:
+decoding every record (doctor's `RecordCheck`) and the batch table. Their
+finding counts are added to the light unit's rows afterwards
+(`apply_split_counts`, or the same join in Spark), so split and unsplit scans
+give equal tables.
 
 A unit with `fs` set lives behind a pyarrow filesystem: its files are streamed
 to a scratch dir (`spark.remote`) and scanned there with the same code.
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,19 +40,22 @@ from replog.formats.errors import ReplogError
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding, finding
 from replog.formats.kafka import names
-from replog.formats.kafka.columns import column_chunks
 from replog.formats.kafka.partition_files import live_segment_bases
-from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_segments, doctor
 from replog.recovery.kafka.checks_broker import PartitionOffsets
 from replog.recovery.kafka.logdir import (
     BrokerCheckpoints,
     PartitionSummary,
+    SegmentSummary,
+    SummaryFold,
     flags,
     read_broker_checkpoints,
     summarize_partition,
+    summary_from_walk,
+    use_fast_walk,
 )
+from replog.recovery.kafka.segment_pass import SegmentResult, Walked, segment_blocks
 from replog.spark import remote, schemas
 
 TableBatch = tuple[str, pa.RecordBatch]
@@ -179,32 +185,71 @@ def run_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableBatch]:
     where = _where(unit)
     try:
         if unit.fs is not None:
-            out = list(run_remote_unit(unit, with_batches=with_batches))
-            yield from out
-            return
-        if unit.kind == "log_dir":
+            yield from run_remote_unit(unit, with_batches=with_batches)
+        elif unit.kind == "log_dir":
             yield "findings", findings_batch(where, log_dir_findings(Path(unit.path)))
-            return
-        if unit.kind == "store":
+        elif unit.kind == "store":
             yield from store_tables(unit)
-            return
-        if unit.kind == "segments":
+        elif unit.kind == "segments":
             yield from segment_group_tables(unit, with_batches)
-            return
-        part = summarize_partition(unit.path, checkpoints_for(unit))
-        found = partition_findings(unit)
+        else:
+            yield from partition_tables(unit, with_batches and not unit.split)
     except (ReplogError, OSError) as e:
         yield "findings", findings_batch(where, [finding("UNREADABLE_FILE", unit.path, message=str(e))])
-        return
     except Exception as e:  # noqa: BLE001 - one bad dir must not fail the fleet job
         yield "findings", findings_batch(where, [finding("INTERNAL_ERROR", unit.path,
                                                          message=f"{type(e).__name__}: {e}")])
-        return
+
+
+def partition_tables(unit: Unit, with_batches: bool) -> Iterator[TableBatch]:
+    """A partition unit: doctor's pass over each segment (`doctor.partition_pass`; no record decoding
+    when the unit is split), whose blocks also make the `ls` summary and, with `with_batches`, the
+    batch rows; then the partition's `partitions`, `segments` and `findings` rows.
+
+    A segment doctor cannot read gets no summary from the pass: `summarize_partition` then reads it
+    itself and raises as `ls` would, so the unit reports it unreadable, as before."""
+    where = _where(unit)
+    cps = checkpoints_for(unit)
+    steps = doctor.partition_pass(Evidence(hash_files=False), Path(unit.path), cps, Path(unit.log_dir),
+                                  deep=not unit.split)
+    summaries = PassSummaries()
+    while True:
+        try:
+            step = next(steps)
+        except StopIteration as done:
+            _, found = done.value
+            break
+        summaries.feed(step)
+        if with_batches and isinstance(step, Walked):
+            yield "batches", batch_rows(where, step)
+    part = summarize_partition(unit.path, cps, summaries=summaries.by_base)
     yield "partitions", partition_batch(unit, part, found)
     yield "segments", segments_batch(where, part, found)
     yield "findings", findings_batch(where, found)
-    if with_batches and not unit.split:
-        yield from (("batches", b) for b in batch_batches(where, part))
+
+
+class PassSummaries:
+    """The `ls` summary of every segment a doctor pass walked, from its steps: the blocks go through
+    `SummaryFold`, the segment's end (`SegmentResult`) gives the walk's counts and findings."""
+
+    def __init__(self) -> None:
+        self.by_base: dict[int, SegmentSummary] = {}
+        self._fold: SummaryFold | None = None
+
+    def feed(self, step: doctor.PartitionStep) -> None:
+        if isinstance(step, Walked):
+            if self._fold is None:
+                self._fold = SummaryFold(_empty_summary(step.segment))
+            self._fold.feed(step.block, step.valid_bytes)
+            return
+        summary = self._fold.summary if self._fold is not None else _empty_summary(step)
+        self.by_base[step.base_offset] = summary_from_walk(summary, step.batch_count, step.first_base_offset,
+                                                           step.valid_bytes, step.findings)
+        self._fold = None
+
+
+def _empty_summary(seg: SegmentResult) -> SegmentSummary:
+    return SegmentSummary(str(seg.path), seg.base_offset, seg.size)
 
 
 # -- split partitions ------------------------------------------------------------------
@@ -217,23 +262,27 @@ def segment_group_tables(unit: Unit, with_batches: bool) -> Iterator[TableBatch]
     counts = []
     for base in unit.segments or []:
         path = Path(unit.path) / names.segment_file_name(base, "log")
-        deep = deep_findings(path, base)
+        deep = yield from segment_tables(where, path, base, with_batches)
         found += deep
         if deep:
             counts.append({"partition_path": unit.path, "path": str(path), **_counts(deep)})
-        if with_batches:
-            yield from (("batches", b) for b in segment_batches(where, str(path), base))
     yield "findings", findings_batch(where, found)
     yield "split_counts", pa.RecordBatch.from_pylist(counts, schema=schemas.SPLIT_COUNTS)
 
 
-def deep_findings(path: Path, base: int) -> list[Finding]:
-    """What doctor's deep walk adds to the framing walk: every record decoded (same cap)."""
+def segment_tables(where: dict[str, Any], path: Path, base: int,
+                   with_batches: bool) -> Generator[TableBatch, None, list[Finding]]:
+    """One pass over a segment of a split partition: its batch rows, and what doctor's deep pass adds
+    to the light unit's framing walk (`RecordCheck`: every record decoded, same cap), returned."""
     try:
         with mapped(path) as buf:
-            return checks_segments.record_findings(buf, list(SegmentWalk(buf, str(path), base).batches()), str(path))
+            records = checks_segments.RecordCheck(buf, str(path))
+            for walked in segment_blocks(buf, path, base, compiled=use_fast_walk(len(buf)), checks=[records]):
+                if with_batches:
+                    yield "batches", batch_rows(where, walked)
+            return records.finish()
     except ReplogError:
-        return []   # unreadable: the light unit's walk reports it
+        return []   # unreadable: the light unit's pass reports it
 
 
 def apply_split_counts(partitions: pa.Table, segments: pa.Table, counts: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -282,7 +331,8 @@ def store_tables(unit: Unit) -> Iterator[TableBatch]:
 
 
 def run_remote_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableBatch]:
-    """Stream the unit's files to scratch (bounded ranged reads), scan the copy, name the remote paths."""
+    """Stream the unit's files to scratch (bounded ranged reads), scan the copy, name the remote paths.
+    The scratch copy lives until the unit's last rows are handed out."""
     filesystem = remote.unpack(unit.fs)
     with remote.scratch() as tmp:
         log_dir = tmp / (remote.base_name(unit.log_dir) or "root")
@@ -299,8 +349,8 @@ def run_remote_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableB
             only = None if unit.kind != "segments" else {names.segment_file_name(b, "log") for b in unit.segments or []}
             remote.mirror(filesystem, unit.path, local, only=only)
         copy = replace(unit, fs=None, log_dir=str(log_dir), path=str(local))
-        outs = [(t, _renamed(b, str(log_dir), unit.log_dir)) for t, b in run_unit(copy, with_batches=with_batches)]
-    yield from outs
+        for table, batch in run_unit(copy, with_batches=with_batches):
+            yield table, _renamed(batch, str(log_dir), unit.log_dir)
 
 
 def _renamed(batch: pa.RecordBatch, local: str, remote_root: str) -> pa.RecordBatch:
@@ -311,15 +361,6 @@ def _renamed(batch: pa.RecordBatch, local: str, remote_root: str) -> pa.RecordBa
             col = pc.replace_substring(col, local, remote_root)
         cols.append(col)
     return pa.RecordBatch.from_arrays(cols, schema=batch.schema)
-
-
-def partition_findings(unit: Unit) -> list[Finding]:
-    """`doctor`'s findings for one partition dir, with this broker's checkpoints (no record decoding
-    when the unit is split: its segments units do that)."""
-    _, found = doctor.check_partition(Evidence(hash_files=False), Path(unit.path), checkpoints_for(unit),
-                                      Path(unit.log_dir),
-                                      deep=not unit.split)
-    return found
 
 
 def log_dir_findings(root: Path) -> list[Finding]:
@@ -385,36 +426,13 @@ def findings_batch(where: dict[str, Any], found: list[Finding]) -> pa.RecordBatc
     return pa.RecordBatch.from_pylist(rows, schema=schemas.FINDINGS)
 
 
-def batch_batches(where: dict[str, Any], part: PartitionSummary) -> Iterator[pa.RecordBatch]:
-    """Per-batch metadata of every segment, in bounded chunks, with `kept` = below valid bytes."""
-    for s in part.segments:
-        yield from segment_batches(where, s.path, s.base_offset)
-
-
-def segment_batches(where: dict[str, Any], path: str, base_offset: int) -> Iterator[pa.RecordBatch]:
-    """Per-batch metadata of one segment, in bounded chunks."""
-    try:
-        with mapped(path) as buf:
-            walk = SegmentWalk(buf, path, base_offset)
-            kept: list[bool] = []
-
-            def tagged() -> Iterator[Any]:
-                for b in walk.batches():
-                    kept.append(b.end <= walk.valid_bytes)
-                    yield b
-
-            for chunk in column_chunks(path, tagged()):
-                flags_, kept[:] = kept[:chunk.num_rows], kept[chunk.num_rows:]
-                yield _with_where(where, chunk, flags_)
-    except ReplogError:
-        return  # unreadable now: summarize_partition already reported the segment
-
-
-def _with_where(where: dict[str, Any], chunk: pa.RecordBatch, kept: list[bool]) -> pa.RecordBatch:
+def batch_rows(where: dict[str, Any], walked: Walked) -> pa.RecordBatch:
+    """One block's `batches` rows: where it is, `kept` = recovery keeps the batch, its columns."""
+    chunk = walked.block.to_arrow(str(walked.segment.path))
     n = chunk.num_rows
-    cols = [pa.array([where[k]] * n, schemas.BATCHES.field(k).type) for k in ("broker", "log_dir", "topic",
-                                                                              "partition")]
-    cols.append(pa.array(kept, pa.bool_()))
+    cols = [pa.repeat(pa.scalar(where[k], schemas.BATCHES.field(k).type), n)
+            for k in ("broker", "log_dir", "topic", "partition")]
+    cols.append(pa.array(walked.kept, pa.bool_()))
     cols += [chunk.column(i).cast(schemas.BATCHES.field(name).type) for i, name in enumerate(chunk.schema.names)]
     return pa.RecordBatch.from_arrays(cols, schema=schemas.BATCHES)
 

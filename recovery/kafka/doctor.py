@@ -10,7 +10,7 @@ end and a change is reported.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 from replog.formats.discovery import FileKind, classify_file, is_partition_dir
@@ -26,6 +26,9 @@ from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state, segment_pass
 from replog.recovery.kafka.checks_broker import PartitionOffsets
 from replog.recovery.kafka.logdir import BrokerCheckpoints, use_fast_walk
+from replog.recovery.kafka.segment_pass import SegmentResult, Walked
+
+PartitionStep = Walked | SegmentResult   # a block of the pass, or the end of a segment's pass
 
 
 def check_log_dir(ev: Evidence, log_dir: Path) -> tuple[list[Finding], list[PartitionOffsets]]:
@@ -58,6 +61,14 @@ def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
                     log_dir: Path, deep: bool = True) -> tuple[PartitionOffsets, list[Finding]]:
     """All checks of one partition dir; `deep=False` leaves record decoding to someone else
     (a fleet scan splits a big partition and decodes its segments in other tasks)."""
+    return segment_pass.drain(partition_pass(ev, pdir, cps, log_dir, deep))
+
+
+def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_dir: Path,
+                   deep: bool = True) -> Generator[PartitionStep, None, tuple[PartitionOffsets, list[Finding]]]:
+    """`check_partition`, handing out every block of each segment's one pass (`Walked`), then that
+    segment's `SegmentResult` (none for a segment it cannot read): a fleet scan builds its summary
+    and batch table from the very blocks the checks read."""
     parsed = names.parse_partition_dir(pdir.name)
     if parsed is None:
         raise UnreadableInput(f"{pdir}: not a topic-partition directory name")
@@ -72,10 +83,11 @@ def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
                                       epoch_positions, log_start, _snapshots(ev, inv, out))
     leo, prev = log_start, None
     for i, base in enumerate(bases):
-        seg, found = _segment(ev, inv, base, state, active=i == len(bases) - 1, deep=deep)
+        seg, found = yield from _segment(ev, inv, base, state, active=i == len(bases) - 1, deep=deep)
         out += found
         if seg is None:
             continue
+        yield seg
         if prev is not None:
             out += segment_pass.check_continuity(prev, seg)
         leo = seg.next_offset if seg.next_offset is not None else base
@@ -91,8 +103,8 @@ def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
 
 
 def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: checks_state.StateChecker,
-             active: bool, deep: bool = True) -> tuple[segment_pass.SegmentResult | None, list[Finding]]:
-    """One pass over a segment: its walk, records, epochs and producers, and indexes."""
+             active: bool, deep: bool = True) -> Generator[Walked, None, tuple[SegmentResult | None, list[Finding]]]:
+    """One pass over a segment: its walk, records, epochs and producers, and indexes (its blocks handed out)."""
     path = inv.files.logs[base]
     kinds = {k: inv.files.indexes[(base, k)] for k in ("index", "timeindex", "txnindex")
              if (base, k) in inv.files.indexes}
@@ -102,8 +114,8 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
                                                         active=active)
             records = checks_segments.RecordCheck(buf, str(path)) if deep else None
             checks: list[segment_pass.BlockCheck] = [indexes] if records is None else [records, indexes]
-            seg = segment_pass.scan_segment(buf, path, base, compiled=use_fast_walk(len(buf)), checks=checks,
-                                            state=state)
+            seg = yield from segment_pass.segment_blocks(buf, path, base, compiled=use_fast_walk(len(buf)),
+                                                         checks=checks, state=state)
             found = seg.findings + (records.finish() if records is not None else [])
     except UnreadableInput as e:
         return None, [finding("UNREADABLE_FILE", str(path), message=str(e))]

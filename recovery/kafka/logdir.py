@@ -7,7 +7,7 @@ offset, high watermark and recovery point from the broker's checkpoints.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +23,8 @@ from replog.formats.kafka.segment import SegmentWalk
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from replog.formats.kafka.blocks import BatchBlock
 
 
 @dataclass
@@ -179,8 +181,15 @@ def summarize_segment(path: Path, base_offset: int, fast_threshold: int | None =
             walk = _summarize_fast(buf, summary)
         else:
             walk = _summarize_reference(buf, summary)
-        summary.batch_count, summary.first_offset = walk.batch_count, walk.first_offset
-        summary.valid_bytes, summary.findings = walk.valid_bytes, walk.findings
+        summary_from_walk(summary, walk.batch_count, walk.first_offset, walk.valid_bytes, walk.findings)
+    return summary
+
+
+def summary_from_walk(summary: SegmentSummary, batch_count: int, first_offset: int | None, valid_bytes: int,
+                      findings: list[Finding]) -> SegmentSummary:
+    """What a segment's summary takes from its finished walk rather than from its batches."""
+    summary.batch_count, summary.first_offset = batch_count, first_offset
+    summary.valid_bytes, summary.findings = valid_bytes, findings
     return summary
 
 
@@ -205,18 +214,23 @@ def _timestamps(summary: SegmentSummary, first: int, maximum: int) -> None:
     summary.first_timestamp = first if summary.first_timestamp is None else min(summary.first_timestamp, first)
 
 
-def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> SegmentWalk:
-    """`_summarize_reference` over the kernel's batch blocks (vectorised per block)."""
-    import numpy as np
+class SummaryFold:
+    """`_summarize_reference`'s rules over a walk's blocks, vectorised per block: the next offset,
+    timestamps and epoch starts of the batches recovery keeps. Fed by our own compiled walk, or by
+    a pass that walks the segment for other checks too (a fleet scan rides doctor's)."""
 
-    from replog.formats.kafka.fastwalk import FastWalk
-    walk = FastWalk(buf, summary.path, summary.base_offset)
-    epochs = RisingEpochs()
-    for block in walk.blocks():
-        kept = int(np.searchsorted(block.end, walk.valid_bytes, side="right"))
+    def __init__(self, summary: SegmentSummary) -> None:
+        self.summary, self.epochs = summary, RisingEpochs()
+        summary.epoch_starts = self.epochs.starts
+
+    def feed(self, block: BatchBlock, valid_bytes: int) -> None:
+        """The next block of the segment, with the walk's `valid_bytes` when it was handed out."""
+        import numpy as np
+        kept = int(np.searchsorted(block.end, valid_bytes, side="right"))
         if not kept:
-            continue
+            return
         block = block[:kept]
+        summary = self.summary
         summary.valid_next_offset = int(block.last_offset[-1]) + 1
         max_ts = block.max_timestamp
         stamped = max_ts >= 0
@@ -224,14 +238,27 @@ def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> SegmentWalk:
             first = np.where(block.first_timestamp >= 0, block.first_timestamp, max_ts)[stamped]
             _timestamps(summary, int(first.min()), int(max_ts[stamped].max()))
         v2 = block.magic == 2
-        epochs.feed_columns(block.partition_leader_epoch[v2], block.base_offset[v2])
-    summary.epoch_starts = epochs.starts
+        self.epochs.feed_columns(block.partition_leader_epoch[v2], block.base_offset[v2])
+
+
+def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> SegmentWalk:
+    """`_summarize_reference` over the kernel's batch blocks (`SummaryFold`)."""
+    from replog.formats.kafka.fastwalk import FastWalk
+    walk = FastWalk(buf, summary.path, summary.base_offset)
+    fold = SummaryFold(summary)
+    for block in walk.blocks():
+        fold.feed(block, walk.valid_bytes)
     return walk.reference
 
 
 def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpoints | None = None, *,
-                        fast_threshold: int | None = None) -> PartitionSummary:
-    """Scan one partition dir; offsets from its segments and the broker checkpoints."""
+                        fast_threshold: int | None = None,
+                        summaries: Mapping[int, SegmentSummary] | None = None) -> PartitionSummary:
+    """Scan one partition dir; offsets from its segments and the broker checkpoints.
+
+    `summaries` (by base offset) are segments a caller has already summarised from its own pass
+    (a fleet scan, from doctor's); the others are walked here.
+    """
     p = Path(path)
     parsed = names.parse_partition_dir(p.name)
     if parsed is None:
@@ -243,7 +270,8 @@ def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpo
         part.findings.append(finding("KAFKA_ORPHAN_TEMP_FILE", str(path),
                                      message=f"{seg.transient} file left in the partition"))
     for base, path in files.logs.items():
-        part.segments.append(summarize_segment(path, base, fast_threshold))
+        given = (summaries or {}).get(base)
+        part.segments.append(given if given is not None else summarize_segment(path, base, fast_threshold))
     _read_epoch_checkpoint(p, part)
     _derive_offsets(part, checkpoints or BrokerCheckpoints())
     return part

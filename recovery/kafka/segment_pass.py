@@ -5,14 +5,17 @@ Python object per batch), and each block goes to every check that reads
 batches: the record decode (`deep`), the state checker (sound batches only, in
 log order, with the markers of the few control batches decoded here), and the
 index checks. What the pass keeps of the batches is a handful of numbers
-(`SegmentResult`), so memory does not grow with the segment.
+(`SegmentResult`), so memory does not grow with the segment. `segment_blocks`
+is the same pass handing each block out too (`Walked`), for a caller that
+builds more from the batches (a fleet scan's summary and batch table) without
+walking the segment again.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -52,27 +55,67 @@ class SegmentResult:
     aborted: list[AbortedTxn] = field(default_factory=list)  # ABORT markers met, as the .txnindex holds them
 
 
-def scan_segment(buf: memoryview | bytes, path: Path, base_offset: int, *, compiled: bool,
-                 checks: Iterable[BlockCheck] = (), state: StateFeed | None = None) -> SegmentResult:
-    """Walk `buf` once; every block goes to `checks`, its sound batches to `state`."""
+@dataclass
+class Walked:
+    """One block of a segment's pass, handed out once every check has read it (a view: use it before
+    asking for the next one).
+
+    `valid_bytes` is the walk's when the block is handed out: it already covers the block's rows and,
+    once a batch recovery would stop at is met, never grows again, so `kept` is final.
+    """
+
+    segment: SegmentResult   # still being filled: its path, base offset and size are known
+    block: BatchBlock
+    valid_bytes: int
+
+    @property
+    def kept(self) -> np.ndarray:
+        """Per row: the broker's recovery keeps this batch (it ends within `valid_bytes`)."""
+        return self.block.end <= self.valid_bytes
+
+
+def segment_blocks(buf: memoryview | bytes, path: Path, base_offset: int, *, compiled: bool,
+                   checks: Iterable[BlockCheck] = (),
+                   state: StateFeed | None = None) -> Generator[Walked, None, SegmentResult]:
+    """`scan_segment`, handing out every block after `checks` and `state` have read it; returns the result."""
     walk, blocks = walk_blocks(buf, str(path), base_offset, compiled)
     seg = SegmentResult(path, base_offset, len(buf))
     checks = list(checks)
     for block in blocks:
-        _account(seg, block, walk.valid_bytes)
+        walked = Walked(seg, block, walk.valid_bytes)
+        _account(seg, walked)
         for check in checks:
             check.feed(block)
         if state is not None:
             ok = (block.crc_valid == 1) & (block.magic >= 0) & (block.magic <= 2)
             sound = block if ok.all() else block[ok]  # the common case: no copy
             seg.aborted += state.feed_block(sound, str(path), markers(buf, sound))
+        yield walked
     seg.valid_bytes, seg.end_position, seg.findings = walk.valid_bytes, walk.end_position, list(walk.findings)
     return seg
 
 
-def _account(seg: SegmentResult, block: BatchBlock, valid_bytes: int) -> None:
-    """Fold one block into the result: the decision that a row is kept is final when its block is
-    yielded (after a batch recovery would stop at, `valid_bytes` never grows again)."""
+def scan_segment(buf: memoryview | bytes, path: Path, base_offset: int, *, compiled: bool,
+                 checks: Iterable[BlockCheck] = (), state: StateFeed | None = None) -> SegmentResult:
+    """Walk `buf` once; every block goes to `checks`, its sound batches to `state`."""
+    return drain(segment_blocks(buf, path, base_offset, compiled=compiled, checks=checks, state=state))
+
+
+R = TypeVar("R")
+
+
+def drain(steps: Generator[Any, None, R]) -> R:
+    """Run a pass to its end, dropping what it hands out; what it returns."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def _account(seg: SegmentResult, walked: Walked) -> None:
+    """Fold one block into the result (its kept rows are final, see `Walked`)."""
+    block = walked.block
     if not len(block):
         return
     if seg.first_base_offset is None:
@@ -80,7 +123,7 @@ def _account(seg: SegmentResult, block: BatchBlock, valid_bytes: int) -> None:
     top = int(block.last_offset.max())
     seg.max_last_offset = top if seg.max_last_offset is None else max(seg.max_last_offset, top)
     seg.batch_count += len(block)
-    kept = np.flatnonzero(block.end <= valid_bytes)
+    kept = np.flatnonzero(walked.kept)
     if len(kept):
         seg.next_offset = int(block.last_offset[kept[-1]]) + 1
 

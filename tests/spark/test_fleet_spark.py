@@ -54,9 +54,10 @@ def _g(name: str) -> str:
     return "g" + name.removeprefix("broker-")
 
 
-def test_scan_wrote_every_table(scan) -> None:
+def test_scan_wrote_every_table(scan, session) -> None:
     out, result, *_ = scan
     assert (out / MARKER).is_file()
+    assert session.conf.get("spark.sql.inMemoryColumnarStorage.batchSize", None) is None  # put back as it was
     assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches", "stores"}
     assert result.rows["partitions"] == len(load_table(out, "partitions")) > 30
     assert result.errors > 0 and len(result.log_dirs) == 6
