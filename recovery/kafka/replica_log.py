@@ -299,24 +299,26 @@ class ReplicaLog:
                 return k, cut
         return None
 
-    def cut_at(self, offset: int) -> ReplicaLog:
-        """Keep the batches before the first one reaching `offset`; return the rest (`UnifiedLog.truncateTo`)."""
+    def _parted(self, offset: int) -> tuple[int, Piece | None, ReplicaLog]:
+        """(index of the piece holding the first batch reaching `offset`, what of it lies before,
+        every batch from there on); the index is the piece count when no batch reaches it."""
         found = self.find(offset)
         if found is None:
-            return ReplicaLog()
+            return len(self.pieces), None, ReplicaLog()
         k, cut = found
         head, tail = split(self.pieces[k], cut)
-        removed = ReplicaLog(([tail] if tail else []) + self.pieces[k + 1:])
-        self.pieces[k:] = [head] if head else []
+        return k, head, ReplicaLog(([tail] if tail else []) + self.pieces[k + 1:])
+
+    def cut_at(self, offset: int) -> ReplicaLog:
+        """Keep the batches before the first one reaching `offset`; return the rest (`UnifiedLog.truncateTo`)."""
+        k, head, removed = self._parted(offset)
+        if k < len(self.pieces):
+            self.pieces[k:] = [head] if head else []
         return removed
 
     def from_offset(self, offset: int) -> ReplicaLog:
         """The batches from the first one reaching `offset` on (a view; this log is unchanged)."""
-        found = self.find(offset)
-        if found is None:
-            return ReplicaLog()
-        k, cut = found
-        return ReplicaLog(([t] if (t := split(self.pieces[k], cut)[1]) else []) + self.pieces[k + 1:])
+        return self._parted(offset)[2]
 
     def where(self, keep: Callable[[BatchBlock], np.ndarray]) -> ReplicaLog:
         """The batches `keep` selects (a mask per block), as pieces of consecutive selected batches."""
