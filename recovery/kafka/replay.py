@@ -22,7 +22,7 @@ from replog.recovery.kafka.divergence import (
 )
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import Replica, load_replica
-from replog.recovery.kafka.replica_log import ReplicaLog
+from replog.recovery.kafka.replica_log import Piece, ReplicaLog
 from replog.recovery.naming import parse_named
 from replog.recovery.transcript import Transcript
 
@@ -169,15 +169,17 @@ def sample_keys(batches: ReplicaLog, limit: int = 5) -> list[str]:
         if not piece.file or len(keys) >= limit:
             break
         try:
-            _piece_keys(piece.file, piece, keys, limit)
+            _piece_keys(piece, keys, limit)
         except (FormatError, OSError, ReplogError):
             continue
     return keys
 
 
-def _piece_keys(file: str, piece: Any, keys: list[str], limit: int) -> None:
+def _piece_keys(piece: Piece, keys: list[str], limit: int) -> None:
+    """Add the keys of `piece`'s batches, in order, to `keys` until it holds `limit`."""
     from replog.formats.fileio import mapped
     from replog.formats.kafka.segment import SegmentWalk, batch_records
+    file = piece.file
     with mapped(file) as buf:
         for block in piece.blocks():
             for pos, size in zip(block.position.tolist(), block.size.tolist(), strict=True):
