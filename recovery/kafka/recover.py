@@ -14,6 +14,11 @@ and root checkpoints clamped as the broker clamps them.
 damage, the scan resynchronises on the next plausible v2 header whose CRC
 checks, keeping every valid batch whose offsets are above what was kept.
 
+Memory does not grow with the log: a segment is scanned block by block
+(`walk_blocks`), and what recovery keeps of it is a few byte ranges of whole
+batches and a few numbers (`Segment`), never its batches. The output segments
+are written from those ranges by the streaming writer
+(`segment_writer.SegmentWriter`: kernel-side copies, indexes from columns).
 The output is built in a temporary sibling dir, fsynced, renamed into place,
 re-verified with `diagnose`, and `.replog-complete` is written last.
 """
@@ -24,27 +29,31 @@ import mmap
 import os
 import shutil
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 from crc32c import crc32c
 
 from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.fileio import atomic_write, fsync_dir, mapped, read_small
+from replog.formats.fileio import RELEASE_STEP, atomic_write, fsync_dir, mapped, read_small, release_pages
 from replog.formats.findings import FINDING, Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.blocks import BatchBlock, walk_blocks
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.producer_snapshot import build_producer_snapshot, parse_producer_snapshot
-from replog.formats.kafka.segment import BatchInfo, SegmentWalk
+from replog.formats.kafka.segment import SegmentWalk
 from replog.formats.shape import Field, Shape
 from replog.recovery import outputs
 from replog.recovery.kafka.epoch_cache import EpochCache
-from replog.recovery.kafka.logdir import read_broker_checkpoints
+from replog.recovery.kafka.logdir import read_broker_checkpoints, use_fast_walk
 from replog.recovery.kafka.producer_state import ProducerEntry, ProducerState
-from replog.recovery.kafka.rebuild import rebuild_indexes
+from replog.recovery.kafka.rebuild import EpochRises
+from replog.recovery.kafka.segment_writer import ByteRun, write_segment
 
 COMPLETE_MARKER = outputs.COMPLETE_MARKER
 _MAX_V2_BATCH = 1 << 30
@@ -53,12 +62,37 @@ _HEADER = struct.Struct(">qiibI")
 
 @dataclass
 class Segment:
-    """One output segment: its base offset and the kept batches (positions in `source`)."""
+    """One output segment: its base offset and what it keeps of `source`, as byte ranges of whole batches."""
 
     base_offset: int
     source: Path | None
-    batches: list[BatchInfo] = field(default_factory=list)
+    ranges: list[tuple[int, int]] = field(default_factory=list)  # kept bytes [start, end) of `source`
     scanned: bool = False
+    batches: int = 0                      # kept
+    next_offset: int | None = None        # after the last batch kept
+    max_last_offset: int | None = None    # the highest last offset kept
+
+    def keep(self, block: BatchBlock, rows: np.ndarray | None = None, shift: int = 0) -> BatchBlock:
+        """Keep the block's `rows` (a boolean mask; None: all of them), whose positions are `shift`
+        bytes into `source`; returns the rows kept (positions unshifted).
+
+        Rows of a walk lie back to back, so consecutive kept rows make one range, across blocks too."""
+        kept = block if rows is None or rows.all() else block[rows]
+        if not len(kept):
+            return kept
+        starts, ends = kept.position + shift, kept.end + shift
+        breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+        for first, last in zip([0, *breaks.tolist()], [*(breaks - 1).tolist(), len(kept) - 1], strict=True):
+            start, end = int(starts[first]), int(ends[last])
+            if self.ranges and self.ranges[-1][1] == start:
+                self.ranges[-1] = (self.ranges[-1][0], end)
+            else:
+                self.ranges.append((start, end))
+        self.batches += len(kept)
+        self.next_offset = int(kept.last_offset[-1]) + 1
+        top = int(kept.last_offset.max())
+        self.max_last_offset = top if self.max_last_offset is None else max(self.max_last_offset, top)
+        return kept
 
 
 @dataclass
@@ -132,8 +166,15 @@ def _cleanup_plan(pdir: Path, result: RecoverResult) -> dict[int, Path]:
 
 def _next_offset(path: Path, base: int) -> int:
     with mapped(path) as buf:
-        walk = SegmentWalk(buf, str(path), base).walk()
+        walk, blocks = _walk(buf, path, base)
+        for _ in blocks:
+            pass
         return walk.next_offset if walk.next_offset is not None else base
+
+
+def _walk(buf: memoryview, path: Path, base: int | None) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
+    """A segment's blocks and the walk holding its outcome (compiled when the segment pays for it)."""
+    return walk_blocks(buf, str(path), base, use_fast_walk(len(buf)))
 
 
 def _resync(buf: memoryview, start: int, above: int) -> int | None:
@@ -162,17 +203,31 @@ def _resync(buf: memoryview, start: int, above: int) -> int | None:
     return None
 
 
-def _walk_from(buf: memoryview, path: str, base: int, start: int) -> tuple[list[BatchInfo], int, list[Finding]]:
-    """Valid batches from `start` up to the next damage; (batches, valid end, findings)."""
-    walk = SegmentWalk(buf[start:], str(path), None)
-    batches = []
-    for b in walk.batches():
-        if b.end > walk.valid_bytes:
-            break
-        batches.append(b._replace(position=b.position + start))
-    findings = [finding(f.code, f.path, position=(f.position or 0) + start, offset=f.offset, message=f.message,
-                        severity=f.severity) for f in walk.findings]
-    return batches, start + walk.valid_bytes, findings
+def _region_blocks(buf: memoryview, path: Path, start: int) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
+    """The walk of `buf[start:]` as a segment of its own (no base offset), positions relative to `start`.
+
+    A walk releases the pages behind it only on a whole map; this one releases those of `buf` behind
+    each block it has yielded, so resuming deep into a large segment keeps memory flat all the same."""
+    if not start:
+        return _walk(buf, path, None)
+    walk, blocks = walk_blocks(buf[start:], str(path), None, use_fast_walk(len(buf) - start))
+
+    def released() -> Iterator[BatchBlock]:
+        done = start
+        for block in blocks:
+            yield block
+            end = start + int(block.end[-1]) if len(block) else done
+            release_pages(buf, done, end)
+            done = end
+    return walk, released()
+
+
+def _region_findings(walk: SegmentWalk, start: int, cut: int | None) -> list[Finding]:
+    """The region walk's findings as the segment's (positions from the segment's start), up to the
+    region's first damaged batch (`cut`: its end, relative): the region is read no further."""
+    return [finding(f.code, f.path, position=(f.position or 0) + start, offset=f.offset, message=f.message,
+                    severity=f.severity)
+            for f in walk.findings if cut is None or f.position is None or f.position < cut]
 
 
 # --- the recovery -------------------------------------------------------------------
@@ -199,16 +254,17 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
     logs = _cleanup_plan(pdir, result)
     recovery_point = (cps.recovery_points or {}).get(tp, 0)
     lso_cp = (cps.log_start_offsets or {}).get(tp, 0)
-    segments = _recover_segments(logs, recovery_point, salvage, result)
+    kept = KeptEpochs(lso_cp)
+    segments = _recover_segments(logs, recovery_point, salvage, result, kept)
     leo = _log_end(segments)
     if leo < lso_cp:  # §10.2 step 5: everything deleted, empty log at the checkpointed start
         result.dropped["segments"].extend(str(s.source) for s in segments if s.source)
-        segments, leo = [Segment(lso_cp, None)], lso_cp
+        segments, leo, kept = [Segment(lso_cp, None)], lso_cp, KeptEpochs(lso_cp)
     result.log_end_offset = leo
     result.log_start_offset = max(lso_cp, segments[0].base_offset)
     result.high_watermark = min(max((cps.high_watermarks or {}).get(tp, 0), result.log_start_offset), leo)
     result.recovery_point = min(recovery_point, leo)
-    epochs = _epochs(pdir, segments, leo, lso_cp, result)
+    epochs = _epochs(pdir, kept, leo, lso_cp, result)
     result.epochs = [(e.epoch, e.start_offset) for e in epochs.entries]
     tmp = out.parent / f".{out.name}.replog-partial-{os.getpid()}"
     if tmp.exists():
@@ -229,7 +285,7 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
 
 
 def _recover_segments(logs: dict[int, Path], recovery_point: int, salvage: bool,
-                      result: RecoverResult) -> list[Segment]:
+                      result: RecoverResult, kept: KeptEpochs) -> list[Segment]:
     bases = list(logs)
     if not bases:
         return [Segment(0, None)]
@@ -239,55 +295,74 @@ def _recover_segments(logs: dict[int, Path], recovery_point: int, salvage: bool,
         path = logs[base]
         seg = Segment(base, path, scanned=i >= start)
         with mapped(path) as buf:
-            if not seg.scanned:
-                seg.batches = list(SegmentWalk(buf, str(path), base).batches())
+            if not seg.scanned:  # below the recovery point: kept as it is, every framed batch
+                _, blocks = _walk(buf, path, base)
+                for block in blocks:
+                    kept.feed(seg.keep(block), scanned=False)
             elif salvage:
-                _salvage_segment(buf, seg, segments, result)
+                _salvage_segment(buf, seg, segments, result, kept)
             else:
-                walk = SegmentWalk(buf, str(path), base)
-                all_batches = list(walk.batches())
-                seg.batches = [b for b in all_batches if b.end <= walk.valid_bytes]
+                walk, blocks = _walk(buf, path, base)
+                lost = Lost()
+                for block in blocks:  # a row's fate is final when its block comes: valid_bytes only stops
+                    valid = block.end <= walk.valid_bytes
+                    kept.feed(seg.keep(block, valid), scanned=True)
+                    lost.add(block[~valid])
                 result.findings += walk.findings
                 if walk.valid_bytes < len(buf):
                     segments.append(seg)
-                    _record_truncation(seg, walk.valid_bytes, len(buf), all_batches, bases[i + 1:], logs, result)
+                    _record_truncation(seg, walk.valid_bytes, len(buf), lost, bases[i + 1:], logs, result)
                     return segments
         segments.append(seg)
     return segments
 
 
-def _record_truncation(seg: Segment, valid: int, size: int, framed: list[BatchInfo], later: list[int],
+@dataclass
+class Lost:
+    """The batches a truncation drops, as the report counts them: how many, lowest and highest offsets."""
+
+    batches: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+
+    def add(self, block: BatchBlock) -> None:
+        if not len(block):
+            return
+        self.batches += len(block)
+        low, high = int(block.base_offset.min()), int(block.last_offset.max())
+        self.first_offset = low if self.first_offset is None else min(self.first_offset, low)
+        self.last_offset = high if self.last_offset is None else max(self.last_offset, high)
+
+
+def _record_truncation(seg: Segment, valid: int, size: int, lost: Lost, later: list[int],
                        logs: dict[int, Path], result: RecoverResult) -> None:
-    lost = [b for b in framed if b.end > valid]
     for base in later:
         with mapped(logs[base]) as buf:
-            lost += list(SegmentWalk(buf, str(logs[base]), base).batches())
-    result.truncated_to = seg.batches[-1].next_offset if seg.batches else seg.base_offset
+            _, blocks = _walk(buf, logs[base], base)
+            for block in blocks:
+                lost.add(block)
+    result.truncated_to = seg.next_offset if seg.batches else seg.base_offset
     result.valid_bytes, result.truncated_segment = valid, str(seg.source)
     lost_bytes = (size - valid) + sum(logs[b].stat().st_size for b in later)
     result.dropped.update({
-        "segments": [logs[b].name for b in later], "bytes": lost_bytes, "batches": len(lost),
-        "first_offset": min((b.base_offset for b in lost), default=None),
-        "last_offset": max((b.last_offset for b in lost), default=None)})
+        "segments": [logs[b].name for b in later], "bytes": lost_bytes, "batches": lost.batches,
+        "first_offset": lost.first_offset, "last_offset": lost.last_offset})
 
 
-def _salvage_segment(buf: memoryview, seg: Segment, done: list[Segment], result: RecoverResult) -> None:
+def _salvage_segment(buf: memoryview, seg: Segment, done: list[Segment], result: RecoverResult,
+                     kept: KeptEpochs) -> None:
     """Keep every valid batch of the segment, resynchronising after each damaged region."""
-    above = max((b.last_offset for s in done for b in s.batches), default=-1)
+    above = max((s.max_last_offset for s in done if s.max_last_offset is not None), default=-1)
     pos, size, first_run = 0, len(buf), True
     holes = result.dropped["holes"]
     while pos < size:
-        batches, end, found = _walk_from(buf, str(seg.source), seg.base_offset, pos)
-        batches = [b for b in batches if b.base_offset > above]
-        if first_run:
-            result.findings += found
-        if batches:
-            above = batches[-1].last_offset
-            seg.batches += batches
+        region, end = _salvage_region(buf, seg, pos, above, result if first_run else None, kept)
+        if region.batches:
+            above = cast(int, region.last_offset)
             if not first_run:
-                result.salvaged.append({"first_offset": batches[0].base_offset, "last_offset": batches[-1].last_offset,
-                                        "position": batches[0].position, "segment": str(seg.source),
-                                        "batches": len(batches)})
+                result.salvaged.append({"first_offset": region.first_offset, "last_offset": region.last_offset,
+                                        "position": region.position, "segment": str(seg.source),
+                                        "batches": region.batches})
         if end >= size:
             break
         nxt = _resync(buf, end, above)
@@ -308,23 +383,108 @@ def _salvage_segment(buf: memoryview, seg: Segment, done: list[Segment], result:
         result.valid_bytes = holes[0]["position"]
 
 
+@dataclass
+class Region:
+    """The batches a salvage keeps from one stretch of valid batches (first, last, where, how many)."""
+
+    batches: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    position: int | None = None
+
+
+def _salvage_region(buf: memoryview, seg: Segment, start: int, above: int, report: RecoverResult | None,
+                    kept: KeptEpochs) -> tuple[Region, int]:
+    """Keep the valid batches from `start` up to the next damage whose offsets are above `above`; the
+    region kept and where the damage starts. The region's findings go to `report` when given."""
+    walk, blocks = _region_blocks(buf, cast(Path, seg.source), start)
+    region, cut = Region(), None
+    for block in blocks:
+        valid = block.end <= walk.valid_bytes
+        rows = seg.keep(block, valid & (block.base_offset > above), shift=start)
+        kept.feed(rows, scanned=True)
+        if len(rows):
+            if region.first_offset is None:
+                region.first_offset, region.position = int(rows.base_offset[0]), int(rows.position[0]) + start
+            region.batches += len(rows)
+            region.last_offset = int(rows.last_offset[-1])
+        if not valid.all():  # the damage: the region ends (and is read no further) at its first batch
+            cut = int(block.end[np.argmin(valid)])
+            break
+    if report is not None:
+        report.findings += _region_findings(walk, start, cut)
+    return region, start + walk.valid_bytes
+
+
 def _base_at(buf: memoryview, pos: int) -> int:
     return int.from_bytes(buf[pos:pos + 8], "big", signed=True)
 
 
 def _all_zero(buf: memoryview, start: int, end: int) -> bool:
-    return bytes(buf[start:end]).count(0) == end - start
+    """Whether buf[start:end] is all zeros, read piece by piece (a zero-filled tail can be GiBs)."""
+    for lo in range(start, end, RELEASE_STEP):
+        hi = min(end, lo + RELEASE_STEP)
+        if np.frombuffer(buf[lo:hi], dtype=np.uint8).any():
+            return False
+        release_pages(buf, lo, hi)
+    return True
 
 
 def _log_end(segments: list[Segment]) -> int:
     last = segments[-1]
-    return last.batches[-1].next_offset if last.batches else last.base_offset
+    return last.next_offset if last.next_offset is not None else last.base_offset
 
 
 # --- epochs and producer state ---------------------------------------------------------
 
 
-def _epochs(pdir: Path, segments: list[Segment], leo: int, lso_cp: int, result: RecoverResult) -> EpochCache:
+class EpochSpans:
+    """Per epoch, the lowest and highest base offset of the kept v2 batches at or above the log start
+    that carry it: all `_consistent` needs. A cache maps offsets to epochs by a non-decreasing step
+    function, so it gives every batch of an epoch that epoch iff it gives it to the lowest and the
+    highest. One pair per epoch, whatever the length of the log."""
+
+    def __init__(self, log_start: int) -> None:
+        self.log_start = log_start
+        self.spans: dict[int, tuple[int, int]] = {}
+
+    def feed(self, block: BatchBlock) -> None:
+        rows = (block.magic == 2) & (block.partition_leader_epoch >= 0) & (block.base_offset >= self.log_start)
+        if not rows.any():
+            return
+        epochs, starts = block.partition_leader_epoch[rows], block.base_offset[rows]
+        if epochs.min() == epochs.max():  # the usual block: one epoch
+            self._widen(int(epochs[0]), starts)
+            return
+        for epoch in np.unique(epochs).tolist():
+            self._widen(epoch, starts[epochs == epoch])
+
+    def _widen(self, epoch: int, starts: np.ndarray) -> None:
+        low, high = int(starts.min()), int(starts.max())
+        seen = self.spans.get(epoch)
+        self.spans[epoch] = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
+
+    def consistent_with(self, cache: EpochCache) -> bool:
+        return all(cache.epoch_for_offset(low) == epoch and cache.epoch_for_offset(high) == epoch
+                   for epoch, (low, high) in self.spans.items())
+
+
+class KeptEpochs:
+    """What the epoch rebuild needs of the batches recovery keeps, fed as they are kept: the epoch rises
+    of the scanned segments (replayed onto the checkpoint) and of all of them (the cache rebuilt when
+    the checkpoint contradicts the batches), and the epochs' offset spans (the consistency check)."""
+
+    def __init__(self, log_start: int) -> None:
+        self.scanned, self.every, self.spans = EpochRises(), EpochRises(), EpochSpans(log_start)
+
+    def feed(self, block: BatchBlock, *, scanned: bool) -> None:
+        if scanned:
+            self.scanned.feed(block)
+        self.every.feed(block)
+        self.spans.feed(block)
+
+
+def _epochs(pdir: Path, kept: KeptEpochs, leo: int, lso_cp: int, result: RecoverResult) -> EpochCache:
     """The broker's cache (checkpoint + recovery rule + truncations); rebuilt from the batches
     when the checkpoint contradicts them."""
     cache = EpochCache()
@@ -334,15 +494,12 @@ def _epochs(pdir: Path, segments: list[Segment], leo: int, lso_cp: int, result: 
             cache = EpochCache(checkpoint.parse_leader_epoch_checkpoint(read_small(path)))
         except (FormatError, UnreadableInput, ValueError) as e:
             result.findings.append(finding("KAFKA_CHECKPOINT_INVALID", str(path), message=f"{e}; rebuilt from batches"))
-    for seg in segments:
-        if seg.scanned:
-            _assign_by_recovery_rule(cache, seg.batches)
+    kept.scanned.assign_to(cache)
     cache.truncate_from_end(leo)
     cache.truncate_from_start(lso_cp)
-    if not _consistent(cache, segments, lso_cp):
+    if not kept.spans.consistent_with(cache):
         derived = EpochCache()
-        for seg in segments:
-            _assign_by_recovery_rule(derived, seg.batches)
+        kept.every.assign_to(derived)
         derived.truncate_from_end(leo)
         derived.truncate_from_start(lso_cp)
         result.findings.append(finding("KAFKA_EPOCH_CHECKPOINT_MISMATCH", str(path),
@@ -351,22 +508,6 @@ def _epochs(pdir: Path, segments: list[Segment], leo: int, lso_cp: int, result: 
                                                f"{[tuple(e) for e in derived.entries]}"))
         return derived
     return cache
-
-
-def _assign_by_recovery_rule(cache: EpochCache, batches: list[BatchInfo]) -> None:
-    for b in batches:
-        if b.magic == 2 and b.partition_leader_epoch >= 0 and (
-                cache.latest_epoch is None or b.partition_leader_epoch > cache.latest_epoch):
-            cache.assign(b.partition_leader_epoch, b.base_offset)
-
-
-def _consistent(cache: EpochCache, segments: list[Segment], log_start: int) -> bool:
-    for seg in segments:
-        for b in seg.batches:
-            if b.magic == 2 and b.partition_leader_epoch >= 0 and b.base_offset >= log_start:
-                if cache.epoch_for_offset(b.base_offset) != b.partition_leader_epoch:
-                    return False
-    return True
 
 
 def _seed_producers(pdir: Path, start: int) -> ProducerState:
@@ -396,17 +537,11 @@ def _write_output(tmp: Path, pdir: Path, log_dir: Path, segments: list[Segment],
     bases = [s.base_offset for s in segments]
     snapshot_at = set(bases[-2:])
     for seg in segments:
-        data = _segment_bytes(seg)
         if seg.base_offset in snapshot_at and seg.base_offset != result.log_end_offset:
             _put(part, names.segment_file_name(seg.base_offset, "snapshot"),
                  build_producer_snapshot(producers.snapshot_entries()))
-        infos = list(SegmentWalk(data, "<out>", seg.base_offset).batches())
-        idx = rebuild_indexes(data, seg.base_offset, infos, None, producers)
-        _put(part, names.segment_file_name(seg.base_offset, "log"), data)
-        _put(part, names.segment_file_name(seg.base_offset, "index"), idx.offset_index)
-        _put(part, names.segment_file_name(seg.base_offset, "timeindex"), idx.time_index)
-        if idx.txn_index:
-            _put(part, names.segment_file_name(seg.base_offset, "txnindex"), idx.txn_index)
+        runs = [ByteRun(str(seg.source), start, end, seg.base_offset) for start, end in seg.ranges]
+        write_segment(part, seg.base_offset, runs, producers)
     _put(part, names.segment_file_name(result.log_end_offset, "snapshot"),
          build_producer_snapshot(producers.snapshot_entries()))
     _put(part, names.LEADER_EPOCH_CHECKPOINT, checkpoint.build_leader_epoch_checkpoint(epochs.entries))
@@ -423,13 +558,6 @@ def _write_output(tmp: Path, pdir: Path, log_dir: Path, segments: list[Segment],
     _copy_if_valid(log_dir / names.META_PROPERTIES, tmp, parse_meta_properties)
     fsync_dir(part)
     fsync_dir(tmp)
-
-
-def _segment_bytes(seg: Segment) -> bytes:
-    if seg.source is None or not seg.batches:
-        return b""
-    with mapped(seg.source) as buf:
-        return b"".join(bytes(buf[b.position:b.end]) for b in seg.batches)
 
 
 def _copy_if_valid(src: Path, dest_dir: Path, parse: Any) -> None:

@@ -1,38 +1,36 @@
-"""Writing a complete partition dir a broker can start from.
+"""Writing a complete partition dir a broker can start from, given its batches as bytes.
 
-Given the partition's batches in offset order (as bytes), roll segments the
-way the broker does (`segment.bytes`, 32-bit relative offsets), write each
-`.log` with its rebuilt `.index`, `.timeindex` and `.txnindex`, producer
-snapshots at every roll and at the log end, the `leader-epoch-checkpoint`
-and `partition.metadata`. Every file is written atomically.
+`write_partition` takes the partition's batches in offset order, one batch (or
+legacy entry) per item, joins them once into a temporary file next to the
+output and hands that file to the one writer there is,
+`segment_writer.write_partition_runs`: segments rolled the way the broker
+does, each `.log` with its rebuilt `.index`, `.timeindex` and `.txnindex`,
+producer snapshots at every roll and at the log end, the
+`leader-epoch-checkpoint` and `partition.metadata`, every file atomic.
+
+`roll_segments` is the roll rule in its reference form, over bytes; the writer
+applies it to columns (`segment_writer.roll_rows`) and tests hold them equal.
 """
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from replog.formats.fileio import atomic_write
-from replog.formats.kafka import checkpoint, names
-from replog.formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
-from replog.formats.kafka.producer_snapshot import build_producer_snapshot
+from replog.formats.kafka import batch as v2
 from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.kafka.epoch_cache import EpochCache
-from replog.recovery.kafka.producer_state import ProducerState
-from replog.recovery.kafka.rebuild import INDEX_INTERVAL_BYTES, rebuild_indexes
+from replog.recovery.kafka.rebuild import INDEX_INTERVAL_BYTES
+from replog.recovery.kafka.segment_writer import (
+    DEFAULT_SEGMENT_BYTES,
+    INT32_MAX,
+    ByteRun,
+    WrittenPartition,
+    write_partition_runs,
+)
 
-DEFAULT_SEGMENT_BYTES = 1 << 30
-INT32_MAX = 2**31 - 1
-
-
-@dataclass
-class WrittenPartition:
-    path: str
-    segment_bases: list[int] = field(default_factory=list)
-    log_end_offset: int = 0
-    epochs: EpochCache = field(default_factory=EpochCache)
-    files: list[str] = field(default_factory=list)
+__all__ = ["DEFAULT_SEGMENT_BYTES", "WrittenPartition", "roll_segments", "write_partition"]
 
 
 def _offsets(batch: bytes) -> tuple[int, int]:
@@ -44,7 +42,7 @@ def _offsets(batch: bytes) -> tuple[int, int]:
 
 
 def roll_segments(batches: Sequence[bytes], segment_bytes: int, start_offset: int = 0) -> list[tuple[int, bytes]]:
-    """Group batches into (base offset, bytes) segments as the broker rolls them."""
+    """Group batches into (base offset, bytes) segments as the broker rolls them (the reference rule)."""
     segments: list[tuple[int, list[bytes], int]] = []
     for b in batches:
         first, last_offset = _offsets(b)
@@ -67,33 +65,24 @@ def write_partition(out_dir: str | os.PathLike[str], batches: Sequence[bytes], *
     `epochs` overrides the epoch cache derived from the batches (e.g. a leader
     that was elected but never wrote keeps its entry at the log end).
     """
+    for i, b in enumerate(batches):
+        if not _one_entry(b):
+            raise ValueError(f"item {i} is not one record batch ({len(b)} bytes)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    result = WrittenPartition(str(out), log_end_offset=start_offset)
-    derived, producers = EpochCache(), ProducerState()
-    for base, data in roll_segments(batches, segment_bytes, start_offset) or [(start_offset, b"")]:
-        if result.segment_bases:
-            _write(out, names.segment_file_name(base, "snapshot"),
-                   build_producer_snapshot(producers.snapshot_entries()), result)
-        infos = list(SegmentWalk(data, "<new>", base).batches())
-        idx = rebuild_indexes(data, base, infos, derived, producers, interval)
-        _write(out, names.segment_file_name(base, "log"), data, result)
-        _write(out, names.segment_file_name(base, "index"), idx.offset_index, result)
-        _write(out, names.segment_file_name(base, "timeindex"), idx.time_index, result)
-        if idx.txn_index:
-            _write(out, names.segment_file_name(base, "txnindex"), idx.txn_index, result)
-        result.segment_bases.append(base)
-        result.log_end_offset = idx.next_offset if idx.next_offset is not None else base
-    _write(out, names.segment_file_name(result.log_end_offset, "snapshot"),
-           build_producer_snapshot(producers.snapshot_entries()), result)
-    result.epochs = epochs if epochs is not None else derived
-    _write(out, names.LEADER_EPOCH_CHECKPOINT,
-           checkpoint.build_leader_epoch_checkpoint(result.epochs.entries), result)
-    if topic_id is not None:
-        _write(out, names.PARTITION_METADATA, build_partition_metadata(PartitionMetadata(0, topic_id)), result)
-    return result
+    fd, joined = tempfile.mkstemp(dir=out, prefix=".batches.", suffix=".replog-tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.writelines(batches)
+            size = f.tell()
+        return write_partition_runs(out, [ByteRun(joined, 0, size, start_offset)], segment_bytes=segment_bytes,
+                                    topic_id=topic_id, epochs=epochs, start_offset=start_offset, interval=interval)
+    finally:
+        os.unlink(joined)
 
 
-def _write(out: Path, name: str, data: bytes, result: WrittenPartition) -> None:
-    atomic_write(out / name, data)
-    result.files.append(name)
+def _one_entry(batch: bytes) -> bool:
+    """Whether `batch` is exactly one entry by its length field (the writer rolls entry by entry)."""
+    return (len(batch) >= v2.LOG_OVERHEAD
+            and int.from_bytes(batch[v2.LENGTH_OFFSET:v2.LOG_OVERHEAD], "big", signed=True) + v2.LOG_OVERHEAD
+            == len(batch))

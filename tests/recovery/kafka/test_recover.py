@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replog.formats.errors import UnsafeOutput
 from replog.formats.kafka import checkpoint, names
@@ -141,3 +143,67 @@ def test_unsafe_outputs_are_refused(tmp_path: Path) -> None:
     res = recover_partition(pdir, done, force=True)  # a previous replog output is replaced
     assert res.verified and (done / COMPLETE_MARKER).exists()
     assert not list(tmp_path.glob(".done.replog-*"))
+
+
+def test_salvage_reports_the_first_regions_findings_up_to_its_damage_only(tmp_path: Path) -> None:
+    """Past the first damaged batch the broker's reading stops: later defects are holes, not findings."""
+    pdir, bases = build_log_dir(tmp_path / "in", segment_bytes=1 << 20)
+    log = seg_path(pdir, 0)
+    bs = batches_of(log, 0)
+    flip(log, bs[3].position + 70)
+    flip(log, bs[9].position + 70)
+    res = recover_partition(pdir, tmp_path / "out", salvage=True)
+    crc = [f for f in res.findings if f.code == "KAFKA_BATCH_CRC_MISMATCH"]
+    assert [(f.position, f.offset) for f in crc] == [(bs[3].position, bs[3].base_offset)]
+    assert [(h["position"], h["end_position"]) for h in res.dropped["holes"]] == [
+        (bs[3].position, bs[3].end), (bs[9].position, bs[9].end)]
+    kept = out_batches(tmp_path / "out")
+    assert [b.base_offset for b in kept] == [b.base_offset for i, b in enumerate(bs) if i not in (3, 9)]
+    data = log.read_bytes()
+    assert seg_path(tmp_path / "out" / "t-0", 0).read_bytes() == b"".join(
+        data[b.position:b.end] for i, b in enumerate(bs) if i not in (3, 9))
+
+
+def test_salvage_drops_batches_already_kept_and_writes_the_rest_range_by_range(tmp_path: Path) -> None:
+    """After a hole, batches at or below what was kept are dropped (here a stray repeat of offsets
+    150..154), so the segment's output is several ranges of its file, copied as they are."""
+    from tests.formats.kafka.segments import data_batch
+    extra = [data_batch(200, 5, epoch=3), data_batch(205, 5, epoch=3), data_batch(150, 5, epoch=3),
+             data_batch(210, 5, epoch=3)]
+    pdir, bases = build_log_dir(tmp_path / "in", extra=extra)
+    last = seg_path(pdir, bases[-1])
+    bs = batches_of(last, bases[-1])
+    damaged = next(i for i, b in enumerate(bs) if b.base_offset == 195)
+    flip(last, bs[damaged].position + 70)
+    res = recover_partition(pdir, tmp_path / "out", salvage=True)
+    assert [b.base_offset for b in out_batches(tmp_path / "out")][-5:] == [185, 190, 200, 205, 210]
+    data = last.read_bytes()
+    kept = [b for i, b in enumerate(bs) if i != damaged and b.base_offset != 150]
+    assert seg_path(tmp_path / "out" / "t-0", bases[-1]).read_bytes() == b"".join(data[b.position:b.end] for b in kept)
+    assert res.salvaged == [{"first_offset": 200, "last_offset": 214, "position": bs[damaged].end,
+                             "segment": str(last), "batches": 3}]
+    assert res.log_end_offset == 215 and res.verified
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(-1, 4), st.sampled_from([2, 2, 2, 1])), max_size=30),
+       st.lists(st.tuples(st.integers(0, 5), st.integers(0, 70)), max_size=4), st.integers(0, 30),
+       st.lists(st.integers(0, 30), max_size=3))
+def test_epoch_spans_decide_as_every_batch_would(rows: list[tuple[int, int, int]], entries: list[tuple[int, int]],
+                                                 log_start: int, cuts: list[int]) -> None:
+    """`EpochSpans` (an offset span per epoch) agrees with checking every batch against the cache."""
+    from replog.formats.kafka.blocks import BatchBlock
+    from replog.formats.kafka.segment import BatchInfo
+    from replog.recovery.kafka.epoch_cache import EpochCache
+    from replog.recovery.kafka.recover import EpochSpans
+    infos = [BatchInfo(0, 70, magic, base, base, 1, epoch, 0, True, 0, 0, 0, 0, 0, -1, -1, -1, False, False, False)
+             for base, epoch, magic in rows]
+    cache = EpochCache(entries)
+    every = all(cache.epoch_for_offset(b.base_offset) == b.partition_leader_epoch for b in infos
+                if b.magic == 2 and b.partition_leader_epoch >= 0 and b.base_offset >= log_start)
+    spans = EpochSpans(log_start)
+    block = BatchBlock.from_infos(infos)
+    edges = [0, *sorted(c % (len(infos) + 1) for c in cuts), len(infos)]
+    for a, b in zip(edges, edges[1:], strict=False):
+        spans.feed(block[a:b])
+    assert spans.consistent_with(cache) == every
