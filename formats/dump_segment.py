@@ -42,8 +42,10 @@ from replog.formats.findings import Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
 from replog.formats.kafka.blocks import ROW, BatchBlock, reference_blocks
+from replog.formats.kafka.columns import CHUNK
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
 
+BLOCK_ROWS = CHUNK         # batches a walk hands over at a time
 GROUP_ROWS = 1024          # batches turned into entries at a time
 GROUP_BYTES = 4 << 20      # record payload decoded at a time (compressed batches weigh 8x their size)
 PY_ROWS = 1024             # records turned into Python values at a time
@@ -65,6 +67,7 @@ def segment_entries(path: Path, opts: DumpOptions, progress: Progress | None = N
         pending = _Pending(walk.findings)
         for block in blocks:
             yield from _block_entries(buf, str(path), block, opts, compiled, pending)
+            pending.drop_written()
             if progress and len(block):
                 progress(int(block.end[-1]), len(buf))
         yield from pending.upto(None)
@@ -81,16 +84,21 @@ def _walk(buf: memoryview, path: str, base: int | None, limit: int | None,
     if compiled:
         from replog.formats.kafka.fastwalk import FastWalk
         fast = FastWalk(buf, path, base, limit)
-        return fast.reference, fast.blocks()
+        return fast.reference, fast.blocks(BLOCK_ROWS)
     walk = SegmentWalk(buf, path, base, limit)
-    return walk, reference_blocks(walk, GROUP_ROWS)
+    return walk, reference_blocks(walk, BLOCK_ROWS)
 
 
 class _Pending:
-    """The walk's findings not yet written out (the walk appends; this reads behind it)."""
+    """The walk's findings not yet written out: the walk appends, this reads behind it and drops what
+    it handed out, so a log of millions of damaged batches holds one block's findings at a time."""
 
     def __init__(self, found: list[Finding]) -> None:
         self.found, self.next = found, 0
+
+    def drop_written(self) -> None:
+        del self.found[:self.next]
+        self.next = 0
 
     def upto(self, position: int | None) -> Iterator[Entry]:
         """Findings at or before `position` (all of them for None)."""

@@ -5,6 +5,7 @@ import tempfile
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -39,6 +40,7 @@ def walk_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     if request.param == "compiled" and not fastwalk.HAVE_NUMBA:
         pytest.skip("numba not installed")
     monkeypatch.setattr(dump_segment, "FAST_WALK_BYTES", 0 if request.param == "compiled" else 1 << 62)
+    monkeypatch.setattr(dump_segment, "BLOCK_ROWS", 5)
     monkeypatch.setattr(dump_segment, "GROUP_ROWS", 3)
     monkeypatch.setattr(dump_segment, "GROUP_BYTES", 200)
     monkeypatch.setattr(dump_segment, "PY_ROWS", 2)
@@ -121,6 +123,31 @@ def test_entries_are_produced_as_they_are_read(monkeypatch: pytest.MonkeyPatch, 
     assert [e["kind"] for e in first] == ["batch", "record", "batch"]
     assert sum(decoded) <= dump_segment.GROUP_ROWS
     assert sum(1 for _ in dump_segment.segment_entries(path, DumpOptions(deep=True))) == 10000
+
+
+def test_findings_are_dropped_once_written(walk_kind: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every batch damaged: the walk's finding list holds about a block's findings, not the log's."""
+    damaged = bytearray(segment(*(data_batch(i, 1) for i in range(300))))
+    walks: list[SegmentWalk] = []
+    real = dump_segment._walk
+
+    def keep(*args: Any) -> Any:
+        walk, blocks = real(*args)
+        walks.append(walk)
+        return walk, blocks
+
+    monkeypatch.setattr(dump_segment, "_walk", keep)
+    size = len(data_batch(0, 1))
+    for k in range(300):
+        damaged[k * size + size - 1] ^= 1  # the last byte is under the CRC
+    path = tmp_path / SEG
+    path.write_bytes(bytes(damaged))
+    most = 0
+    for entry in dump_segment.segment_entries(path, DumpOptions()):
+        most = max(most, len(walks[0].findings))
+        assert entry["kind"] in ("batch", "finding")
+    assert most <= 2 * dump_segment.BLOCK_ROWS
+    assert_same_dump(path, DumpOptions())
 
 
 def test_a_block_row_gives_the_batch_entry_of_its_batch_info() -> None:
