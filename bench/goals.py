@@ -1,26 +1,29 @@
 """The whole-command goals of the issues, measured in one run, each as a ratio to a peer or a peak.
 
-Inputs (`bench.partitions`, under `--inputs DIR` kept and reused):
+Inputs (`bench.partitions`, kept and reused under `--inputs DIR`):
 - one partition of `size` bytes of 100-record batches ("large") and one of 1-record batches ("tiny");
   one tiny partition of `small` bytes;
-- three replicas of `size` (and of `small`) bytes of 1-record batches that diverge near the end.
+- three replicas of `size` (and of `small`) bytes of 1-record batches that diverge near the end;
+- a 9 MiB partition and replica set that warm a process up (imports, compiled kernels' first calls).
 
-Goals (`GOALS`):
-- doctor: `diagnose` in process, and the `doctor` command with its start-up subtracted, evidence
-  hashes included, against aiokafka's compiled batch walk + CRC over the same segments' bytes
-  (read into memory first, outside its time): aiokafka seconds / doctor seconds >= 1.0 on both
-  shapes. Also doctor / replog's compiled walk (<= 2.0, the earlier goal).
-- rss: peak resident set of `ls`, `doctor`, `recover`, `dump --deep` on the tiny partitions, and
-  `replay`, `repair` on the replica sets, each a fresh process (`/usr/bin/time`'s %M where it exists),
-  at `small` and at `size`: under its limit at both sizes, so memory does not grow with the log.
-- replay: `replay_paths` of the three replicas in process / replog's compiled walk of their segments
-  (<= 1.5); the command's peak RSS (< 500 MiB).
+Goals (`GOALS`), every replog measurement in a fresh process (`bench.children`: peak RSS, CPU
+seconds, killed past `--rss-cap`), so a command whose memory grows cannot take the machine down:
+- doctor: `diagnose` timed inside a warmed-up process, and the `doctor` command less the start-up
+  (`startup_seconds`), evidence hashes included, against aiokafka's compiled batch walk + CRC over
+  the same segments' bytes (read into memory first, outside its time): aiokafka seconds / doctor
+  seconds >= 1.0 on both shapes. Also doctor / replog's compiled walk (<= 2.0, the earlier goal).
+- rss: peak resident set of `ls`, `doctor`, `recover`, `dump --deep` on the tiny partitions and of
+  `replay`, `repair` on the replica sets, at `small` and at `size`: under its limit at both sizes,
+  memory not growing with the log.
+- replay: `replay_paths` of the three replicas timed inside a warmed-up process / replog's compiled
+  walk of their segments (<= 1.5); the command's peak RSS (< 500 MiB).
 - repair: `cp -r` of the three replicas, and `cp` + fsync of every copied file (repair fsyncs its
-  outputs), over the `repair` command with its start-up subtracted (>= 0.5).
+  outputs), over the `repair` command less the start-up (>= 0.5).
 - spark (`--spark`): fleet scan (`local[2]`, start-up excluded) MB/s per core / the walk's (>= 0.6).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -35,17 +38,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bench import inputs, partitions, peers
+from bench.children import DEFAULT_CAP_MIB, python_run, replog_run
 from replog.formats.fileio import mapped
 from replog.formats.kafka import names
 
 T = TypeVar("T")
 MiB = 1 << 20
 TOPIC = "bench"
+WARM = 9 * MiB  # above the 8 MiB from which commands take their compiled paths
 SHAPES = {"large": inputs.SHAPES[0], "tiny": inputs.SHAPES[1]}
 GOALS = {"doctor": (">=", 1.0), "doctor_walk": ("<=", 2.0), "replay": ("<=", 1.5), "repair": (">=", 0.5),
          "spark": (">=", 0.6)}
 RSS_LIMIT_MIB = {"ls": 300, "doctor": 300, "recover": 300, "dump --deep": 300, "replay": 500, "repair": 300}
-GNU_TIME = Path("/usr/bin/time")
 
 
 # --- inputs -------------------------------------------------------------------------
@@ -70,13 +74,13 @@ def prepare(root: Path, size: int, small: int) -> tuple[Inputs, dict[str, float]
     root.mkdir(parents=True, exist_ok=True)
     built: dict[str, float] = {}
     parts: dict[str, Path] = {}
-    for shape, nbytes in [("large", size), ("tiny", size), ("tiny", small)]:
+    for shape, nbytes in [("large", size), ("tiny", size), ("tiny", small), ("tiny", WARM)]:
         key = f"{shape}-{label(nbytes)}"
         pdir = root / f"partition-{key}" / f"{TOPIC}-0"
         built[key] = _once(pdir.parent, partial(partitions.build_partition, pdir, SHAPES[shape], nbytes))
         parts[key] = pdir
     reps: dict[int, list[Path]] = {}
-    for nbytes in sorted({small, size}):
+    for nbytes in sorted({small, size, WARM}):
         home = root / f"replicas-tiny-{label(nbytes)}"
         built[f"replicas-{label(nbytes)}"] = _once(
             home, partial(partitions.build_replicas, home, nbytes, SHAPES["tiny"], topic=TOPIC))
@@ -106,12 +110,15 @@ def nbytes(files: list[tuple[Path, int]]) -> int:
     return sum(p.stat().st_size for p, _ in files)
 
 
+def specs(pdirs: list[Path]) -> list[str]:
+    return [f"{p.parent.name}={p}" for p in pdirs]
+
+
 # --- timing -------------------------------------------------------------------------
 
 
 def timed(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
-    """Best wall time of `repeat` runs (the inputs are in the page cache: the walks run first) and
-    the last run's result."""
+    """Best wall time of `repeat` runs and the last run's result (inputs in the page cache: walks run first)."""
     times = []
     for _ in range(max(repeat, 1)):
         t = time.perf_counter()
@@ -145,51 +152,6 @@ def aiokafka_seconds(files: list[tuple[Path, int]], repeat: int) -> float:
     return total
 
 
-@dataclass(frozen=True)
-class Run:
-    """One command in a fresh process: wall and CPU (user + system) seconds, peak resident set, exit code.
-    The CPU seconds say what a loaded machine's wall clock may stretch."""
-
-    seconds: float
-    cpu_seconds: float
-    peak_rss_mib: float
-    returncode: int
-    stderr: str
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3),
-                               "peak_rss_mib": round(self.peak_rss_mib, 1), "returncode": self.returncode}
-        if self.returncode not in (0, 1):
-            out["error"] = self.stderr[-300:]
-        return out
-
-
-def replog_command() -> list[str]:
-    return [str(Path(sys.executable).with_name("replog"))]
-
-
-def run_command(args: list[str], stdout: Path = Path(os.devnull)) -> Run:
-    """`replog ARGS` as a child; its own peak RSS from GNU time's %M (a child's `ru_maxrss` would
-    start from this process's peak), else from `wait4` (then an upper bound)."""
-    with tempfile.TemporaryDirectory(prefix="replog-run-") as tmp:
-        stats, err = Path(tmp) / "time", Path(tmp) / "stderr"
-        cmd = replog_command() + args
-        if GNU_TIME.exists():
-            cmd = [str(GNU_TIME), "-f", "%M %U %S", "-o", str(stats), *cmd]
-        with open(stdout, "wb") as out, open(err, "wb") as errors:
-            started = time.perf_counter()
-            proc = subprocess.Popen(cmd, stdout=out, stderr=errors)
-            _, status, usage = os.wait4(proc.pid, 0)
-            seconds = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if GNU_TIME.exists():  # its last line (a failed command's status line comes first)
-            kib, user, system = stats.read_text().split("\n")[-2].split()
-            peak, cpu = int(kib) / 1024, float(user) + float(system)
-        else:
-            peak, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
-        return Run(seconds, cpu, peak, proc.returncode, err.read_text(errors="replace"))
-
-
 STARTUP = ("import replog.toolkit.cli, replog.toolkit.commands, replog.toolkit.doctor_view, replog.recovery.doctor, "
            "replog.recovery.kafka.replay, replog.recovery.kafka.repair; "
            "from replog.formats.kafka import batch, fastwalk, fastrecords; "
@@ -200,11 +162,36 @@ STARTUP = ("import replog.toolkit.cli, replog.toolkit.commands, replog.toolkit.d
 def startup_seconds(repeat: int = 3) -> float:
     """What a command pays before it reads its input: the interpreter, replog's imports and the
     compiled kernels' first calls (numba's cache warm), in a fresh process."""
-    root = Path(__file__).resolve().parent.parent
+    return best(lambda: subprocess.run([sys.executable, "-c", STARTUP], check=True), repeat)
 
-    def once() -> None:
-        subprocess.run([sys.executable, "-c", STARTUP], cwd=root, check=True)
-    return best(once, repeat)
+
+# Timed inside a child after a warm-up on the 9 MiB inputs: in process, start-up excluded.
+DOCTOR_IN_PROCESS = """
+import json, sys, time
+from replog.recovery.doctor import diagnose
+warm, target, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+diagnose([warm])
+times = []
+for _ in range(repeat):
+    t = time.perf_counter()
+    report = diagnose([target])
+    times.append(time.perf_counter() - t)
+print(json.dumps({"seconds": min(times), "errors": report.summary["errors"]}))
+"""
+
+REPLAY_IN_PROCESS = """
+import json, sys, time
+from replog.recovery.kafka.replay import replay_paths
+warm, target, repeat = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+replay_paths(warm)
+times = []
+for _ in range(repeat):
+    t = time.perf_counter()
+    result = replay_paths(target)
+    times.append(time.perf_counter() - t)
+print(json.dumps({"seconds": min(times), "leader": result.leader.name,
+                  "lost_records": sum(sum(b.count for b in r.lost) for r in result.replicas)}))
+"""
 
 
 @contextmanager
@@ -219,85 +206,98 @@ def scratch(root: Path, name: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _ratio(name: str, value: float) -> dict[str, Any]:
+def _ratio(name: str, numerator: float | None, denominator: float | None) -> dict[str, Any]:
+    """numerator / denominator against the goal; no ratio where a side is missing (a failed run)."""
     op, target = GOALS[name]
+    if not numerator or not denominator or denominator <= 0:
+        return {"ratio": None, "goal": f"{op} {target}", "met": False}
+    value = numerator / denominator
     met = value <= target if op == "<=" else value >= target
     return {"ratio": round(value, 3), "goal": f"{op} {target}", "met": met}
+
+
+def _net(command: dict[str, Any], startup: float) -> float | None:
+    """A finished command's seconds less the start-up (None when it failed or took less)."""
+    ok = command["returncode"] in (0, 1) and "killed_over_mib" not in command
+    net = command["seconds"] - startup
+    return round(net, 3) if ok and net > 0 else None
 
 
 # --- the goals ------------------------------------------------------------------------
 
 
-def doctor_goal(pdir: Path, startup: float, repeat: int) -> dict[str, Any]:
-    """doctor (in process, and the command less its start-up) against aiokafka's walk + CRC."""
-    from replog.recovery.doctor import diagnose
+def doctor_goal(data: Inputs, shape: str, size: int, startup: float, repeat: int, cap: int) -> dict[str, Any]:
+    """doctor (timed in a warmed-up process, and the command less its start-up) vs aiokafka's walk + CRC."""
+    pdir = data.partition(shape, size)
     files = log_files([pdir])
     walk = best(lambda: walk_files(files), repeat + 1)  # also brings the segments into the page cache
     peer = aiokafka_seconds(files, repeat)
-    in_process, report = timed(lambda: diagnose([pdir]), repeat)
-    command = run_command(["doctor", str(pdir), "--format", "json"])
-    net = command.seconds - startup
+    child = python_run(DOCTOR_IN_PROCESS, [str(data.partition("tiny", WARM)), str(pdir), str(repeat)], cap)
+    command = replog_run(["doctor", str(pdir), "--format", "json"], cap).to_dict()
+    seconds, net = child.result.get("seconds"), _net(command, startup)
     out = {"bytes": nbytes(files), "aiokafka_seconds": round(peer, 3), "walk_seconds": round(walk, 3),
-           "doctor_seconds": round(in_process, 3), "command": command.to_dict(), "command_net_seconds": round(net, 3),
-           "errors": report.summary["errors"], **_ratio("doctor", peer / in_process)}
-    # a command on a small input can take less than the start-up measured apart: no ratio then
-    out["command_ratio"] = round(peer / net, 3) if net > 0 else None
-    out["met"] = out["met"] and (net <= 0 or peer / net >= GOALS["doctor"][1])
-    out["walk_ratio"] = _ratio("doctor_walk", in_process / walk)
+           "doctor_seconds": None if seconds is None else round(seconds, 3), "process": child.to_dict(),
+           "errors": child.result.get("errors"), "command": command, "command_net_seconds": net,
+           **_ratio("doctor", peer, seconds)}
+    command_ratio = _ratio("doctor", peer, net)
+    out["command_ratio"], out["met"] = command_ratio["ratio"], out["met"] and command_ratio["met"]
+    out["walk_ratio"] = _ratio("doctor_walk", seconds, walk)
     return out
 
 
-def rss_goal(data: Inputs, sizes: list[int]) -> list[dict[str, Any]]:
+def rss_goal(data: Inputs, sizes: list[int], cap: int, progress: Callable[[str], None]) -> list[dict[str, Any]]:
     """Peak RSS of every command, each in a fresh process, on the inputs of every size."""
     rows = []
     for size in sizes:
         pdir = data.partition("tiny", size)
         logs = [str(p) for p, _ in log_files([pdir])]
-        specs = [f"{p.parent.name}={p}" for p in data.replicas[size]]
         with scratch(data.root, "out") as out:
             commands = {"ls": ["ls", str(pdir), "--format", "json"],
                         "doctor": ["doctor", str(pdir), "--format", "json"],
                         "recover": ["recover", str(pdir), "--out", str(out / "recover"), "--format", "json"],
                         "dump --deep": ["dump", *logs, "--deep", "--format", "jsonl"],
-                        "replay": ["replay", *specs, "--format", "json"],
-                        "repair": ["repair", *specs, "--out", str(out / "repair"), "--format", "json"]}
+                        "replay": ["replay", *specs(data.replicas[size]), "--format", "json"],
+                        "repair": ["repair", *specs(data.replicas[size]), "--out", str(out / "repair"),
+                                   "--format", "json"]}
             for name, args in commands.items():
-                run = run_command(args)
+                run = replog_run(args, cap)
                 shutil.rmtree(out / name, ignore_errors=True)
                 limit = RSS_LIMIT_MIB[name]
-                rows.append({"command": name, "input": f"{'replicas' if name in ('replay', 'repair') else 'tiny'}"
-                             f"-{label(size)}", "bytes": size, **run.to_dict(), "limit_mib": limit,
-                             "met": run.peak_rss_mib < limit and run.returncode in (0, 1)})
+                kind = "replicas" if name in ("replay", "repair") else "tiny"
+                rows.append({"command": name, "input": f"{kind}-{label(size)}", "bytes": size, **run.to_dict(),
+                             "limit_mib": limit, "met": run.ok and run.peak_rss_mib < limit})
+                progress(f"rss {name} {kind}-{label(size)}: {run.to_dict()}")
     return rows
 
 
-def replay_goal(pdirs: list[Path], rss: dict[str, Any], repeat: int) -> dict[str, Any]:
-    """replay_paths of the three replicas / the compiled walk of their segments; the command's RSS."""
-    from replog.recovery.kafka.replay import replay_paths
+def replay_goal(data: Inputs, size: int, command: dict[str, Any], repeat: int, cap: int) -> dict[str, Any]:
+    """replay_paths of the three replicas (timed in a warmed-up process) / the compiled walk of their segments."""
+    pdirs = data.replicas[size]
     files = log_files(pdirs)
     walk = best(lambda: walk_files(files), repeat)
-    specs = [f"{p.parent.name}={p}" for p in pdirs]
-    seconds, result = timed(lambda: replay_paths(specs), repeat)
-    out = {"bytes": nbytes(files), "seconds": round(seconds, 3), "walk_seconds": round(walk, 3),
-           **_ratio("replay", seconds / walk), "leader": result.leader.name,
-           "lost_records": sum(sum(b.count for b in r.lost) for r in result.replicas),
-           "command": rss, "rss_limit_mib": RSS_LIMIT_MIB["replay"]}
-    out["met"] = out["met"] and rss["peak_rss_mib"] < RSS_LIMIT_MIB["replay"]
+    child = python_run(REPLAY_IN_PROCESS, [json.dumps(specs(data.replicas[WARM])), json.dumps(specs(pdirs)),
+                                           str(repeat)], cap)
+    seconds = child.result.get("seconds")
+    out = {"bytes": nbytes(files), "seconds": None if seconds is None else round(seconds, 3),
+           "walk_seconds": round(walk, 3), "process": child.to_dict(), **_ratio("replay", seconds, walk),
+           "leader": child.result.get("leader"), "lost_records": child.result.get("lost_records"),
+           "command": command, "rss_limit_mib": RSS_LIMIT_MIB["replay"]}
+    out["met"] = out["met"] and command["met"]
     return out
 
 
-def repair_goal(root: Path, pdirs: list[Path], rss: dict[str, Any], startup: float) -> dict[str, Any]:
+def repair_goal(data: Inputs, size: int, command: dict[str, Any], startup: float) -> dict[str, Any]:
     """`cp -r` (and `cp` + fsync) of the three replicas / the repair command less its start-up."""
-    with scratch(root, "cp") as out:
-        out.mkdir()
-        cp = best(lambda: _cp(pdirs, out, sync=False), 1)
-    with scratch(root, "cp") as out:
-        out.mkdir()
-        cp_sync = best(lambda: _cp(pdirs, out, sync=True), 1)
-    net = max(rss["seconds"] - startup, 1e-3)  # a repair never takes less than its start-up: it writes files
-    return {"bytes": nbytes(log_files(pdirs)), "command": rss, "command_net_seconds": round(net, 3),
-            "cp_seconds": round(cp, 3), "cp_sync_seconds": round(cp_sync, 3), **_ratio("repair", cp / net),
-            "sync_ratio": round(cp_sync / net, 3)}
+    pdirs = data.replicas[size]
+    times = {}
+    for name, sync in (("cp", False), ("cp_sync", True)):
+        with scratch(data.root, "cp") as out:
+            out.mkdir()
+            times[name] = best(partial(_cp, pdirs, out, sync), 1)
+    net = _net(command, startup)
+    return {"bytes": nbytes(log_files(pdirs)), "command": command, "command_net_seconds": net,
+            "cp_seconds": round(times["cp"], 3), "cp_sync_seconds": round(times["cp_sync"], 3),
+            **_ratio("repair", times["cp"], net), "sync_ratio": _ratio("repair", times["cp_sync"], net)["ratio"]}
 
 
 def _cp(pdirs: list[Path], out: Path, sync: bool) -> None:
@@ -309,23 +309,41 @@ def _cp(pdirs: list[Path], out: Path, sync: bool) -> None:
         subprocess.run(["sync", *copied], check=True)
 
 
-def measure(size: int, small: int, repeat: int = 1, spark: bool = False,
-            inputs_dir: Path | None = None) -> dict[str, Any]:
-    """Every goal on inputs of `size` (and `small`) bytes, built under `inputs_dir` (kept) or a temp dir."""
+def measure(size: int, small: int, repeat: int = 1, spark: bool = False, inputs_dir: Path | None = None,
+            cap_mib: int = DEFAULT_CAP_MIB) -> dict[str, Any]:
+    """Every goal on inputs of `size` (and `small`) bytes, built under `inputs_dir` (kept) or a temp dir.
+    Progress goes to stderr as each measurement ends; a goal that fails says why and the others go on."""
+    def progress(text: str) -> None:
+        print(f"[goals] {text}", file=sys.stderr, flush=True)
+
     with _root(inputs_dir) as root:
         data, built = prepare(root, size, small)
+        progress(f"inputs under {root}: {built}")
         startup = startup_seconds()
         out: dict[str, Any] = {"inputs": {"root": str(root), "size_bytes": size, "small_bytes": small,
                                           "build_seconds": built},
-                               "startup_seconds": round(startup, 3)}
-        out["doctor"] = {shape: doctor_goal(data.partition(shape, size), startup, repeat) for shape in SHAPES}
-        out["rss"] = rss_goal(data, sorted({small, size}))
+                               "startup_seconds": round(startup, 3), "rss_cap_mib": cap_mib}
+        out["doctor"] = {}
+        for shape in SHAPES:
+            out["doctor"][shape] = _guard(partial(doctor_goal, data, shape, size, startup, repeat, cap_mib))
+            progress(f"doctor {shape}: {out['doctor'][shape]}")
+        out["rss"] = rss_goal(data, sorted({small, size}), cap_mib, progress)
         at_size = {r["command"]: r for r in out["rss"] if r["bytes"] == size}
-        out["replay"] = replay_goal(data.replicas[size], at_size["replay"], repeat)
-        out["repair"] = repair_goal(root, data.replicas[size], at_size["repair"], startup)
+        out["replay"] = _guard(lambda: replay_goal(data, size, at_size["replay"], repeat, cap_mib))
+        progress(f"replay: {out['replay']}")
+        out["repair"] = _guard(lambda: repair_goal(data, size, at_size["repair"], startup))
+        progress(f"repair: {out['repair']}")
         if spark:
-            out["spark"] = spark_goal(root, data.replicas[small])
+            out["spark"] = _guard(lambda: spark_goal(root, data.replicas[small]))
     return out
+
+
+def _guard(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A goal's figures, or what stopped it: one goal failing never loses the others'."""
+    try:
+        return fn()
+    except Exception as err:  # noqa: BLE001 - a measurement harness reports, it does not stop
+        return {"error": f"{type(err).__name__}: {err}"[:300], "met": False}
 
 
 @contextmanager
@@ -364,4 +382,4 @@ def spark_goal(root: Path, pdirs: list[Path], cores: int = 2) -> dict[str, Any]:
     walk_mb_s = nbytes_walked / walk_seconds / 1e6
     return {"seconds": round(seconds, 3), "startup_seconds": round(startup, 1), "bytes": 4 * nbytes_walked,
             "cores": cores, "mb_s_per_core": round(per_core, 1), "walk_mb_s": round(walk_mb_s, 1),
-            **_ratio("spark", per_core / walk_mb_s)}
+            **_ratio("spark", per_core, walk_mb_s)}

@@ -150,44 +150,55 @@ def _met(ok: bool) -> str:
     return "yes" if ok else "[bold red]NO[/]"
 
 
+def _cell(value: Any, fmt: str = "") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
 def render_goals(console: Any, found: dict[str, Any]) -> None:
     """The goals as two tables: ratios to peers, and peak RSS per command and input size."""
     from rich.table import Table
     size = found["inputs"]["size_bytes"] / MiB
-    table = Table(title=f"command goals ({size:g} MiB inputs, start-up {found['startup_seconds']} s subtracted "
-                        "from commands)")
+    table = Table(title=f"command goals ({size:g} MiB inputs; commands less a {found['startup_seconds']} s start-up)")
     for col in ("goal", "replog s", "peer", "peer s", "ratio", "target", "met"):
         table.add_column(col, justify="left" if col in ("goal", "peer") else "right")
+    rows = []
     for shape, g in found["doctor"].items():
-        table.add_row(f"doctor {shape} (in process)", f"{g['doctor_seconds']}", "aiokafka walk+CRC",
-                      f"{g['aiokafka_seconds']}", f"{g['ratio']:.2f}", g["goal"], _met(g["ratio"] >= 1.0))
-        ratio = g["command_ratio"]
-        table.add_row(f"doctor {shape} (command)", f"{g['command_net_seconds']}", "aiokafka walk+CRC",
-                      f"{g['aiokafka_seconds']}", "start-up dominates" if ratio is None else f"{ratio:.2f}",
-                      g["goal"], "" if ratio is None else _met(ratio >= 1.0))
-        w = g["walk_ratio"]
-        table.add_row(f"doctor {shape} / replog walk", f"{g['doctor_seconds']}", "replog compiled walk",
-                      f"{g['walk_seconds']}", f"{w['ratio']:.2f}", w["goal"], _met(w["met"]))
-    r = found["replay"]
-    table.add_row("replay of 3 (in process)", f"{r['seconds']}", "replog compiled walk", f"{r['walk_seconds']}",
-                  f"{r['ratio']:.2f}", r["goal"], _met(r["met"]))
-    p = found["repair"]
-    table.add_row("repair of 3 (command)", f"{p['command_net_seconds']}", "cp -r", f"{p['cp_seconds']}",
-                  f"{p['ratio']:.2f}", p["goal"], _met(p["met"]))
-    table.add_row("repair of 3 (command)", f"{p['command_net_seconds']}", "cp -r + fsync", f"{p['cp_sync_seconds']}",
-                  f"{p['sync_ratio']:.2f}", p["goal"], _met(p["sync_ratio"] >= 0.5))
-    if "spark" in found:
-        s = found["spark"]
-        table.add_row("fleet scan MB/s per core", f"{s['mb_s_per_core']}", "replog walk MB/s", f"{s['walk_mb_s']}",
-                      f"{s['ratio']:.2f}", s["goal"], _met(s["met"]))
+        if "error" in g:
+            rows.append((f"doctor {shape}", g["error"], "", "", None, "", False))
+            continue
+        rows += [(f"doctor {shape} (in process)", g["doctor_seconds"], "aiokafka walk+CRC", g["aiokafka_seconds"],
+                  g["ratio"], g["goal"], g["ratio"] is not None and g["ratio"] >= 1.0),
+                 (f"doctor {shape} (command)", g["command_net_seconds"], "aiokafka walk+CRC", g["aiokafka_seconds"],
+                  g["command_ratio"], g["goal"], g["command_ratio"] is not None and g["command_ratio"] >= 1.0),
+                 (f"doctor {shape} / replog walk", g["doctor_seconds"], "replog compiled walk", g["walk_seconds"],
+                  g["walk_ratio"]["ratio"], g["walk_ratio"]["goal"], g["walk_ratio"]["met"])]
+    r, p = found["replay"], found["repair"]
+    if "error" not in r:
+        rows.append(("replay of 3 (in process)", r["seconds"], "replog compiled walk", r["walk_seconds"],
+                     r["ratio"], r["goal"], r["met"]))
+    if "error" not in p:
+        rows += [("repair of 3 (command)", p["command_net_seconds"], "cp -r", p["cp_seconds"], p["ratio"],
+                  p["goal"], p["met"]),
+                 ("repair of 3 (command)", p["command_net_seconds"], "cp -r + fsync", p["cp_sync_seconds"],
+                  p["sync_ratio"], p["goal"], p["sync_ratio"] is not None and p["sync_ratio"] >= 0.5)]
+    s = found.get("spark")
+    if s and "error" not in s:
+        rows.append(("fleet scan MB/s per core", s["mb_s_per_core"], "replog walk MB/s", s["walk_mb_s"], s["ratio"],
+                     s["goal"], s["met"]))
+    for goal, mine, peer, theirs, ratio, target, met in rows:
+        table.add_row(goal, _cell(mine), peer, _cell(theirs), _cell(ratio, ".2f"), target, _met(met))
     console.print(table)
-    rss = Table(title="peak RSS of each command, a fresh process per run")
-    for col in ("command", "input", "s", "peak RSS MiB", "limit", "exit", "met"):
-        rss.add_column(col, justify="left" if col in ("command", "input") else "right")
+    rss = Table(title=f"peak RSS of each command, a fresh process per run (killed past {found['rss_cap_mib']} MiB)")
+    for col in ("command", "input", "s", "CPU s", "peak RSS MiB", "limit", "exit", "met"):
+        rss.add_column(col, justify="left" if col in ("command", "input") else "right", no_wrap=True)
     for row in found["rss"]:
-        rss.add_row(row["command"], row["input"], f"{row['seconds']}", f"{row['peak_rss_mib']}",
+        peak = f"> {row['killed_over_mib']} (killed)" if "killed_over_mib" in row else f"{row['peak_rss_mib']}"
+        rss.add_row(row["command"], row["input"], f"{row['seconds']}", f"{row['cpu_seconds']}", peak,
                     f"< {row['limit_mib']}", f"{row['returncode']}", _met(row["met"]))
     console.print(rss)
+    for name in ("replay", "repair", "spark"):
+        if "error" in found.get(name, {}):
+            console.print(f"[red]{name}: {found[name]['error']}[/]")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--goal-repeat", type=int, default=1, help="best of N for in-process goal timings")
     parser.add_argument("--inputs", type=Path, default=None,
                         help="build the goal inputs here and keep them (reused when already built)")
+    parser.add_argument("--rss-cap", type=int, default=None,
+                        help="MiB past which a measured command is killed (default 4096)")
     parser.add_argument("--spark", action="store_true", help="also the Spark fleet-scan goal (local[2])")
     args = parser.parse_args(argv)
     size = args.size if args.size is not None else (0.25 if args.quick else 32)
@@ -217,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_goals:
         from bench import goals
         report["goals"] = goals.measure(int(goal_size * MiB), int(goal_small * MiB), args.goal_repeat, args.spark,
-                                        args.inputs)
+                                        args.inputs, args.rss_cap or goals.DEFAULT_CAP_MIB)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
