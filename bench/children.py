@@ -98,7 +98,8 @@ class _Watchdog(threading.Thread):
         while not self.done.wait(_POLL_SECONDS):
             if tree_rss_mib(self.pid) > self.cap_mib:
                 self.killed = True
-                for p in [*_descendants(self.pid), self.pid]:
+                # the measured command is a descendant when GNU time wraps it: time then reports its peak
+                for p in _descendants(self.pid) or [self.pid]:
                     try:
                         os.kill(p, signal.SIGKILL)
                     except OSError:

@@ -4,7 +4,8 @@ Inputs (`bench.partitions`, kept and reused under `--inputs DIR`):
 - one partition of `size` bytes of 100-record batches ("large") and one of 1-record batches ("tiny");
   one tiny partition of `small` bytes;
 - three replicas of `size` (and of `small`) bytes of 1-record batches that diverge near the end;
-- a 9 MiB partition and replica set that warm a process up (imports, compiled kernels' first calls).
+- 9 MiB partitions of each shape and a replica set that warm a process up (imports, the compiled
+  kernels' first calls) before a timing inside it.
 
 Goals (`GOALS`), every replog measurement in a fresh process (`bench.children`: peak RSS, CPU
 seconds, killed past `--rss-cap`), so a command whose memory grows cannot take the machine down:
@@ -74,7 +75,7 @@ def prepare(root: Path, size: int, small: int) -> tuple[Inputs, dict[str, float]
     root.mkdir(parents=True, exist_ok=True)
     built: dict[str, float] = {}
     parts: dict[str, Path] = {}
-    for shape, nbytes in [("large", size), ("tiny", size), ("tiny", small), ("tiny", WARM)]:
+    for shape, nbytes in [("large", size), ("tiny", size), ("tiny", small), ("large", WARM), ("tiny", WARM)]:
         key = f"{shape}-{label(nbytes)}"
         pdir = root / f"partition-{key}" / f"{TOPIC}-0"
         built[key] = _once(pdir.parent, partial(partitions.build_partition, pdir, SHAPES[shape], nbytes))
@@ -232,7 +233,7 @@ def doctor_goal(data: Inputs, shape: str, size: int, startup: float, repeat: int
     files = log_files([pdir])
     walk = best(lambda: walk_files(files), repeat + 1)  # also brings the segments into the page cache
     peer = aiokafka_seconds(files, repeat)
-    child = python_run(DOCTOR_IN_PROCESS, [str(data.partition("tiny", WARM)), str(pdir), str(repeat)], cap)
+    child = python_run(DOCTOR_IN_PROCESS, [str(data.partition(shape, WARM)), str(pdir), str(repeat)], cap)
     command = replog_run(["doctor", str(pdir), "--format", "json"], cap).to_dict()
     seconds, net = child.result.get("seconds"), _net(command, startup)
     out = {"bytes": nbytes(files), "aiokafka_seconds": round(peer, 3), "walk_seconds": round(walk, 3),

@@ -22,6 +22,8 @@ def test_peak_rss_is_the_child_s_own() -> None:
 def test_a_child_past_the_cap_is_killed() -> None:
     run = children.run_child([sys.executable, "-c", HOLD + "; time.sleep(30)", "300"], cap_mib=100)
     assert run.killed_over_mib == 100 and not run.ok and run.seconds < 25
+    if children.GNU_TIME.exists():
+        assert run.peak_rss_mib > 100  # the killed command's own peak, as GNU time saw it
     assert run.to_dict()["killed_over_mib"] == 100
 
 
