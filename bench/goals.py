@@ -205,6 +205,10 @@ def scratch(root: Path, name: str) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+        try:
+            path.parent.rmdir()  # the last one out leaves the inputs dir as it was
+        except OSError:
+            pass
 
 
 def _ratio(name: str, numerator: float | None, denominator: float | None) -> dict[str, Any]:
