@@ -1,4 +1,4 @@
-"""Run every contender on every input in one process, best-of-N, and report.
+"""Run every contender on every input in one process, best-of-N, then the command goals, and report.
 
 Timings are wall-clock (`time.perf_counter`), best of N after one warm-up run
 (which also pays numba's first-call cost, measured separately as `first_call_s`).
@@ -74,7 +74,8 @@ def scan_rss(path: Path) -> float:
     return round(float(out.stdout), 1)
 
 
-def run(size_mb: float, repeat: int, budget: float, replica_mb: float = 64, spark: bool = False) -> dict[str, Any]:
+def run(size_mb: float, repeat: int, budget: float) -> dict[str, Any]:
+    """Every contender on every input shape of `size_mb` MB."""
     report: dict[str, Any] = {"machine": machine(), "size_mb": size_mb, "repeat": repeat, "inputs": {},
                               "results": [], "ratios": {}}
     report["first_call_s"] = first_call_seconds()
@@ -90,8 +91,6 @@ def run(size_mb: float, repeat: int, budget: float, replica_mb: float = 64, spar
         report["scan_peak_rss_mib"] = {"input": "large", "bytes": files["large"][0].stat().st_size,
                                        "peak_rss_mib": scan_rss(files["large"][0])}
     report["ratios"] = ratios(report["results"])
-    from bench import goals
-    report["goals"] = goals.measure(int(replica_mb * MiB), repeat, spark)
     report["peak_rss_mib"] = round(peak_rss_mib(), 1)
     return report
 
@@ -130,51 +129,108 @@ def render_table(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
     console = Console()
-    table = Table(title=f"replog bench — {report['machine']['uname']}, {report['machine']['nproc']} cpus")
-    for col in ("task", "input", "impl", "MB/s", "records/s", "replog ×", "peak RSS MiB"):
-        table.add_column(col, justify="left" if col in ("task", "input", "impl") else "right")
-    for r in report["results"]:
-        ratio = report["ratios"].get(r["task"], {}).get(r["input"], {}).get(r["impl"])
-        table.add_row(r["task"], r["input"], r["impl"], r.get("error") or f"{r['mb_s']:,.0f}",
-                      "" if r.get("records_s") is None else f"{r['records_s']:,}",
-                      "" if ratio is None else f"{ratio:.2f}", f"{r.get('peak_rss_mib', '')}")
-    console.print(table)
-    render_goals(console, report["goals"])
-    console.print(f"first call (import, walk, decode) s: {report['first_call_s']}")
-    console.print(f"chunked mmap scan peak RSS: {report['scan_peak_rss_mib']}")
-    console.print(f"process peak RSS: {report['peak_rss_mib']} MiB")
+    if "results" in report:
+        table = Table(title=f"replog bench — {report['machine']['uname']}, {report['machine']['nproc']} cpus")
+        for col in ("task", "input", "impl", "MB/s", "records/s", "replog ×", "peak RSS MiB"):
+            table.add_column(col, justify="left" if col in ("task", "input", "impl") else "right")
+        for r in report["results"]:
+            ratio = report["ratios"].get(r["task"], {}).get(r["input"], {}).get(r["impl"])
+            table.add_row(r["task"], r["input"], r["impl"], r.get("error") or f"{r['mb_s']:,.0f}",
+                          "" if r.get("records_s") is None else f"{r['records_s']:,}",
+                          "" if ratio is None else f"{ratio:.2f}", f"{r.get('peak_rss_mib', '')}")
+        console.print(table)
+        console.print(f"first call (import, walk, decode) s: {report['first_call_s']}")
+        console.print(f"chunked mmap scan peak RSS: {report['scan_peak_rss_mib']}")
+        console.print(f"process peak RSS: {report['peak_rss_mib']} MiB")
+    if "goals" in report:
+        render_goals(console, report["goals"])
+
+
+def _met(ok: bool) -> str:
+    return "yes" if ok else "[bold red]NO[/]"
+
+
+def _cell(value: Any, fmt: str = "") -> str:
+    return "-" if value is None else format(value, fmt)
 
 
 def render_goals(console: Any, found: dict[str, Any]) -> None:
+    """The goals as two tables: ratios to peers, and peak RSS per command and input size."""
     from rich.table import Table
-    table = Table(title=f"command goals: 3 replicas of {found['replica_bytes'] / MiB:.0f} MiB, "
-                        f"{found['segments']} segments")
-    for col in ("goal", "command s", "baseline walk s", "ratio", "target", "met"):
-        table.add_column(col, justify="left" if col == "goal" else "right")
-    labels = {"doctor": "doctor / walk of its segments", "replay": "replay of 3 / walk of the 3",
-              "spark": "fleet scan MB/s per core / walk MB/s"}
-    for name, g in found.items():
-        if isinstance(g, dict):
-            base = g.get("walk_seconds", f"{g.get('walk_mb_s')} MB/s")
-            table.add_row(labels[name], f"{g['seconds']}", f"{base}", f"{g['ratio']:.2f}", g["goal"],
-                          "yes" if g["met"] else "NO")
+    size = found["inputs"]["size_bytes"] / MiB
+    table = Table(title=f"command goals ({size:g} MiB inputs; commands less a {found['startup_seconds']} s start-up)")
+    for col in ("goal", "replog s", "peer", "peer s", "ratio", "target", "met"):
+        table.add_column(col, justify="left" if col in ("goal", "peer") else "right")
+    rows = []
+    for shape, g in found["doctor"].items():
+        if "error" in g:
+            rows.append((f"doctor {shape}", g["error"], "", "", None, "", False))
+            continue
+        rows += [(f"doctor {shape} (in process)", g["doctor_seconds"], "aiokafka walk+CRC", g["aiokafka_seconds"],
+                  g["ratio"], g["goal"], g["ratio"] is not None and g["ratio"] >= 1.0),
+                 (f"doctor {shape} (command)", g["command_net_seconds"], "aiokafka walk+CRC", g["aiokafka_seconds"],
+                  g["command_ratio"], g["goal"], g["command_ratio"] is not None and g["command_ratio"] >= 1.0),
+                 (f"doctor {shape} / replog walk", g["doctor_seconds"], "replog compiled walk", g["walk_seconds"],
+                  g["walk_ratio"]["ratio"], g["walk_ratio"]["goal"], g["walk_ratio"]["met"])]
+    r, p = found["replay"], found["repair"]
+    if "error" not in r:
+        rows.append(("replay of 3 (in process)", r["seconds"], "replog compiled walk", r["walk_seconds"],
+                     r["ratio"], r["goal"], r["met"]))
+    if "error" not in p:
+        rows += [("repair of 3 (command)", p["command_net_seconds"], "cp -r", p["cp_seconds"], p["ratio"],
+                  p["goal"], p["met"]),
+                 ("repair of 3 (command)", p["command_net_seconds"], "cp -r + fsync", p["cp_sync_seconds"],
+                  p["sync_ratio"], p["goal"], p["sync_ratio"] is not None and p["sync_ratio"] >= 0.5)]
+    s = found.get("spark")
+    if s and "error" not in s:
+        rows.append(("fleet scan MB/s per core", s["mb_s_per_core"], "replog walk MB/s", s["walk_mb_s"], s["ratio"],
+                     s["goal"], s["met"]))
+    for goal, mine, peer, theirs, ratio, target, met in rows:
+        table.add_row(goal, _cell(mine), peer, _cell(theirs), _cell(ratio, ".2f"), target, _met(met))
     console.print(table)
+    rss = Table(title=f"peak RSS of each command, a fresh process per run (killed past {found['rss_cap_mib']} MiB)")
+    for col in ("command", "input", "s", "CPU s", "peak RSS MiB", "limit", "exit", "met"):
+        rss.add_column(col, justify="left" if col in ("command", "input") else "right", no_wrap=True)
+    for row in found["rss"]:
+        peak = f"> {row['killed_over_mib']} (killed)" if "killed_over_mib" in row else f"{row['peak_rss_mib']}"
+        rss.add_row(row["command"], row["input"], f"{row['seconds']}", f"{row['cpu_seconds']}", peak,
+                    f"< {row['limit_mib']}", f"{row['returncode']}", _met(row["met"]))
+    console.print(rss)
+    for name in ("replay", "repair", "spark"):
+        if "error" in found.get(name, {}):
+            console.print(f"[red]{name}: {found[name]['error']}[/]")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--quick", action="store_true", help="small inputs, one timed run: a few seconds")
-    parser.add_argument("--size", type=float, default=None, help="MB per input (default 32; --quick 0.25)")
+    parser.add_argument("--size", type=float, default=None, help="MB per peer input (default 32; --quick 0.25)")
     parser.add_argument("--repeat", type=int, default=None, help="best of N (default 5; --quick 1)")
-    parser.add_argument("--replica-size", type=float, default=None,
-                        help="MiB per replica for the doctor/replay goals (default 64; --quick 1)")
+    parser.add_argument("--goals", action="store_true", help="only the whole-command goals (no peer table)")
+    parser.add_argument("--no-goals", action="store_true", help="only the peer table")
+    parser.add_argument("--goal-size", type=float, default=None,
+                        help="MiB per partition and replica for the command goals (default 2048; --quick 1)")
+    parser.add_argument("--goal-small", type=float, default=None,
+                        help="MiB of the smaller inputs the RSS goal compares with (default 200; --quick 0.25)")
+    parser.add_argument("--goal-repeat", type=int, default=1, help="best of N for in-process goal timings")
+    parser.add_argument("--inputs", type=Path, default=None,
+                        help="build the goal inputs here and keep them (reused when already built)")
+    parser.add_argument("--rss-cap", type=int, default=None,
+                        help="MiB past which a measured command is killed (default 4096)")
     parser.add_argument("--spark", action="store_true", help="also the Spark fleet-scan goal (local[2])")
     args = parser.parse_args(argv)
     size = args.size if args.size is not None else (0.25 if args.quick else 32)
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 5)
-    replica = args.replica_size if args.replica_size is not None else (1 if args.quick else 64)
-    report = run(size, repeat, budget=1.0 if args.quick else 6.0, replica_mb=replica, spark=args.spark)
+    goal_size = args.goal_size if args.goal_size is not None else (1 if args.quick else 2048)
+    goal_small = args.goal_small if args.goal_small is not None else (0.25 if args.quick else 200)
+    report: dict[str, Any] = {"machine": machine()}
+    if not args.goals:
+        report = run(size, repeat, budget=1.0 if args.quick else 6.0)
+    if not args.no_goals:
+        from bench import goals
+        report["goals"] = goals.measure(int(goal_size * MiB), int(goal_small * MiB), args.goal_repeat, args.spark,
+                                        args.inputs, args.rss_cap or goals.DEFAULT_CAP_MIB)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:

@@ -21,7 +21,9 @@ import errno
 import functools
 import os
 import secrets
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from crc32c import crc32c
 from replog.formats.fileio import RELEASE_STEP, _test_crash_point, fsync_dir, mapped, release_pages
 
 COPY_CHUNK = 1 << 20       # the read/write fallback's piece
+MAX_PENDING = 2            # copies waiting for the copy thread
 # The errors by which a copy method says it cannot serve these two files (filesystems, kernels,
 # sandboxes): the next method is tried. Any other error is a real I/O failure and is raised.
 _UNSUPPORTED = frozenset({errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM})
@@ -90,8 +93,11 @@ def _create_unique(target: Path) -> tuple[int, Path]:
 class OutputFile:
     """A file being assembled under a unique temporary name; `commit` verifies and renames it into place.
 
-    Bytes go in by `write` or by `copy` (a range of a `SourceFile`), in order, appended. `method` is
-    the copy method in use: it steps down `METHODS` when one is unavailable and stays there.
+    Bytes go in by `write` or by `copy` (a range of a `SourceFile`), in order, appended. Copies run on a
+    thread of their own, in order, while the caller goes on (reading the next input, say): the kernel
+    copies on one core while the caller computes on the other. At most `MAX_PENDING` wait; an error of
+    one is raised by the next call. `method` is the copy method in use: it steps down `METHODS` when
+    one is unavailable and stays there.
     """
 
     def __init__(self, path: str | os.PathLike[str], method: str = METHODS[0]) -> None:
@@ -100,8 +106,11 @@ class OutputFile:
         self.size = self.crc = 0
         self.committed = False
         self.method = method
+        self._copier: ThreadPoolExecutor | None = None
+        self._pending: deque[Future[None]] = deque()
 
     def write(self, data: bytes | memoryview) -> None:
+        self._wait(0)
         view = memoryview(data)
         while view:
             view = view[os.write(self.fd, view):]
@@ -109,18 +118,35 @@ class OutputFile:
         self.size += len(data)
 
     def copy(self, source: SourceFile, start: int, end: int) -> None:
-        """Append `source` bytes [start, end), copied by the kernel; checksummed from the source's map."""
+        """Append `source` bytes [start, end), copied by the kernel; checksummed now, from the source's
+        map (whose pages a caller that just read them has in memory)."""
         if not 0 <= start <= end <= len(source.buf):
             raise ValueError(f"{source.path}: range {start}..{end} is outside the file's {len(source.buf)} bytes")
-        done = start
-        while done < end:
-            n = self._copy_some(source.fd, done, end - done)
-            if n == 0:
-                raise OSError(f"{source.path}: ended at {done} while copying {start}..{end} (did it shrink?)")
-            done += n
-        _writeback()(self.fd, self.size, end - start)
         self.crc = crc32c(source.buf[start:end], self.crc)
-        self.size += end - start
+        at, self.size = self.size, self.size + end - start
+        if self._copier is None:
+            self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replog-copy")
+        src = os.dup(source.fd)  # the copy's own descriptor: the caller may close the source before it runs
+        self._pending.append(self._copier.submit(self._copy_range, src, source.path, start, end, at))
+        self._wait(MAX_PENDING)
+
+    def _wait(self, pending: int) -> None:
+        """Let the copies run until at most `pending` are left; raise the error of one that failed."""
+        while len(self._pending) > pending:
+            self._pending.popleft().result()
+
+    def _copy_range(self, src: int, path: str, start: int, end: int, at: int) -> None:
+        """On the copy thread: `src` bytes [start, end) to the output's end (`at`), then start their writeback."""
+        try:
+            done = start
+            while done < end:
+                n = self._copy_some(src, done, end - done)
+                if n == 0:
+                    raise OSError(f"{path}: ended at {done} while copying {start}..{end} (did it shrink?)")
+                done += n
+            _writeback()(self.fd, at, end - start)
+        finally:
+            os.close(src)
 
     def _copy_some(self, src: int, offset: int, count: int) -> int:
         """Copy up to `count` bytes at `offset` of `src` to the output's end; how many were copied."""
@@ -141,12 +167,17 @@ class OutputFile:
                 self.method = METHODS[METHODS.index(self.method) + 1]
 
     def commit(self) -> None:
-        """fsync, check the bytes read back, rename over the target, fsync the directory."""
-        os.fsync(self.fd)
+        """Check the bytes read back, fsync, rename over the target, fsync the directory.
+
+        The check reads what the kernel holds for the file, before or after the fsync alike; before
+        it, the disk goes on writing back meanwhile, and the fsync has less left to wait for."""
+        self._wait(0)
+        self._stop_copier()
         crc, size = self._read_back()
         if (crc, size) != (self.crc, self.size):
             raise VerificationError(f"{self.path}: {size} bytes read back with CRC-32C {crc:#010x}, "
                                     f"{self.size} bytes with {self.crc:#010x} were copied and written")
+        os.fsync(self.fd)
         os.close(self.fd)
         self.fd = -1
         _test_crash_point()
@@ -164,8 +195,17 @@ class OutputFile:
                 release_pages(buf, start, start + RELEASE_STEP)
             return crc, len(buf)
 
+    def _stop_copier(self) -> None:
+        """Let the copy thread finish the (at most `MAX_PENDING`) copies it has and end it; their errors
+        are dropped (`commit` has raised them already, `discard` does not care)."""
+        if self._copier is not None:
+            self._copier.shutdown(wait=True)
+            self._copier = None
+        self._pending.clear()
+
     def discard(self) -> None:
         """Drop the temporary file (after a failure); a no-op once committed."""
+        self._stop_copier()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1

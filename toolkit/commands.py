@@ -13,6 +13,7 @@ from replog.toolkit.output import (
     print_repaired,
     resolve,
     write_json,
+    write_json_array,
     write_jsonl,
 )
 from replog.toolkit.progress import byte_progress
@@ -43,7 +44,7 @@ def run_dump(make_entries: Entries, fmt: Format | None, print_data: bool) -> int
         if fmt is Format.jsonl:
             write_jsonl(entries)
         elif fmt is Format.json:
-            write_json(list(entries))
+            write_json_array(entries)
         else:
             print_entries(entries, Console(highlight=False, soft_wrap=True), print_data)
     return EXIT_FINDINGS if errors[0] else EXIT_CLEAN

@@ -46,8 +46,15 @@ def _default(o: Any) -> Any:
     raise TypeError(f"cannot encode {type(o).__name__}")
 
 
+# what `json.dumps` builds on every call, built once: a dump encodes millions of entries
+_ENCODERS = {indent: json.JSONEncoder(default=_default, indent=indent, ensure_ascii=False) for indent in (None, 2)}
+
+
 def dumps(obj: Any, indent: int | None = None) -> str:
-    return json.dumps(obj, default=_default, indent=indent, ensure_ascii=False)
+    encoder = _ENCODERS.get(indent)
+    if encoder is None:
+        return json.dumps(obj, default=_default, indent=indent, ensure_ascii=False)
+    return encoder.encode(obj)
 
 
 def write_jsonl(entries: Iterable[Any]) -> None:
@@ -55,6 +62,23 @@ def write_jsonl(entries: Iterable[Any]) -> None:
     for e in entries:
         out.write(dumps(e))
         out.write("\n")
+    out.flush()
+
+
+def write_json_array(entries: Iterable[Any]) -> None:
+    """`write_json(list(entries))`, byte for byte, written as the entries come: none is held.
+
+    An item of an indented array is the item indented on its own, one level
+    deeper; JSON text has no raw newline inside a string, so every newline of
+    it starts a line to indent.
+    """
+    out = sys.stdout
+    sep = "[\n  "
+    for e in entries:
+        out.write(sep)
+        out.write(dumps(e, indent=2).replace("\n", "\n  "))
+        sep = ",\n  "
+    out.write("[]\n" if sep == "[\n  " else "\n]\n")
     out.flush()
 
 

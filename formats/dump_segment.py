@@ -1,0 +1,254 @@
+"""`dump` of a segment (`.log`, KRaft `.checkpoint`), streamed from the walk's column blocks.
+
+A 2 GiB segment of one-record batches is 24 M batch entries and as many record
+entries, so nothing is collected: the walk's `BatchBlock`s are cut into groups
+of at most `GROUP_ROWS` batches and about `GROUP_BYTES` of record payload; a
+group's records are decoded into columns by the record kernel
+(`fastrecords.record_columns`) and turned into entries one group at a time, as
+the consumer asks for them. Memory holds one block's columns and one group's
+Python objects, whatever the size of the log.
+
+The walk's findings come in its order, each before the entry of the first batch
+at or after its position, which is where the batch-by-batch walk yields them.
+A group whose records the kernel cannot all decode (damage, unknown magic) is
+dumped batch by batch through the reference decoder, whose findings are the
+answer. `reference_segment_entries` is the whole dump batch by batch through
+`SegmentWalk`: the oracle the tests hold the columnar dump to.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from replog.formats.dump_checks import FAST_WALK_BYTES
+from replog.formats.dump_entries import (
+    DumpOptions,
+    Entry,
+    Progress,
+    RecordBatch,
+    batch_entry,
+    batch_row_entry,
+    finding_entry,
+    record_entry,
+)
+from replog.formats.errors import FormatError
+from replog.formats.fileio import mapped
+from replog.formats.findings import Finding, finding
+from replog.formats.kafka import batch as v2
+from replog.formats.kafka import names
+from replog.formats.kafka.blocks import ROW, BatchBlock, reference_blocks
+from replog.formats.kafka.columns import CHUNK
+from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
+
+BLOCK_ROWS = CHUNK         # batches a walk hands over at a time
+GROUP_ROWS = 1024          # batches turned into entries at a time
+GROUP_BYTES = 4 << 20      # record payload decoded at a time (compressed batches weigh 8x their size)
+PY_ROWS = 1024             # records turned into Python values at a time
+_POSITION = ROW["position"]
+RecordEntries = Callable[[int], Iterator[Entry]]  # a group's row -> the record entries of that batch
+
+
+def segment_base(path: Path) -> int | None:
+    """The base offset in a `.log` file's name (None for other names: nothing to check against)."""
+    seg = names.parse_segment_file_name(path.name)
+    return seg.base_offset if seg and seg.kind == "log" else None
+
+
+def segment_entries(path: Path, opts: DumpOptions, progress: Progress | None = None) -> Iterator[Entry]:
+    """Every `batch` (and with `opts.records`, `record`) and `finding` entry of one segment, in file order."""
+    with mapped(path) as buf:
+        compiled = len(buf) >= FAST_WALK_BYTES and _have_numba()
+        walk, blocks = _walk(buf, str(path), segment_base(path), opts.max_bytes, compiled)
+        pending = _Pending(walk.findings)
+        for block in blocks:
+            yield from _block_entries(buf, str(path), block, opts, compiled, pending)
+            pending.drop_written()
+            if progress and len(block):
+                progress(int(block.end[-1]), len(buf))
+        yield from pending.upto(None)
+
+
+def _have_numba() -> bool:
+    from replog.formats.kafka.fastwalk import HAVE_NUMBA
+    return HAVE_NUMBA
+
+
+def _walk(buf: memoryview, path: str, base: int | None, limit: int | None,
+          compiled: bool) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
+    """The blocks of a walk (compiled, or the reference's batches grouped) and the walk holding its findings."""
+    if compiled:
+        from replog.formats.kafka.fastwalk import FastWalk
+        fast = FastWalk(buf, path, base, limit)
+        return fast.reference, fast.blocks(BLOCK_ROWS)
+    walk = SegmentWalk(buf, path, base, limit)
+    return walk, reference_blocks(walk, BLOCK_ROWS)
+
+
+class _Pending:
+    """The walk's findings not yet written out: the walk appends, this reads behind it and drops what
+    it handed out, so a log of millions of damaged batches holds one block's findings at a time."""
+
+    def __init__(self, found: list[Finding]) -> None:
+        self.found, self.next = found, 0
+
+    def drop_written(self) -> None:
+        del self.found[:self.next]
+        self.next = 0
+
+    def upto(self, position: int | None) -> Iterator[Entry]:
+        """Findings at or before `position` (all of them for None)."""
+        found = self.found
+        while self.next < len(found):
+            at = found[self.next].position
+            if position is not None and at is not None and at > position:
+                return
+            yield finding_entry(found[self.next])
+            self.next += 1
+
+
+def _block_entries(buf: memoryview, path: str, block: BatchBlock, opts: DumpOptions, compiled: bool,
+                   pending: _Pending) -> Iterator[Entry]:
+    keep = _in_range(block, opts)
+    weight = np.where(keep, block.size * np.where(block.codec == 0, 1, 8), 0) if opts.records else None
+    for lo, hi in _groups(len(block), weight):
+        group = block[lo:hi]
+        kept = keep[lo:hi]
+        records = _group_records(buf, path, group, kept, opts, compiled) if opts.records else None
+        for i, (row, wanted) in enumerate(zip(group.cols.T.tolist(), kept.tolist(), strict=True)):
+            if pending.next < len(pending.found):
+                yield from pending.upto(row[_POSITION])
+            if wanted:
+                yield batch_row_entry(path, row)
+                if records is not None:
+                    yield from records(i)
+
+
+def _in_range(block: BatchBlock, opts: DumpOptions) -> np.ndarray:
+    """Batches `--from-offset`/`--to-offset` keep: ending at or after the first, starting at or before the last."""
+    keep = np.ones(len(block), dtype=bool)
+    if opts.from_offset is not None:
+        keep &= block.last_offset >= opts.from_offset
+    if opts.to_offset is not None:
+        keep &= block.base_offset <= opts.to_offset
+    return keep
+
+
+def _groups(rows: int, weight: np.ndarray | None) -> Iterator[tuple[int, int]]:
+    """[lo, hi) row ranges of at most `GROUP_ROWS` rows and about `GROUP_BYTES` of weight (never empty)."""
+    if weight is None:
+        for lo in range(0, rows, GROUP_ROWS):
+            yield lo, min(lo + GROUP_ROWS, rows)
+        return
+    total = np.cumsum(weight)
+    lo = 0
+    while lo < rows:
+        before = int(total[lo - 1]) if lo else 0
+        hi = int(np.searchsorted(total, before + GROUP_BYTES, side="right"))
+        hi = min(max(hi, lo + 1), lo + GROUP_ROWS)
+        yield lo, hi
+        lo = hi
+
+
+# --- records ------------------------------------------------------------------------
+
+
+def _group_records(buf: memoryview, path: str, group: BatchBlock, kept: np.ndarray, opts: DumpOptions,
+                   compiled: bool) -> RecordEntries:
+    """The record entries of each batch of a group: from the kernel's columns when it decodes every
+    kept batch cleanly, else batch by batch through the reference decoder."""
+    rows = np.flatnonzero(kept)
+    if compiled and len(rows):
+        chosen = group[rows]
+        if ((chosen.magic >= 0) & (chosen.magic <= 2)).all():
+            from replog.formats.kafka.fastrecords import record_columns
+            table, found = record_columns(buf, path, chosen)
+            if not found:
+                return _ColumnRecords(path, group, table, opts).entries
+    return lambda i: reference_record_entries(buf, path, group.row(i), opts)
+
+
+class _ColumnRecords:
+    """A group's records as columns, handed out batch by batch in file order."""
+
+    def __init__(self, path: str, group: BatchBlock, table: pa.Table, opts: DumpOptions) -> None:
+        at = table.column("position").to_numpy()
+        self.start = np.searchsorted(at, group.position, side="left").tolist()
+        self.stop = np.searchsorted(at, group.position, side="right").tolist()
+        self.batches = [RecordBatch(p, t, bool(c)) for p, t, c in zip(
+            group.position.tolist(), group.timestamp_type.tolist(), group.is_control.tolist(), strict=True)]
+        self.path, self.opts, self.rows = path, opts, _python_rows(table)
+
+    def entries(self, i: int) -> Iterator[Entry]:
+        """Batch `i`'s record entries; every record of it is read, so the next batch starts at its own."""
+        path, opts, batch = self.path, self.opts, self.batches[i]
+        low, high, stopped = opts.from_offset, opts.to_offset, False
+        for offset, timestamp, sequence, key, value, headers in islice(self.rows, self.stop[i] - self.start[i]):
+            if stopped or (low is not None and offset < low):
+                continue
+            if high is not None and offset > high:
+                stopped = True  # as the reference's `break`: the rest of this batch is past the range
+                continue
+            yield record_entry(path, batch, offset, timestamp, sequence, key, value,
+                               [(h["key"], h["value"]) for h in headers], opts)
+
+
+def _python_rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:
+    """(offset, timestamp, sequence, key, value, headers) of every record, `PY_ROWS` converted at a time."""
+    for lo in range(0, table.num_rows, PY_ROWS):
+        part = table.slice(lo, PY_ROWS)
+        yield from zip(*(part.column(name).to_pylist()
+                         for name in ("offset", "timestamp", "sequence", "key", "value", "headers")), strict=True)
+
+
+# --- the reference: batch by batch ---------------------------------------------------------
+
+
+def reference_segment_entries(path: Path, opts: DumpOptions, progress: Progress | None = None) -> Iterator[Entry]:
+    """`segment_entries` through `SegmentWalk`, a `BatchInfo` and `Record`s per batch (the tests' oracle)."""
+    with mapped(path) as buf:
+        walk = SegmentWalk(buf, str(path), segment_base(path), opts.max_bytes)
+        reported = 0
+        for info in walk.batches():
+            while reported < len(walk.findings):
+                yield finding_entry(walk.findings[reported])
+                reported += 1
+            if progress:
+                progress(info.end, len(buf))
+            if not _info_in_range(info, opts):
+                continue
+            yield batch_entry(str(path), info)
+            if opts.records:
+                yield from reference_record_entries(buf, str(path), info, opts)
+        for f in walk.findings[reported:]:
+            yield finding_entry(f)
+
+
+def _info_in_range(info: BatchInfo, opts: DumpOptions) -> bool:
+    if opts.from_offset is not None and info.last_offset < opts.from_offset:
+        return False
+    return opts.to_offset is None or info.base_offset <= opts.to_offset
+
+
+def reference_record_entries(buf: memoryview, path: str, info: BatchInfo, opts: DumpOptions) -> Iterator[Entry]:
+    """One batch's record entries through the reference decoder, or the finding saying why it cannot be read."""
+    if info.magic == 2 and info.size < v2.HEADER_SIZE:
+        return
+    try:
+        records = batch_records(buf, info)
+    except FormatError as e:
+        yield finding_entry(finding(e.code, path, position=info.position, offset=info.base_offset,
+                                    message=e.message))
+        return
+    batch = RecordBatch.of(info)
+    for rec in records:
+        if opts.from_offset is not None and rec.offset < opts.from_offset:
+            continue
+        if opts.to_offset is not None and rec.offset > opts.to_offset:
+            break
+        yield record_entry(path, batch, rec.offset, rec.timestamp, rec.sequence, rec.key, rec.value,
+                           rec.headers, opts)
