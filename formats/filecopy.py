@@ -5,7 +5,7 @@ from the batches of several inputs) never needs the bytes in Python: the
 kernel copies them (`os.copy_file_range`, which may also share extents on
 filesystems that can; else `os.sendfile`; else a bounded read/write loop, on
 the errors that say a method is unavailable for these two files). The output
-goes to a unique temporary name next to its target, is fsynced, verified and
+goes to a unique temporary name next to its target, is verified, fsynced and
 only then renamed over the target; a failure removes it. Verification: the
 CRC-32C of the bytes read back from the output must equal the CRC-32C of what
 was meant to be there (the source ranges, checksummed from their read-only
@@ -37,6 +37,7 @@ MAX_PENDING = 2            # copies waiting for the copy thread
 # sandboxes): the next method is tried. Any other error is a real I/O failure and is raised.
 _UNSUPPORTED = frozenset({errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM})
 METHODS = ("copy_file_range", "sendfile", "read_write")
+_SYNC_FILE_RANGE_WRITE = 2  # <linux/fs.h>
 
 
 @functools.cache
@@ -51,9 +52,6 @@ def _writeback() -> Callable[[int, int, int], object]:
     call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
     call.restype = ctypes.c_int
     return lambda fd, offset, count: call(fd, offset, count, _SYNC_FILE_RANGE_WRITE)
-
-
-_SYNC_FILE_RANGE_WRITE = 2
 
 
 class VerificationError(OSError):
