@@ -6,9 +6,9 @@ filesystems) -> units (one per partition dir, split by segment when large,
 one per log dir root, one per store) ->
 `parallelize` + `mapInArrow` runs `spark.tasks.run_unit` on the executors,
 which return Arrow record batches, carried through Spark as Arrow IPC blobs
-tagged by table (one scan feeds every table; the result is persisted; blobs
-are lz4-compressed and of bounded size, and Spark's cache holds a few per
-batch, so a segment of millions of batches never becomes one huge JVM buffer) ->
+tagged by table (one scan feeds every table; the result is persisted on the
+executors' disks, as lz4-compressed blobs of bounded size, a few per cache
+batch, so a segment of millions of batches never has to fit in a JVM heap) ->
 each table decoded back with its schema from `spark.schemas` (split
 partitions' counts joined in) and written to OUT/<table>/ -> `replicas` computed by Spark joins of batch metadata across
 brokers (offsets and CRCs, never record bytes).
@@ -300,10 +300,12 @@ def _run_job(spark: Any, units: list[Unit], out: Path, with_batches: bool, watch
     sc = spark.sparkContext
     n = max(1, min(len(units), sc.defaultParallelism * 4))
     rdd = sc.parallelize([(json.dumps(u.to_dict()),) for u in units], n)
-    with _sql_conf(spark, "spark.sql.inMemoryColumnarStorage.batchSize", ENV_CACHE_ROWS):  # read by persist
+    # Disk only: one unit's output is one cache partition, and the memory store, unrolling a 2 GiB segment's
+    # batch rows, ran a 1 GiB heap out of memory. The batch size is read when the cache is declared.
+    with _sql_conf(spark, "spark.sql.inMemoryColumnarStorage.batchSize", ENV_CACHE_ROWS):
         env = (spark.createDataFrame(rdd, "unit string")
                .mapInArrow(lambda it: scan_units(it, True), ENVELOPE)
-               .persist(StorageLevel.MEMORY_AND_DISK))
+               .persist(StorageLevel.DISK_ONLY))
     try:
         tables = {name: _decode(env, name) for name in ("partitions", "segments", "findings", "batches", "stores")}
         if any(u.split for u in units):

@@ -2,12 +2,12 @@
 
 Pure functions, no Spark: a unit is a partition dir (or a log dir's root
 files, or a RocketMQ store) of one broker. A partition is read in one pass per
-segment, doctor's (`recovery.kafka.doctor.partition_pass`: every check, blocks
-of batch columns from the compiled walk); the very blocks its checks read also
-feed the segment summaries of `ls` (`logdir.SummaryFold`, then
-`summarize_partition`) and the batch table (`BatchBlock.to_arrow`), so each
-segment is opened and walked once and memory is bounded by one block, whatever
-the partition holds.
+segment, doctor's (`recovery.kafka.doctor.partition_pass`: every check, over
+blocks of batch columns, from the compiled walk above `FAST_WALK_BYTES`); the
+very blocks its checks read also feed the segment summaries of `ls`
+(`logdir.SummaryFold`, then `summarize_partition`) and the batch table
+(`BatchBlock.to_arrow`), so each segment is opened and walked once and memory
+is bounded by one block, whatever the partition holds.
 
 A partition dir larger than `split_bytes` becomes one light `partition` unit
 (ls summary and doctor's checks with framing/CRC walks only: everything that
