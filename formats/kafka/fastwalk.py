@@ -26,7 +26,7 @@ from replog.formats.fileio import RELEASE_STEP, release_pages
 from replog.formats.findings import Finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import blocks
-from replog.formats.kafka.blocks import BatchBlock, int64_row, reference_blocks
+from replog.formats.kafka.blocks import BatchBlock, column_buffer, int64_row, reference_blocks
 from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK, to_record_batch
 from replog.formats.kafka.segment import SegmentWalk
 
@@ -336,7 +336,7 @@ class FastWalk:
         ref = self.reference
         arr = as_uint8(self.buf)
         end = len(arr)
-        cols = np.empty((len(FIELDS), chunk), dtype=np.int64)
+        cols = column_buffer(chunk)
         pos, row, released, ref.prev_last, ref.broken = 0, 0, 0, None, False
         while pos < end:
             if pos - released > RELEASE_STEP:  # keep memory flat on multi-GiB segments

@@ -19,14 +19,11 @@ from typing import Any
 import numpy as np
 
 from replog.formats.fileio import RELEASE_STEP, release_pages
-from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock, int64_row
+from replog.formats.kafka.blocks import ROW, BatchBlock, column_buffer, int64_row
 from replog.formats.kafka.columns import CHUNK
 from replog.formats.kafka.segment import SegmentWalk
 
 _CRC_VALID = ROW["crc_valid"]
-# Each field's row of the column buffer is padded by a cache line: rows `chunk` int64s apart (a multiple
-# of 4 KiB) put the kernel's twenty stores per batch in one cache set, which made the hop 6x slower.
-_ROW_PAD = 8
 
 
 def hop_blocks(buf: bytes | memoryview, path: str, start: int, end: int, *, compiled: bool,
@@ -46,7 +43,7 @@ def hop_blocks(buf: bytes | memoryview, path: str, start: int, end: int, *, comp
             from replog.formats.kafka.fasthop import hop_kernel as kernel
     arr = np.frombuffer(buf, dtype=np.uint8)
     reference = SegmentWalk(buf, path)
-    cols = np.empty((len(FIELDS), chunk + _ROW_PAD), dtype=np.int64)
+    cols = column_buffer(chunk)
     pos = block_start = start
     row = 0
     while pos < end:
