@@ -19,6 +19,9 @@ from replog.formats.fileio import mapped, read_small
 from replog.formats.findings import Finding, finding, from_error
 
 _CHUNK = 1 << 20
+# One hash thread per core (at most 4): hashing is the longest part of a check of large segments,
+# and files hash independently, so the hashes of a partition's segments share the cores the walk leaves.
+HASH_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
 def sha256_file(path: str | os.PathLike[str]) -> tuple[int, str]:
@@ -55,10 +58,10 @@ class _Read:
 class Evidence:
     """Read-only reads that record (path, size, sha256) of every file read.
 
-    Each file is hashed once, by one background thread reading it with its own
-    reads: hashlib and file reads release the GIL, so the hash runs on another
-    core beside the walk and touches none of the walk's mappings (its memory
-    stays flat). A file whose size, times or inode differ at the end from when
+    Each file is hashed once, by a pool of background threads (`HASH_THREADS`)
+    reading it with their own reads: hashlib and file reads release the GIL, so
+    the hashes run on the cores beside the walk and touch none of the walk's
+    mappings (memory stays flat). A file whose size, times or inode differ at the end from when
     it was first read changed meanwhile (a live broker, another writer).
     `hash_files=False` keeps the listing and the change check without digests
     (a fleet scan keeps no manifest).
@@ -66,7 +69,7 @@ class Evidence:
 
     def __init__(self, hash_files: bool = True) -> None:
         self._reads: dict[str, _Read] = {}
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replog-hash") if hash_files else None
+        self._pool = ThreadPoolExecutor(max_workers=HASH_THREADS, thread_name_prefix="replog-hash") if hash_files else None
 
     def _note(self, path: Path) -> None:
         key = str(path)
