@@ -69,7 +69,8 @@ class Evidence:
 
     def __init__(self, hash_files: bool = True) -> None:
         self._reads: dict[str, _Read] = {}
-        self._pool = ThreadPoolExecutor(max_workers=HASH_THREADS, thread_name_prefix="replog-hash") if hash_files else None
+        self._pool = (ThreadPoolExecutor(max_workers=HASH_THREADS, thread_name_prefix="replog-hash")
+                      if hash_files else None)
 
     def _note(self, path: Path) -> None:
         key = str(path)

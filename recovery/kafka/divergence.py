@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from replog.formats.jit import kernel
 from replog.formats.kafka.blocks import BatchBlock
 from replog.recovery.kafka.replica_log import ReplicaLog
 
@@ -20,17 +21,34 @@ BUCKET_BITS = 16
 _M1, _M2, _M3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
-def batch_hashes(block: BatchBlock) -> np.ndarray:
-    """A 64-bit mix of each batch's (base offset, last offset, CRC) (splitmix64's finaliser)."""
-    with np.errstate(over="ignore"):
-        x = block.base_offset.astype(np.uint64) * _M1
-        x ^= block.last_offset.astype(np.uint64) + (block.crc.astype(np.uint64) << np.uint64(32))
+def bucket_sums(base: np.ndarray, ubase: np.ndarray, ulast: np.ndarray, ucrc: np.ndarray,
+                ids: np.ndarray, sums: np.ndarray, counts: np.ndarray) -> int:
+    """Per run of batches in one bucket (base offset >> BUCKET_BITS): the bucket id, the wrapping sum
+    of its batches' 64-bit hashes and their count, written to ids/sums/counts; returns how many runs.
+
+    A batch's hash mixes (base offset, last offset, CRC) with splitmix64's finaliser. `ubase`,
+    `ulast`, `ucrc` are the uint64 views of the columns (wrapping arithmetic in numba and numpy alike);
+    `base` is the int64 column the bucket ids come from. Written once, compiled by `jit.kernel`."""
+    k = -1
+    for i in range(len(base)):
+        x = ubase[i] * _M1
+        x ^= ulast[i] + (ucrc[i] << np.uint64(32))
         x ^= x >> np.uint64(30)
         x *= _M2
         x ^= x >> np.uint64(27)
         x *= _M3
         x ^= x >> np.uint64(31)
-    return x
+        bucket = base[i] >> BUCKET_BITS
+        if k < 0 or ids[k] != bucket:
+            k += 1
+            ids[k], sums[k], counts[k] = bucket, x, 0
+        else:
+            sums[k] += x
+        counts[k] += 1
+    return k + 1
+
+
+_BUCKET_SUMS = kernel(bucket_sums, compiled=True)
 
 
 @dataclass
@@ -43,16 +61,18 @@ class Fingerprint:
 
     def feed(self, block: BatchBlock) -> None:
         """Add the kept batches of `block` (in log order; meaningful only for ordered logs)."""
-        if not len(block):
+        n = len(block)
+        if not n:
             return
-        ids = block.base_offset >> BUCKET_BITS
-        heads = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+        base = np.ascontiguousarray(block.base_offset)
+        ids, counts = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        sums = np.empty(n, dtype=np.uint64)
         with np.errstate(over="ignore"):
-            sums = np.add.reduceat(batch_hashes(block), heads)
-        counts = np.diff(np.concatenate((heads, [len(ids)])))
-        self.ids.append(ids[heads])
-        self.sums.append(sums)
-        self.counts.append(counts)
+            k = _BUCKET_SUMS(base, base.view(np.uint64), np.ascontiguousarray(block.last_offset).view(np.uint64),
+                             np.ascontiguousarray(block.crc).view(np.uint64), ids, sums, counts)
+        self.ids.append(ids[:k].copy())
+        self.sums.append(sums[:k].copy())
+        self.counts.append(counts[:k].copy())
 
     def table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(bucket ids, sums, counts) with each bucket once."""

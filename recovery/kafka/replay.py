@@ -21,7 +21,7 @@ from replog.recovery.kafka.divergence import (
     summarize_lost,
 )
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
-from replog.recovery.kafka.replica import Replica, load_replica
+from replog.recovery.kafka.replica import Replica, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
 from replog.recovery.naming import parse_named
 from replog.recovery.transcript import Transcript
@@ -204,10 +204,7 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
     """Load `[NAME=]PATH` replicas and replay them."""
     if len(specs) < 2:
         raise ReplogError("replay needs at least two replicas")
-    replicas = []
-    for spec in specs:
-        name, path = parse_named(spec)
-        replicas.append(load_replica(path, name))
+    replicas = load_replicas([parse_named(spec) for spec in specs])
     seen: dict[str, int] = {}
     for r in replicas:  # derived names may collide (same log dir name): make them unique
         seen[r.name] = seen.get(r.name, 0) + 1

@@ -10,6 +10,8 @@ with the log; a repair copies the pieces' bytes later.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -123,6 +125,18 @@ def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
     rep.recovery_point = min((cps.recovery_points or {}).get(tp, 0), rep.log_end_offset)
     rep.topic_id = _topic_id(p)
     return rep
+
+
+def load_replicas(named: Sequence[tuple[str | None, str]]) -> list[Replica]:
+    """`load_replica` of each (name, path), side by side on the machine's cores (at most 4 at once).
+
+    Each load is its own walk over its own files (the kernels release the GIL), so a replay of three
+    large replicas takes about the time of the longest two instead of the sum of three. In input order."""
+    if len(named) < 2:
+        return [load_replica(path, name) for name, path in named]
+    workers = max(1, min(4, os.cpu_count() or 1, len(named)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replog-load") as pool:
+        return list(pool.map(lambda item: load_replica(item[1], item[0]), named))
 
 
 def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None) -> tuple[int | None, list[EpochEntry]]:
