@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +98,13 @@ class Evidence:
         except UnreadableInput as e:
             return [finding("UNREADABLE_FILE", str(path), message=str(e))]
         return []
+
+    def hash_ahead(self, paths: Iterable[Path]) -> None:
+        """Start hashing files about to be read (a partition's segments): the hash threads then share
+        the cores with the walk from its start, instead of each file's hash waiting for the walk to
+        reach it (the hash of a large segment is the longest part of its check)."""
+        for path in paths:
+            self._note(path)
 
     def note(self, path: Path) -> None:
         """Record a file another reader (RocketMQ checks) read."""

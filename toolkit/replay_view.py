@@ -5,6 +5,7 @@ import html
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from replog.recovery.kafka.replay import ReplayResult
@@ -73,11 +74,23 @@ def print_replay(result: ReplayResult, console: Console) -> None:
                           f"{e['offsets_for_leader_epoch']} but the Fetch/DivergingEpoch path at "
                           f"{e['truncate_on_fetch']}: the leader's epoch history is older than this follower's, "
                           "which no real election produces[/]")
+    _print_hazards(d["replicas"], console)
     _print_timeline(result, console)
     console.print("[bold]Transcript[/]")
     for e in result.transcript.events:
         rest = " ".join(f"{k}={v}" for k, v in e.items() if k not in ("step", "kind", "replica"))
         console.print(f"[dim]{e['step']:>3}[/] [cyan]{e['kind']:<14}[/] {e['replica']:<12} {rest}", highlight=False)
+
+
+def _print_hazards(replicas: list[dict[str, Any]], console: Console) -> None:
+    """What the broker's own code does wrong to a replica: a failed fetcher, holes left by its truncation."""
+    for r in replicas:
+        if r["failed"]:
+            console.print(f"[bold red]{escape(r['name'])} would FAIL ({r['failed']['error']}):[/] "
+                          f"{escape(r['failed']['reason'])}")
+        for h in r["holes"]:
+            console.print(f"[yellow]{escape(r['name'])}: offsets {h['first_offset']}..{h['last_offset']} are a hole "
+                          "the broker's own truncation leaves: a silent divergence from the leader[/]")
 
 
 def _print_timeline(result: ReplayResult, console: Console) -> None:

@@ -77,6 +77,7 @@ def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_
     out += _metadata_files(ev, pdir)
     epochs, epoch_positions, epoch_ok = _epoch_checkpoint(ev, pdir, out)
     bases = list(inv.files.logs)
+    ev.hash_ahead(inv.files.logs[base] for base in bases)
     lso_cp = (cps.log_start_offsets or {}).get((parsed.topic, parsed.partition)) if cps else None
     log_start = max(lso_cp or 0, bases[0] if bases else 0)
     state = checks_state.StateChecker(epochs if epoch_ok else None, str(pdir / names.LEADER_EPOCH_CHECKPOINT),

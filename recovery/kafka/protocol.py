@@ -10,13 +10,15 @@ it to the followers. Every step is an event in the transcript.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from replog.recovery.kafka.replica import Replica
-from replog.recovery.kafka.replica_log import ReplicaLog, locate, split
+from replog.recovery.kafka.replica_log import ReplicaLog
 from replog.recovery.transcript import Transcript
 
 EPOCH, HW = "epoch", "hw"
 MAX_ROUNDS = 10_000  # truncation rounds per follower; each strictly lowers the latest epoch
+UNEXPECTED_APPEND_OFFSET = "UNEXPECTED_APPEND_OFFSET"
 
 
 @dataclass
@@ -25,6 +27,8 @@ class FollowerOutcome:
     truncated_to: int | None = None
     removed: ReplicaLog = field(default_factory=ReplicaLog)   # batches this follower removed, in order
     fetched: ReplicaLog = field(default_factory=ReplicaLog)   # batches copied from the leader
+    holes: list[tuple[int, int]] = field(default_factory=list)  # offsets a truncation inside a batch left out
+    failed: dict[str, Any] | None = None                      # the fetcher marked the partition failed
 
 
 def truncation_point(e_leader: int, o_leader: int, follower: Replica, fetch_offset: int) -> tuple[int, bool]:
@@ -43,7 +47,11 @@ def truncation_point(e_leader: int, o_leader: int, follower: Replica, fetch_offs
 
 
 def truncate(rep: Replica, offset: int, outcome: FollowerOutcome, log: Transcript, reason: str) -> None:
-    """`UnifiedLog.truncateTo`: drop batches holding offsets >= `offset` (§12.7)."""
+    """`UnifiedLog.truncateTo`: drop batches holding offsets >= `offset` (§12.7).
+
+    The segment is cut at the first batch whose last offset reaches `offset`, so a batch holding it is
+    dropped whole, yet the log end becomes `offset` (`LocalLog.truncateTo` -> `updateLogEndOffset`):
+    the offsets of that batch below `offset` are a hole the follower never fetches again."""
     if offset >= rep.log_end_offset:
         rep.epochs.truncate_from_end(rep.log_end_offset)
         return
@@ -52,21 +60,33 @@ def truncate(rep: Replica, offset: int, outcome: FollowerOutcome, log: Transcrip
         return
     removed = rep.log.cut_at(offset)
     outcome.removed.extend(removed)
+    rep.truncated_end = None
+    if offset > rep.log_end_offset:
+        rep.truncated_end = offset
+    outcome.holes = [(a, min(b, offset - 1)) for a, b in outcome.holes if a < offset]
     outcome.truncated_to = offset if outcome.truncated_to is None else min(outcome.truncated_to, offset)
     rep.epochs.truncate_from_end(offset)
     rep.high_watermark = min(rep.high_watermark, rep.log_end_offset)
     rep.recovery_point = min(rep.recovery_point, rep.log_end_offset)
     log.add("truncate", rep.name, offset=offset, reason=reason, batches_removed=removed.batches,
             records_removed=removed.records, log_end_offset=rep.log_end_offset)
+    if removed and removed.first_offset < offset:
+        hole = (max(removed.first_offset, rep.log.last_offset + 1 if rep.log else rep.log_start_offset), offset - 1)
+        outcome.holes.append(hole)
+        log.add("hole", rep.name, first_offset=hole[0], last_offset=hole[1],
+                reason=f"the batch holding offset {offset} starts at {removed.first_offset}: Kafka removes it whole "
+                       f"but sets the log end to {offset}, so offsets {hole[0]}..{hole[1]} are never fetched again")
 
 
 def truncate_fully(rep: Replica, start: int, outcome: FollowerOutcome, log: Transcript, reason: str) -> None:
     """`truncateFullyAndStartAt`: every segment goes, the log restarts empty at `start`."""
     outcome.removed.extend(rep.log)
     rep.log = ReplicaLog()
+    rep.truncated_end = None
     rep.epochs.clear()
     rep.log_start_offset = start
     rep.high_watermark = rep.recovery_point = start
+    outcome.holes = []
     outcome.truncated_to = start if outcome.truncated_to is None else min(outcome.truncated_to, start)
     log.add("truncate_fully", rep.name, offset=start, reason=reason, log_end_offset=start)
 
@@ -94,7 +114,9 @@ def truncate_to_hw(f: Replica, outcome: FollowerOutcome, log: Transcript, why: s
 
 
 def fetch(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript) -> None:
-    """One fetch from the follower's log end to the leader's (§12.5-§12.8)."""
+    """One fetch from the follower's log end to the leader's (§12.5-§12.8); none once it failed."""
+    if outcome.failed is not None:
+        return
     offset = f.log_end_offset
     log.add("request", f.name, api="Fetch", fetch_offset=offset, last_fetched_epoch=f.epochs.latest_epoch)
     if offset > leader.log_end_offset or offset < leader.log_start_offset:
@@ -103,9 +125,12 @@ def fetch(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript
         _out_of_range(leader, f, outcome, log)
         offset = f.log_end_offset
     new = leader.log.from_offset(offset)
-    if f.log:
-        new = starting_at(new, offset)
+    if new and append_offset(new) < offset and not _restart_at_batch(f, new, outcome, log):
+        _fail(f, offset, new.first_offset, outcome, log)
+        return
     f.log.extend(new)
+    if new:
+        f.truncated_end = None
     for epoch, first in new.epoch_starts():
         f.epochs.assign(epoch, first)
     outcome.fetched.extend(new)
@@ -121,17 +146,29 @@ def fetch(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript
     log.add("hw_update", f.name, high_watermark=f.high_watermark)
 
 
-def starting_at(batches: ReplicaLog, offset: int) -> ReplicaLog:
-    """The batches that start at or after `offset`: a follower with a log appends only those
-    (the leader's batch holding `offset` but starting below it is not sent again)."""
-    if not batches or batches.first_offset >= offset:
-        return batches
-    if not batches.ordered:
-        return batches.where(lambda block: block.base_offset >= offset)
-    first = batches.pieces[0]
-    cut = locate(first, offset, by_base=True)
-    tail = split(first, cut)[1] if cut is not None else None
-    return ReplicaLog(([tail] if tail else []) + batches.pieces[1:])
+def append_offset(batches: ReplicaLog) -> int:
+    """`LogAppendInfo.firstOrLastOffsetOfFirstBatch`, which `UnifiedLog.append` compares with the log end:
+    the first batch's base offset (magic 2), or its last offset (magic 0/1 carry no first offset)."""
+    first = next(batches.blocks())[:1]
+    return int(first.base_offset[0]) if int(first.magic[0]) >= 2 else int(first.last_offset[0])
+
+
+def _restart_at_batch(f: Replica, new: ReplicaLog, outcome: FollowerOutcome, log: Transcript) -> bool:
+    """`Partition.doAppendRecordsToFollowerOrFutureReplica`: an empty follower log (log end = log start)
+    handed a batch that straddles its log end restarts at the batch's first offset and appends it."""
+    if f.log_end_offset != f.log_start_offset:
+        return False
+    truncate_fully(f, new.first_offset, outcome, log, "the leader's first batch straddles the empty log's start")
+    return True
+
+
+def _fail(f: Replica, offset: int, first: int, outcome: FollowerOutcome, log: Transcript) -> None:
+    """`UnexpectedAppendOffsetException` out of `UnifiedLog.append`: `AbstractFetcherThread` marks the
+    partition failed and stops fetching it; the follower stays as it is."""
+    reason = (f"the leader's batch holding fetch offset {offset} starts at {first}, below the follower's log end: "
+              "the append throws UnexpectedAppendOffsetException and the fetcher marks the partition failed")
+    outcome.failed = {"error": UNEXPECTED_APPEND_OFFSET, "offset": offset, "reason": reason}
+    log.add("failed", f.name, error=UNEXPECTED_APPEND_OFFSET, fetch_offset=offset, first_offset=first, reason=reason)
 
 
 def _out_of_range(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript) -> None:
@@ -202,7 +239,11 @@ def replay(leader: Replica, followers: list[Replica],
             truncate_to_hw(f, outcomes[f.name], log,
                            "no leader epochs on " + (f.name if not f.has_epochs else leader.name))
         fetch(leader, f, outcomes[f.name], log)
-    advance_leader_hw(leader, followers, log)
+    fetching = [f for f in followers if outcomes[f.name].failed is None]
+    for f in followers:
+        if outcomes[f.name].failed is not None:  # Partition.maybeShrinkIsr: it stopped fetching
+            log.add("isr_shrink", f.name, rule="a failed follower leaves the ISR (replica.lag.time.max.ms)")
+    advance_leader_hw(leader, fetching, log)
     for f in followers:
         fetch(leader, f, outcomes[f.name], log)
     return log, outcomes

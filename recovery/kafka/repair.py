@@ -95,9 +95,13 @@ def repair(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = F
     written = write_replicas([r.final for r in result.replicas], root, segment_bytes)
     leader = written[result.leader.name]
     report = []
-    for name, rep in written.items():
+    for r in result.replicas:
+        rep = written[r.replica.name]
         same, identical = agrees_with(rep, leader)
-        report.append(RepairedReplica(name, rep.path, rep.log_end_offset, rep.high_watermark, identical,
-                                      [] if same else ["log is not a prefix of the leader's"]))
+        problems = [] if same else ["log is not a prefix of the leader's"]
+        if r.outcome is not None and r.outcome.failed is not None:
+            problems.append(f"written as the broker leaves it when its fetcher fails: {r.outcome.failed['reason']}")
+        report.append(RepairedReplica(r.replica.name, rep.path, rep.log_end_offset, rep.high_watermark, identical,
+                                      problems))
     mark_complete(root, f"replog repair: {len(report)} replicas")
     return report

@@ -69,6 +69,8 @@ REPLICA_RESULT = Shape(
     Field("log_end_offset_after", "final.log_end_offset"), Field("high_watermark_after", "final.high_watermark"),
     "diverged_at", Field("lost", _lost), Field("fetched", _fetched),
     Field("epochs_after", lambda r: [list(e) for e in r.final.epochs.entries]),
+    Field("failed", lambda r: r.outcome.failed if r.outcome else None),
+    Field("holes", lambda r: [{"first_offset": a, "last_offset": b} for a, b in r.outcome.holes] if r.outcome else []),
 )
 
 

@@ -79,10 +79,15 @@ class Replica:
     dropped_at_load: int = 0                 # batches at or past the first invalid one
     findings: list[Finding] = field(default_factory=list)
     fingerprint: Fingerprint | None = None   # of the log as loaded, when its offsets only grow
+    # The log end a truncation inside a batch left past the last kept batch: Kafka drops the whole batch
+    # but sets the log end to the target (`LocalLog.truncateTo` -> `updateLogEndOffset`). None once
+    # anything is appended (or the log restarts).
+    truncated_end: int | None = None
 
     @property
     def log_end_offset(self) -> int:
-        return self.log.last_offset + 1 if self.log else self.log_start_offset
+        kept = self.log.last_offset + 1 if self.log else self.log_start_offset
+        return kept if self.truncated_end is None else max(kept, self.truncated_end)
 
     @property
     def has_epochs(self) -> bool:
@@ -92,7 +97,8 @@ class Replica:
         """A copy the protocol may change (the pieces are shared: they never change)."""
         return Replica(self.name, self.path, self.topic, self.partition, self.log.copy(),
                        EpochCache(self.epochs.entries), self.log_start_offset, self.high_watermark,
-                       self.recovery_point, self.topic_id, self.dropped_at_load, list(self.findings))
+                       self.recovery_point, self.topic_id, self.dropped_at_load, list(self.findings),
+                       truncated_end=self.truncated_end)
 
 
 def default_name(path: Path) -> str:

@@ -189,9 +189,9 @@ class Cut:
     base_offset: int    # its own base offset
 
 
-def locate(piece: Piece, offset: int, by_base: bool = False) -> Cut | None:
-    """The first batch of `piece` (in log order) whose last offset (`by_base`: base offset) is >= `offset`."""
-    if piece.max_last < offset and not by_base:
+def locate(piece: Piece, offset: int) -> Cut | None:
+    """The first batch of `piece` (in log order) whose last offset is >= `offset`."""
+    if piece.max_last < offset:
         return None
     start, batches, records, prev_last = piece.start, 0, 0, -1
     if piece.ordered and piece.marks.shape[1] and piece.rows is None:
@@ -199,7 +199,7 @@ def locate(piece: Piece, offset: int, by_base: bool = False) -> Cut | None:
         start, batches, records, prev_last = (int(v) for v in piece.marks[[M_POS, M_BATCHES, M_RECORDS,
                                                                             M_PREV_LAST], k])
     for block in piece.blocks(start):
-        hit = np.flatnonzero((block.base_offset if by_base else block.last_offset) >= offset)
+        hit = np.flatnonzero(block.last_offset >= offset)
         if len(hit):
             i = int(hit[0])
             before = block[:i]

@@ -29,3 +29,54 @@ def test_lost_offsets_are_the_lowest_and_highest_lost(tmp_path: Path) -> None:
     result = replay_paths([f"a={lead}", f"b={foll}"], leader="a")
     lost = next(r for r in result.to_dict()["replicas"] if r["name"] == "b")["lost"]
     assert (lost["first_offset"], lost["last_offset"], lost["records"]) == (2, 5, 4)
+
+
+def replicas_by_name(result) -> dict:  # type: ignore[no-untyped-def]
+    return {r["name"]: r for r in result.to_dict()["replicas"]}
+
+
+def test_a_truncation_inside_a_batch_leaves_a_hole(tmp_path: Path) -> None:
+    """`LocalLog.truncateTo(3)`: the follower's batch 1..5 holds offset 3, so it goes whole, but the log end is
+    set to 3 and the fetch starts there: offsets 1..2 are gone from the follower for good (the leader's
+    batch at 3 starts exactly there, so the append succeeds and nobody notices)."""
+    lead = write_replica(tmp_path, "a", [(0, 0, 1), (1, 2, 1), (3, 5, 2)], [(1, 0), (2, 3)], 0, tag=b"a")
+    foll = write_replica(tmp_path, "b", [(0, 0, 1), (1, 5, 1)], [(1, 0)], 0, tag=b"b")
+    b = replicas_by_name(replay_paths([f"a={lead}", f"b={foll}"], leader="a"))["b"]
+    assert b["truncated_to"] == 3 and b["log_end_offset_after"] == 6
+    assert b["holes"] == [{"first_offset": 1, "last_offset": 2}]
+    assert b["failed"] is None
+    assert (b["lost"]["first_offset"], b["lost"]["last_offset"], b["lost"]["records"]) == (1, 5, 5)
+
+
+def test_a_fetch_inside_a_leader_batch_fails_the_follower(tmp_path: Path) -> None:
+    """The follower ends at 3 inside the leader's batch 1..4 (same epoch, other batching): the leader sends
+    that batch, its base 1 is below the log end, `UnifiedLog.append` throws UnexpectedAppendOffsetException
+    and the fetcher marks the partition failed. The follower keeps its log; it leaves the ISR, so the
+    leader's high watermark moves on without it."""
+    lead = write_replica(tmp_path, "a", [(0, 0, 1), (1, 4, 1)], [(1, 0)], 0, tag=b"a")
+    foll = write_replica(tmp_path, "b", [(0, 0, 1), (1, 2, 1)], [(1, 0)], 0, tag=b"b")
+    result = replay_paths([f"a={lead}", f"b={foll}"], leader="a")
+    d = replicas_by_name(result)
+    b = d["b"]
+    assert b["failed"] is not None and b["failed"]["error"] == "UNEXPECTED_APPEND_OFFSET"
+    assert b["failed"]["offset"] == 3
+    assert b["log_end_offset_after"] == 3 and b["truncated_to"] is None and b["holes"] == []
+    assert d["a"]["high_watermark_after"] == 5
+    kinds = [(e["kind"], e["replica"]) for e in result.transcript.events]
+    assert ("failed", "b") in kinds and ("isr_shrink", "b") in kinds
+    fetches = [e for e in result.transcript.events if e["kind"] == "request" and e.get("api") == "Fetch"]
+    assert len(fetches) == 1  # none after the failure
+
+
+def test_an_empty_follower_restarts_at_the_straddling_batch(tmp_path: Path) -> None:
+    """`Partition.doAppendRecordsToFollowerOrFutureReplica`: an empty log (log end = log start = 2, as after
+    DeleteRecords on the leader) handed the leader's batch 1..4 restarts at 1 and appends it."""
+    lead = write_replica(tmp_path, "a", [(1, 4, 1)], [(1, 1)], 0, tag=b"a")
+    (lead.parent / "log-start-offset-checkpoint").write_text("0\n1\nt 0 2\n")
+    foll = tmp_path / "b" / "t-0"
+    foll.mkdir(parents=True)
+    (foll / "00000000000000000002.log").write_bytes(b"")
+    (foll.parent / "log-start-offset-checkpoint").write_text("0\n1\nt 0 2\n")
+    b = replicas_by_name(replay_paths([f"a={lead}", f"b={foll}"], leader="a"))["b"]
+    assert b["failed"] is None and b["log_end_offset_after"] == 5
+    assert b["fetched"]["records"] == 4
