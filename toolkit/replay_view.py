@@ -66,6 +66,10 @@ def print_replay(result: ReplayResult, console: Console) -> None:
     d = result.to_dict()
     console.print(f"[bold]Kafka replay[/] ({result.protocol} protocol), leader [bold]{result.leader.name}[/]"
                   + ("  [bold red]UNCLEAN ELECTION[/]" if result.leader.unclean else ""))
+    for r in result.replicas:  # what the leader choice rests on: contradicted epoch histories first
+        for f in r.replica.findings:
+            if f.code == "KAFKA_EPOCH_CHECKPOINT_MISMATCH":
+                console.print(f"[yellow]{escape(r.replica.name)}: {escape(f.message)}[/]")
     console.print(f"[dim]{result.leader.explanation}[/]")
     console.print(REPLICA_COLUMNS.table(d["replicas"]))
     for e in result.transcript.events:

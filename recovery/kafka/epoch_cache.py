@@ -37,6 +37,14 @@ class EpochCache:
         self.entries.append(EpochEntry(epoch, start_offset))
         return True
 
+    def with_entries_from(self, other: EpochCache, offset: int) -> EpochCache:
+        """A copy of this cache with `other`'s entries that start at or past `offset` assigned on top."""
+        out = EpochCache(self.entries)
+        for e in other.entries:
+            if e.start_offset >= offset and (out.latest_epoch is None or e.epoch > out.latest_epoch):
+                out.assign(e.epoch, e.start_offset)
+        return out
+
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(epoch, exclusive end offset) as OffsetsForLeaderEpoch answers it."""
         if requested_epoch == -1 or not self.entries:

@@ -62,6 +62,9 @@ def _fetched(r: ReplicaResult) -> dict[str, int]:
     return {"records": fetched.records, "batches": fetched.batches}
 
 
+MAX_REPLICA_FINDINGS = 100  # what loading a replica found (checkpoints, damage, epoch contradictions), shown
+
+
 REPLICA_RESULT = Shape(
     Field("name", "replica.name"), Field("path", "replica.path"),
     Field("log_end_offset_before", "replica.log_end_offset"), Field("high_watermark_before", "replica.high_watermark"),
@@ -70,6 +73,7 @@ REPLICA_RESULT = Shape(
     "diverged_at", Field("lost", _lost), Field("fetched", _fetched),
     Field("epochs_after", lambda r: [list(e) for e in r.final.epochs.entries]),
     Field("failed", lambda r: r.outcome.failed if r.outcome else None),
+    Field("findings", lambda r: [f.to_dict() for f in r.replica.findings[:MAX_REPLICA_FINDINGS]]),
     Field("holes", lambda r: [{"first_offset": a, "last_offset": b} for a, b in r.outcome.holes] if r.outcome else []),
 )
 

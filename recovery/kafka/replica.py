@@ -20,7 +20,7 @@ import numpy as np
 
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped, read_small
-from replog.formats.findings import Finding
+from replog.formats.findings import Finding, finding
 from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock, walk_blocks
 from replog.formats.kafka.checkpoint import EpochEntry
@@ -183,11 +183,33 @@ def _load_epochs(p: Path, rep: Replica, lso_checkpoint: int, rising: list[EpochE
             rep.epochs = EpochCache(checkpoint.parse_leader_epoch_checkpoint(read_small(path)))
         except (FormatError, ValueError):
             rep.epochs = EpochCache()
+        rep.findings += contradicted_entries(str(path), rep.epochs, rising, rep.log_start_offset, rep.log_end_offset)
     for epoch, base_offset in rising:
         if rep.epochs.latest_epoch is None or epoch > rep.epochs.latest_epoch:
             rep.epochs.assign(epoch, base_offset)
     rep.epochs.truncate_from_end(rep.log_end_offset)
     rep.epochs.truncate_from_start(lso_checkpoint)
+
+
+def contradicted_entries(path: str, cache: EpochCache, rising: list[EpochEntry], log_start: int,
+                         log_end: int) -> list[Finding]:
+    """Checkpoint entries the batches contradict: inside the log, every entry must be where the batches'
+    epoch rises (an epoch the batches never carry there, or a start elsewhere). The broker trusts its
+    checkpoint all the same (`LeaderEpochFileCache` is loaded as is), so the replay uses it and says so;
+    entries at or past the log end are an election's, written before any batch, and not checked."""
+    loaded, derived = EpochCache(cache.entries), EpochCache(rising)
+    for c in (loaded, derived):
+        c.truncate_from_start(log_start)
+    out = []
+    for e in loaded.entries:
+        if log_start <= e.start_offset < log_end and e not in derived.entries:
+            where = next((r.start_offset for r in derived.entries if r.epoch == e.epoch), None)
+            why = (f"the batches never carry epoch {e.epoch}" if where is None
+                   else f"the batches start epoch {e.epoch} at {where}")
+            out.append(finding("KAFKA_EPOCH_CHECKPOINT_MISMATCH", path, offset=e.start_offset,
+                               message=f"entry (epoch {e.epoch}, start {e.start_offset}) contradicts the batches: "
+                                       f"{why}; the broker uses the entry as it is"))
+    return out
 
 
 def _topic_id(p: Path) -> str | None:

@@ -258,7 +258,11 @@ class _Partition:
             self._roll(self.start_offset)
         self._close_segment()
         self._put_snapshot(self.result.log_end_offset)
-        self.result.epochs = epochs if epochs is not None else self.epochs
+        # The batches written say where each epoch starts (what the broker's recovery assigns); of `epochs`
+        # only the entries at or past the log end are kept (a leader elected that has not written yet): an
+        # entry the batches contradict is never copied into an output.
+        leo = self.result.log_end_offset
+        self.result.epochs = self.epochs if epochs is None else self.epochs.with_entries_from(epochs, leo)
         self._put(names.LEADER_EPOCH_CHECKPOINT, checkpoint.build_leader_epoch_checkpoint(self.result.epochs.entries))
         if topic_id is not None:
             self._put(names.PARTITION_METADATA, build_partition_metadata(PartitionMetadata(0, topic_id)))
@@ -286,9 +290,10 @@ def write_partition_runs(out_dir: str | os.PathLike[str], runs: Iterable[ByteRun
                          observe: Callable[[BatchBlock], None] | None = None) -> WrittenPartition:
     """Write the batches of `runs`, in order, as a partition dir under `out_dir` (created; empty or new).
 
-    `epochs` overrides the epoch cache derived from the batches (e.g. a leader that was elected but
-    never wrote keeps its entry at the log end). `observe` sees every block of written batches (header
-    fields only: no CRC is computed here). On failure nothing this call wrote is left behind.
+    The epoch checkpoint comes from the batches; `epochs` (the replica's cache) adds only its entries at
+    or past the log end (a leader that was elected but never wrote keeps its entry). `observe` sees
+    every block of written batches (header fields only: no CRC is computed here). On failure nothing
+    this call wrote is left behind.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -62,8 +62,8 @@ def write_partition(out_dir: str | os.PathLike[str], batches: Sequence[bytes], *
                     interval: int = INDEX_INTERVAL_BYTES) -> WrittenPartition:
     """Write `batches` as a partition dir under `out_dir` (created; must be empty or new).
 
-    `epochs` overrides the epoch cache derived from the batches (e.g. a leader
-    that was elected but never wrote keeps its entry at the log end).
+    `epochs` adds its entries at or past the log end to the epoch cache derived
+    from the batches (a leader that was elected but never wrote keeps its entry).
     """
     for i, b in enumerate(batches):
         if not _one_entry(b):

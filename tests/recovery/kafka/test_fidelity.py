@@ -80,3 +80,23 @@ def test_an_empty_follower_restarts_at_the_straddling_batch(tmp_path: Path) -> N
     b = replicas_by_name(replay_paths([f"a={lead}", f"b={foll}"], leader="a"))["b"]
     assert b["failed"] is None and b["log_end_offset_after"] == 5
     assert b["fetched"]["records"] == 4
+
+
+def test_a_contradicted_epoch_entry_is_shown_used_and_never_copied(tmp_path: Path) -> None:
+    """b's checkpoint says epoch 2 starts at 2, its batches start epoch 2 at 4. The broker trusts the
+    checkpoint (so does the replay: b asks for epoch 2 and truncates to the leader's end of it), the
+    replay reports the entry, and repair writes the checkpoint the batches give."""
+    from replog.formats.kafka.checkpoint import parse_leader_epoch_checkpoint
+    from replog.recovery.kafka.repair import repair
+
+    lead = write_replica(tmp_path, "a", [(0, 1, 1), (2, 3, 1), (4, 5, 2)], [(1, 0), (2, 4)], 6, tag=b"a")
+    foll = write_replica(tmp_path, "b", [(0, 1, 1), (2, 3, 1), (4, 5, 2)], [(1, 0), (2, 2)], 0, tag=b"a")
+    result = replay_paths([f"a={lead}", f"b={foll}"], leader="a")
+    b = replicas_by_name(result)["b"]
+    found = [f for f in b["findings"] if f["code"] == "KAFKA_EPOCH_CHECKPOINT_MISMATCH"]
+    assert len(found) == 1 and found[0]["offset"] == 2 and "start epoch 2 at 4" in found[0]["message"]
+    repaired = repair(result, tmp_path / "out")
+    assert all(r.identical_to_leader for r in repaired)
+    written = tmp_path / "out" / "b" / "t-0" / "leader-epoch-checkpoint"
+    entries = [tuple(e) for e in parse_leader_epoch_checkpoint(written.read_bytes())]
+    assert entries[:2] == [(1, 0), (2, 4)]
