@@ -40,7 +40,7 @@ def reference_write_partition(out_dir: str | os.PathLike[str], batches: Sequence
         result.log_end_offset = idx.next_offset if idx.next_offset is not None else base
     _write(out, names.segment_file_name(result.log_end_offset, "snapshot"),
            build_producer_snapshot(producers.snapshot_entries()), result)
-    result.epochs = epochs if epochs is not None else derived
+    result.epochs = derived if epochs is None else derived.with_entries_from(epochs, result.log_end_offset)
     _write(out, names.LEADER_EPOCH_CHECKPOINT,
            checkpoint.build_leader_epoch_checkpoint(result.epochs.entries), result)
     if topic_id is not None:
