@@ -449,8 +449,9 @@ def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, An
     records_from_d (records in its kept batches ending at or after D) and
     committed_from_d (those of them in batches starting below its high watermark).
 
-    Sides at D: the replica with the latest leader epoch (ties: longest log)
-    is taken as the leader whose log wins, as the epoch protocol would have it.
+    Sides at D: the replica `replay` would elect (`election.elect`: among those
+    reaching the highest high watermark, the latest leader epoch, then the longest
+    log) is taken as the leader whose log wins.
     `kept` = replicas holding the leader's batch at D (or, when the leader holds
     nothing there, those holding nothing); `diverged` = replicas holding another
     batch there: their log from D on is what follower truncation discards;
@@ -473,8 +474,7 @@ def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, An
     d = next((r.get("divergent_offset") for r in reps if r.get("divergent_offset") is not None), None)
     if d is None:
         return row
-    leader = max(reps, key=lambda r: (r["latest_epoch"] if r["latest_epoch"] is not None else -1,
-                                      r["log_end_offset"]))
+    leader = _leader(reps)
     winner = _key(leader.get("at_d"))
     diverged = [r for r in reps if _key(r.get("at_d")) != winner and r.get("at_d") is not None]
     row.update(first_divergent_offset=d,
@@ -484,6 +484,15 @@ def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, An
                records_at_risk=max((r.get("records_from_d") or 0 for r in diverged), default=0),
                committed_at_risk=max((r.get("committed_from_d") or 0 for r in diverged), default=0))
     return row
+
+
+def _leader(reps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The replica `replay` would elect from the same facts (`election.elect`; an unknown HW counts as 0)."""
+    from replog.recovery.kafka.election import Candidate, elect
+
+    name = elect([Candidate(r["broker"], r["high_watermark"] or 0, r["log_end_offset"], r["latest_epoch"])
+                  for r in reps]).name
+    return next(r for r in reps if r["broker"] == name)
 
 
 def _key(at_d: Any) -> tuple[int, int, int] | None:

@@ -20,18 +20,12 @@ from replog.recovery.kafka.divergence import (
     lost_batches,
     summarize_lost,
 )
+from replog.recovery.kafka.election import Candidate, LeaderChoice, elect
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import Replica, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
 from replog.recovery.naming import parse_named
 from replog.recovery.transcript import Transcript
-
-
-@dataclass
-class LeaderChoice:
-    name: str
-    unclean: bool
-    explanation: str
 
 
 @dataclass
@@ -97,25 +91,8 @@ REPLAY_RESULT = Shape(
 
 
 def choose_leader(replicas: Sequence[Replica]) -> LeaderChoice:
-    """The replica a controller could elect, judged from disk alone.
-
-    A replica is a clean candidate when its log reaches the highest high
-    watermark any replica recorded (it holds every acknowledged record, as an
-    ISR member must). Among candidates the newest history wins: highest latest
-    epoch, then longest log. With no candidate the election is unclean.
-    """
-    top_hw = max(r.high_watermark for r in replicas)
-    clean = [r for r in replicas if r.log_end_offset >= top_hw]
-    pool = clean or list(replicas)
-    best = max(pool, key=lambda r: (r.epochs.latest_epoch if r.epochs.latest_epoch is not None else -1,
-                                    r.log_end_offset, -replicas.index(r)))
-    why = (f"{best.name} holds every offset below the highest high watermark ({top_hw}) and has the newest "
-           f"history (latest epoch {best.epochs.latest_epoch}, log end {best.log_end_offset})")
-    if not clean:
-        why = (f"no replica reaches the highest high watermark ({top_hw}): electing {best.name} "
-               f"(latest epoch {best.epochs.latest_epoch}, log end {best.log_end_offset}) is an UNCLEAN election "
-               "and acknowledged records can be lost")
-    return LeaderChoice(best.name, not clean, why)
+    """The replica a controller could elect, judged from disk alone (`election.elect`)."""
+    return elect([Candidate(r.name, r.high_watermark, r.log_end_offset, r.epochs.latest_epoch) for r in replicas])
 
 
 def first_divergence(a: Replica, b: Replica, start: int | None = None) -> int | None:
