@@ -108,8 +108,14 @@ def scan_store(root: str | os.PathLike[str]) -> StoreLayout:
 
 def is_rocketmq_store(path: str | os.PathLike[str]) -> bool:
     """True when `path` holds a commit log whose files look like RocketMQ segments, or
-    a 4 KiB checkpoint next to consume queues, index files or broker config."""
+    a 4 KiB checkpoint next to a commitlog/ dir (empty: a new slave), consume queues, index files or
+    broker config."""
     return detect_store(path) is not None
+
+
+def _empty_commitlog(root: Path, layout: StoreLayout) -> bool:
+    """A `commitlog/` dir without a segment yet (files that are not a commit log's do not count as empty)."""
+    return (root / "commitlog").is_dir() and not layout.commitlog_files
 
 
 def detect_store(path: str | os.PathLike[str]) -> StoreLayout | None:
@@ -124,6 +130,6 @@ def detect_store(path: str | os.PathLike[str]) -> StoreLayout | None:
         return layout
     cp = layout.checkpoint
     if cp is not None and cp.stat().st_size == CHECKPOINT_SIZE and (
-            layout.consume_queues or layout.index_files or layout.config_files):
-        return layout
+            _empty_commitlog(r, layout) or layout.consume_queues or layout.index_files or layout.config_files):
+        return layout  # a checkpoint beside an empty commitlog/ is a store too: a freshly started slave
     return None

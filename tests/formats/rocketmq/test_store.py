@@ -54,3 +54,20 @@ def test_real_stores() -> None:
     assert {p.name for p in layout.config_files} >= {"topics.json", "consumerOffset.json"}
     assert is_rocketmq_store(root / "unit_test_store")
     assert is_rocketmq_store(REAL / "rocketmq-apache-pr-unit-store")
+
+
+def test_a_checkpoint_beside_an_empty_commitlog_is_a_store(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A freshly started slave: `commitlog/` exists but holds no file yet, the 4 KiB checkpoint is there
+    (physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp, masterFlushedOffset, confirmPhyOffset,
+    big-endian longs: StoreCheckpoint.flush). It is a store, through both detectors."""
+    import struct
+
+    from replog.formats import discovery
+    from replog.formats.rocketmq.store import detect_store
+
+    (tmp_path / "commitlog").mkdir()
+    (tmp_path / "checkpoint").write_bytes(struct.pack(">5q", 1_700_000_000_000, 0, 0, 0, 0).ljust(4096, b"\0"))
+    assert detect_store(tmp_path) is not None
+    assert discovery.classify_dir(tmp_path) is discovery.DirKind.ROCKETMQ_STORE
+    (tmp_path / "commitlog").rmdir()
+    assert detect_store(tmp_path) is None  # a lone checkpoint file says nothing
