@@ -91,6 +91,8 @@ CODES: dict[str, Code] = {
     # --- RocketMQ -----------------------------------------------------------------
     "ROCKETMQ_MESSAGE_BAD_MAGIC": Code(E, "commitlog message magic code is neither V1, V2 nor BLANK"),
     "ROCKETMQ_MESSAGE_BAD_SIZE": Code(E, "commitlog message total size impossible or disagreeing with its fields"),
+    "ROCKETMQ_HA_MIXED_CONTENT": Code(E, "classic HA streamed the master's bytes onto a slave whose own bytes "
+                                         "differ below: the slave holds a mixed history"),
     "ROCKETMQ_BODY_CRC_MISMATCH": Code(E, "message body CRC differs from the CRC of the body bytes"),
     "ROCKETMQ_PROPERTY_CRC_MISMATCH": Code(E, "message property CRC tail differs from the CRC of the message"),
     "ROCKETMQ_PHYSICAL_OFFSET_MISMATCH": Code(E, "message physical offset field differs "

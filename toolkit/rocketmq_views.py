@@ -115,6 +115,8 @@ def print_replay(result: HAReplayResult, console: Console) -> None:
     for r in d["replicas"]:
         if r["stall"]:
             console.print(f"[bold red]{r['name']} stalls[/] ({r['stall']['cause']}): {r['stall']['explanation']}")
+        for f in r["findings"]:
+            console.print(f"[bold red]{r['name']}: {f['code']}[/] at {f['offset']}: {f['message']}")
         for q in r["lost"]["queues"]:
             console.print(f"  {r['name']} loses {q['count']} messages of {q['topic']}/{q['queue_id']} "
                           f"(queue offsets {q['first_queue_offset']}..{q['last_queue_offset']})")

@@ -19,6 +19,7 @@ from typing import Any
 
 from replog.formats.errors import FormatError, ReplogError, UnreadableInput
 from replog.formats.fileio import mapped, read_small
+from replog.formats.findings import Finding, finding
 from replog.formats.rocketmq import commitlog as cl
 from replog.formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_offsets
 from replog.formats.shape import Field, Shape
@@ -58,6 +59,7 @@ class ReplicaOutcome:
     frames: int = 0
     fetched_bytes: int = 0
     stall: dict[str, Any] | None = None
+    findings: list[Finding] = field(default_factory=list)  # hazards the broker's own protocol leaves
     plan: Plan | None = None                    # what the replay leaves (None: unchanged)
     repair_plan: Plan | None = None             # what `repair` writes (differs only for a stall)
     repair_lost: list[MessageRef] = field(default_factory=list)
@@ -124,7 +126,7 @@ REPLICA_OUTCOME = Shape(
     Field("high_watermark_after", "confirm_after"), "diverged_at",
     Field("lost", lambda r: lost_summary(r.lost)),
     Field("fetched", lambda r: {"bytes": r.fetched_bytes, "frames": r.frames}),
-    "stall", Field("repair_plan", _repair_plan),
+    "stall", Field("findings", lambda r: [f.to_dict() for f in r.findings]), Field("repair_plan", _repair_plan),
     Field("epochs_before", lambda r: _epochs(r.model.epochs)), Field("epochs_after", lambda r: _epochs(r.epochs_after)),
     Field("abort_present", "model.abort.present"),
 )
@@ -311,25 +313,11 @@ def replay_classic(master: StoreModel, slave: StoreModel, log: Transcript) -> Re
         stall = {"cause": "slave_behind_master_min_offset", "explanation": (
             f"the slave's max offset {s.max_offset} is below the master's first file ({master.min_offset}): "
             "the master has nothing to send")}
-    elif out.diverged_at is not None:
-        inside = not any(m.physical_offset == s.max_offset for m in master.messages) \
-            and s.max_offset < master.max_offset
-        stall = {"cause": "diverged", "explanation": (
-            f"the slave's bytes differ from the master's from {out.diverged_at}; classic HA checks only the "
-            f"offset ({s.max_offset} matches), so the master would append its bytes after the slave's own "
-            "history" + (" starting inside one of its records, and the slave's dispatch would stop there"
-                         if inside else "") + "; replog does not apply that transfer")}
     if stall is not None:
         out.status, out.stall = "stalled", stall
         log.add("stall", s.name, **stall, diverged_at=out.diverged_at)
         _keep_as_is(out)
-        keep = prefix if s.max_offset and s.max_offset >= master.min_offset else 0
-        keep = keep if keep >= master.min_offset else 0
-        fetch_from = keep if keep else master.max_offset - master.max_offset % fs
-        out.repair_plan = Plan(keep, fetch_from, master.max_offset, list(slave.epochs), slave.confirm_offset)
-        out.repair_lost = _lost(slave, master, keep) if keep else list(slave.messages)
-        log.add("repair_plan", s.name, truncate_to=keep, fetch_from=fetch_from, fetch_to=master.max_offset,
-                rule="operator fix: cut at the common prefix, then fetch as a fresh report would")
+        _operator_fix(out, master, slave, prefix, log)
         return out
     _transfer(master, s, start, out, log, None)
     out.status = "fetched" if out.frames else "in_sync"
@@ -337,7 +325,36 @@ def replay_classic(master: StoreModel, slave: StoreModel, log: Transcript) -> Re
                                       list(slave.epochs), slave.confirm_offset)
     out.max_offset_after, out.min_offset_after = s.max_offset, s.min_offset
     out.confirm_after, out.epochs_after = slave.confirm_offset, s.epochs
+    if out.diverged_at is not None:
+        _mixed_content(out, master, slave, start, log)
+        _operator_fix(out, master, slave, prefix, log)
     return out
+
+
+def _mixed_content(out: ReplicaOutcome, master: StoreModel, slave: StoreModel, joined_at: int,
+                   log: Transcript) -> None:
+    """`HAConnection`/`HAClient` (classic): the slave reports only its max offset and the master streams
+    from there, whatever the bytes below it are, so the slave keeps its own diverged history and
+    appends the master's after it: mixed content nobody flags (the broker's own hazard)."""
+    inside = not any(m.physical_offset == joined_at for m in master.messages) and joined_at < master.max_offset
+    message = (f"the slave's bytes differ from the master's from {out.diverged_at}, yet classic HA checks only "
+               f"the offset: the master streams its bytes from {joined_at} onto the slave's own history"
+               + (", starting inside one of its messages (the slave's dispatch stops there)" if inside else ""))
+    out.findings.append(finding("ROCKETMQ_HA_MIXED_CONTENT", slave.path, offset=out.diverged_at, message=message))
+    log.add("mixed_content", slave.name, diverged_at=out.diverged_at, joined_at=joined_at, inside_message=inside)
+
+
+def _operator_fix(out: ReplicaOutcome, master: StoreModel, slave: StoreModel, prefix: int, log: Transcript) -> None:
+    """What `repair` writes for a slave the broker leaves stalled or mixed: its bytes cut at the common
+    prefix, then the master's fetched as a fresh report would."""
+    fs = master.file_size
+    keep = prefix if slave.max_offset and slave.max_offset >= master.min_offset else 0
+    keep = keep if keep >= master.min_offset else 0
+    fetch_from = keep if keep else master.max_offset - master.max_offset % fs
+    out.repair_plan = Plan(keep, fetch_from, master.max_offset, list(slave.epochs), slave.confirm_offset)
+    out.repair_lost = _lost(slave, master, keep) if keep else list(slave.messages)
+    log.add("repair_plan", slave.name, truncate_to=keep, fetch_from=fetch_from, fetch_to=master.max_offset,
+            rule="operator fix: cut at the common prefix, then fetch as a fresh report would")
 
 
 def _keep_as_is(out: ReplicaOutcome) -> None:

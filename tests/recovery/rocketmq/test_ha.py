@@ -118,13 +118,19 @@ def test_slave_ahead_truncated_at_the_consistent_point_under_autoswitch(tmp_path
     assert (tmp_path / "out" / "slave" / "epochFileCheckpoint").read_text().splitlines()[2:] == ["1-0", f"2-{x}"]
 
 
-def test_content_divergence_is_a_classic_stall_with_its_cause(tmp_path: Path) -> None:
+def test_content_divergence_is_streamed_over_and_flagged(tmp_path: Path) -> None:
+    """Classic HA checks only offsets: the slave (own bytes from x on, 5 messages) reports its max offset
+    and the master streams from there onto them. The broker leaves a mixed history at the master's max
+    offset; the replay says so (a finding at x) and repair writes the operator's fix (cut at x, fetch)."""
     m, s, x = pair(tmp_path, [other(i) for i in range(20, 30)], [spec(i) for i in range(20, 25)])
     assert compare_logs(load_store(s.root), load_store(m.root))[0] == x
     d = replay_paths(specs_of(m, s), protocol=CLASSIC).to_dict()
     r = replica(d, "slave")
-    assert r["stall"]["cause"] == "diverged" and r["diverged_at"] == x
-    assert r["log_end_offset_after"] == s.max_offset and r["repair_plan"]["truncate_to"] == x
+    assert r["stall"] is None and r["status"] == "fetched" and r["diverged_at"] == x
+    assert r["log_end_offset_after"] == m.max_offset
+    assert r["fetched"]["bytes"] == m.max_offset - s.max_offset
+    assert [(f["code"], f["offset"]) for f in r["findings"]] == [("ROCKETMQ_HA_MIXED_CONTENT", x)]
+    assert r["repair_plan"]["truncate_to"] == x
 
 
 def test_no_consistent_point_needs_manual_intervention(tmp_path: Path) -> None:
