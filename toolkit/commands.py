@@ -10,6 +10,7 @@ from replog.toolkit.output import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     Format,
+    exit_for_replay,
     print_repaired,
     resolve,
     write_json,
@@ -80,7 +81,8 @@ def _is_rocketmq(specs: list[str]) -> bool:
 
 def run_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, export_lost: Any,
                force: bool, fmt: Format | None) -> int:
-    """Replay and render; `--export-lost` saves what would be lost before anything else happens."""
+    """Replay and render; `--export-lost` saves what would be lost before anything else happens.
+    Exit 1 when a replica loses records or would fail (`exit_for_replay`)."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_replay
         return run_rocketmq_replay(specs, leader, protocol, html, force, fmt)
@@ -98,12 +100,13 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
         atomic_write(prepare_file_output(html, evidence_roots(r.replica.path for r in result.replicas)),
                      replay_html(result).encode())
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
-    return EXIT_CLEAN
+    return exit_for_replay(result)
 
 
 def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
                fmt: Format | None) -> int:
-    """Replay, write the repaired replicas, verify them; exit 1 if verification found a problem."""
+    """Replay, write the repaired replicas, verify them; exit 1 if a replica loses records or would fail,
+    or verification found a problem."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_repair
         return run_rocketmq_repair(specs, out, leader, protocol, force, fmt)
@@ -121,7 +124,7 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
                                                      f"LEO {r.log_end_offset} HW {r.high_watermark}"))
 
     render(resolve(fmt), payload, show)
-    return EXIT_CLEAN if all(r.identical_to_leader and not r.problems for r in repaired) else EXIT_FINDINGS
+    return exit_for_replay(result, all(r.identical_to_leader and not r.problems for r in repaired))
 
 
 def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, protocol: str | None,
@@ -140,7 +143,7 @@ def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, proto
                           + ("[green]identical to the leader[/]" if r.identical_to_leader else "[red]differs[/]"))
     else:
         write_json(payload)
-    return EXIT_CLEAN if all(r.identical_to_leader for r in repaired) else EXIT_FINDINGS
+    return exit_for_replay(result, all(r.identical_to_leader for r in repaired))
 
 
 def stderr_note(message: str) -> None:

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from enum import Enum, StrEnum
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import typer
 from rich.console import Console
@@ -137,3 +137,19 @@ def print_repaired(repaired: Iterable[Any], console: Console, describe: Callable
 
 def exit_for(severities: Iterable[str]) -> int:
     return EXIT_FINDINGS if any(s == "error" for s in severities) else EXIT_CLEAN
+
+
+class ReplayOutcome(Protocol):
+    """A replay's result, Kafka or RocketMQ: it knows whether a replica loses records or would fail."""
+
+    @property
+    def loses_or_fails(self) -> bool: ...
+
+
+def exit_for_replay(result: ReplayOutcome, verified: bool = True) -> int:
+    """The one rule for every command that reports a replay (replay, repair, impact): exit 1 when a
+    replica loses records or would fail, or when what was written did not verify, else 0.
+
+    A script running `replog replay` before restarting brokers must be able to tell from the exit
+    code alone that restarting them as they are loses data."""
+    return EXIT_FINDINGS if result.loses_or_fails or not verified else EXIT_CLEAN

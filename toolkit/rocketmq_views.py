@@ -10,7 +10,7 @@ from rich.console import Console
 from replog.formats.fileio import atomic_write
 from replog.recovery.rocketmq.ha import HAReplayResult, replay_paths
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
-from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, print_repaired, resolve
+from replog.toolkit.output import EXIT_CLEAN, Format, exit_for_replay, print_repaired, resolve
 from replog.toolkit.render import Column, Columns, render, span, thousands, time_range
 
 
@@ -155,17 +155,18 @@ def replay_html(result: HAReplayResult) -> str:
 
 def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, force: bool,
                         fmt: Format | None) -> int:
-    """Replay HA between stores; exit 1 when a slave stalls or needs manual intervention."""
+    """Replay HA between stores; exit 1 when a store loses messages, stalls or needs manual intervention."""
     result = replay_paths(specs, leader, protocol)
     if html is not None:
         atomic_write(Path(html), replay_html(result).encode())
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
-    return EXIT_FINDINGS if result.stalled else EXIT_CLEAN
+    return exit_for_replay(result)
 
 
 def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
                         fmt: Format | None) -> int:
-    """Replay, write every store repaired under OUT/NAME/, verify; exit 1 if verification found a problem."""
+    """Replay, write every store repaired under OUT/NAME/, verify; exit 1 if a store loses messages or
+    stalls, or verification found a problem."""
     from replog.recovery.rocketmq.repair import repair_stores
 
     result = replay_paths(specs, leader, protocol)
@@ -178,4 +179,4 @@ def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol
                                                      f"{r.log_start_offset}..{r.log_end_offset}")))
 
     render(resolve(fmt), payload, show)
-    return EXIT_CLEAN if all(r.identical_to_master and not r.problems for r in repaired) else EXIT_FINDINGS
+    return exit_for_replay(result, all(r.identical_to_master and not r.problems for r in repaired))

@@ -47,6 +47,12 @@ class ReplicaResult:
     def to_dict(self) -> dict[str, Any]:
         return REPLICA_RESULT.dump(self)
 
+    @property
+    def loses_or_fails(self) -> bool:
+        """This replica loses records, or the broker's fetcher would fail on it (`failed`, where the
+        replay reports one): what an operator must look at before letting the brokers start."""
+        return self.lost_summary.records > 0 or getattr(self, "failed", None) is not None
+
 
 def _lost(r: ReplicaResult) -> dict[str, Any]:
     lost = r.lost_summary
@@ -81,6 +87,11 @@ class ReplayResult:
 
     def to_dict(self) -> dict[str, Any]:
         return REPLAY_RESULT.dump(self)
+
+    @property
+    def loses_or_fails(self) -> bool:
+        """Any replica loses records or would fail: the contract's exit 1 for replay, repair and impact."""
+        return any(r.loses_or_fails for r in self.replicas)
 
 
 REPLAY_RESULT = Shape(

@@ -69,6 +69,11 @@ class ReplicaOutcome:
     def to_dict(self) -> dict[str, Any]:
         return REPLICA_OUTCOME.dump(self)
 
+    @property
+    def loses_or_fails(self) -> bool:
+        """The store loses messages, or its HA would stall or need an operator (`stall`)."""
+        return bool(self.lost) or self.stall is not None
+
 
 @dataclass
 class HAReplayResult:
@@ -84,6 +89,11 @@ class HAReplayResult:
     @property
     def stalled(self) -> bool:
         return any(r.stall for r in self.replicas)
+
+    @property
+    def loses_or_fails(self) -> bool:
+        """Any store loses messages or stalls: the contract's exit 1 for replay and repair."""
+        return any(r.loses_or_fails for r in self.replicas)
 
 
 def lost_summary(msgs: list[MessageRef]) -> dict[str, Any]:
