@@ -21,9 +21,9 @@ from replog.recovery.kafka.divergence import (
     summarize_lost,
 )
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
-from replog.recovery.kafka.replica import Replica, load_replicas
+from replog.recovery.kafka.replica import Replica, default_name, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
-from replog.recovery.naming import parse_named
+from replog.recovery.naming import parse_named, replica_names
 from replog.recovery.transcript import Transcript
 
 
@@ -215,10 +215,5 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
     """Load `[NAME=]PATH` replicas and replay them."""
     if len(specs) < 2:
         raise ReplogError("replay needs at least two replicas")
-    replicas = load_replicas([parse_named(spec) for spec in specs])
-    seen: dict[str, int] = {}
-    for r in replicas:  # derived names may collide (same log dir name): make them unique
-        seen[r.name] = seen.get(r.name, 0) + 1
-        if seen[r.name] > 1:
-            r.name = f"{r.name}-{seen[r.name]}"
-    return run_replay(replicas, leader, protocol)
+    named = replica_names([parse_named(spec) for spec in specs], default_name)
+    return run_replay(load_replicas(named), leader, protocol)

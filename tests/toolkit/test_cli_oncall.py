@@ -3,6 +3,7 @@ exit codes of replay and repair, help and --version, replica names, output in a 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -68,3 +69,44 @@ def test_rocketmq_replay_and_repair_that_lose_messages_exit_1(fleet: tuple[Path,
     shutil.copytree(rmq / "master", twin)
     same = run_replog("replay", f"a={rmq / 'master'}", f"b={twin}", "--protocol", "autoswitch", "--format", "json")
     assert same.returncode == 0, same.stderr
+
+
+# --- replica names ----------------------------------------------------------------------------------------
+
+
+def test_one_name_for_two_replicas_is_a_usage_error(fleet: tuple[Path, dict]) -> None:
+    proc = run_replog("replay", f"a={kafka(fleet, 1, 'orders-2')}", f"a={kafka(fleet, 2, 'orders-2')}")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "NAME a given to more than one replica" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["replay", "repair"])
+def test_the_same_replica_twice_is_a_usage_error(fleet: tuple[Path, dict], tmp_path: Path, command: str) -> None:
+    one = kafka(fleet, 1, "orders-2")
+    again = str(fleet[0] / "kafka" / "broker-2" / ".." / "broker-1" / "orders-2")
+    out = ["--out", str(tmp_path / "out")] if command == "repair" else []
+    proc = run_replog(command, f"a={one}", f"b={again}", *out)
+    assert proc.returncode == 2, proc.stdout
+    assert "same replica" in proc.stderr and not (tmp_path / "out").exists()
+
+
+def test_replicas_of_one_broker_id_get_readable_distinct_names(fleet: tuple[Path, dict], tmp_path: Path) -> None:
+    """Two copies of broker 1's log dir (Monday's and Tuesday's evidence) and broker 2's."""
+    for day in ("mon", "tue"):
+        shutil.copytree(fleet[0] / "kafka" / "broker-1", tmp_path / day / "kafka-logs")
+    paths = [str(tmp_path / d / "kafka-logs" / "orders-2") for d in ("mon", "tue")] + [kafka(fleet, 2, "orders-2")]
+    proc = run_replog("replay", *paths, "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr
+    names = [r["name"] for r in json.loads(proc.stdout)["replicas"]]
+    assert names == ["broker-1.mon", "broker-1.tue", "broker-2"]
+    assert not any(re.fullmatch(r"broker-1-\d+", n) for n in names)   # nothing that reads as a partition
+
+
+def test_rocketmq_stores_in_folders_of_one_name(fleet: tuple[Path, dict], tmp_path: Path) -> None:
+    rmq = fleet[0] / "rocketmq"
+    for site in ("east", "west"):
+        shutil.copytree(rmq / "master", tmp_path / site / "store")
+    proc = run_replog("replay", str(tmp_path / "east" / "store"), str(tmp_path / "west" / "store"),
+                      "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["name"] for r in json.loads(proc.stdout)["replicas"]] == ["store.east", "store.west"]
