@@ -71,6 +71,33 @@ def test_rocketmq_replay_and_repair_that_lose_messages_exit_1(fleet: tuple[Path,
     assert same.returncode == 0, same.stderr
 
 
+# --- --version and help -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag: str) -> None:
+    from importlib.metadata import version
+
+    proc = run_replog(flag)
+    assert proc.returncode == 0 and proc.stdout == f"replog {version('replog')}\n"
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "replog")
+def test_help_shows_metavars_not_python_types(command: list[str]) -> None:
+    proc = run_replog(*command, "--help", env={"COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    for artefact in ("list[", "Path]", "<bool>", "<str>", "<path>", "<int>", "{"):
+        assert artefact not in proc.stdout, f"{artefact!r} in `replog {' '.join(command)} --help`"
+    assert "Usage: replog" in proc.stdout
+
+
+def test_help_names_what_each_argument_takes() -> None:
+    usage = {c: run_replog(c, "--help", env={"COLUMNS": "200"}).stdout for c in ("replay", "doctor", "recover")}
+    assert "replog replay [OPTIONS] [NAME=]PATH..." in usage["replay"] and "NAME " in usage["replay"]
+    assert "replog doctor [OPTIONS] PATH..." in usage["doctor"]
+    assert "--out" in usage["recover"] and " DIR " in usage["recover"]
+
+
 # --- replica names ----------------------------------------------------------------------------------------
 
 
