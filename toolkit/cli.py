@@ -241,6 +241,7 @@ def samples_generate(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="directory to create")],
     seed: Annotated[int, typer.Option(metavar="N", help="random seed; the same seed gives the same bytes")] = 7,
     force: Annotated[bool, typer.Option("--force", help="replace an existing sample directory")] = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Write a realistic sample fleet (Kafka log dirs of three brokers) with replog's writers.
 
@@ -248,7 +249,7 @@ def samples_generate(
     """
     from replog.toolkit.commands import run_samples
 
-    raise typer.Exit(run_samples(out, seed, force))
+    raise typer.Exit(run_samples(out, seed, force, fmt))
 
 
 @fleet_app.command("scan", cls=ReplogCommand)

@@ -151,9 +151,10 @@ def stderr_note(message: str) -> None:
     stderr.print(f"[dim]{message}[/]")
 
 
-def run_samples(out: Any, seed: int, force: bool) -> int:
+def run_samples(out: Any, seed: int, force: bool, fmt: Format | None = None) -> int:
     """Generate the sample Kafka fleet under OUT/kafka and RocketMQ stores under OUT/rocketmq;
-    `--force` replaces only a previous generation."""
+    `--force` replaces only a previous generation. The summary is a table on a terminal and JSON in a
+    pipe, like every other command's result, so a script can find what was planted where."""
     from pathlib import Path
 
     from replog.samples.kafka_fleet import generate_kafka_fleet
@@ -163,16 +164,26 @@ def run_samples(out: Any, seed: int, force: bool) -> int:
     out = Path(out)
     _clear_previous_samples(out, force)
     manifest = generate_kafka_fleet(out / "kafka", seed=seed)
-    console = Console(highlight=False)
-    console.print(SAMPLE_BROKER_COLUMNS.table(_sample_brokers(manifest),
-                                              f"sample Kafka fleet in {out / 'kafka'} (seed {seed})"))
-    console.print(f"{len(manifest.damage)} damage items and {len(manifest.divergences)} replica divergences "
-                  f"planted; {manifest.file_count} files, {manifest.total_bytes:,} bytes. "
-                  f"See {out / 'kafka' / MANIFEST_NAME} and README.txt.")
     planted = generate_rocketmq_samples(out / "rocketmq")
-    console.print(f"RocketMQ: a diverged master/slave pair and a store with {len(planted['damage'])} planted "
-                  f"defects in {out / 'rocketmq'}.")
+    kafka = {"path": str(out / "kafka"), "seed": seed, "brokers": _sample_brokers(manifest),
+             "damage": len(manifest.damage), "divergences": len(manifest.divergences),
+             "files": manifest.file_count, "bytes": manifest.total_bytes,
+             "manifest": str(out / "kafka" / MANIFEST_NAME)}
+    doc = {"output": str(out), "kafka": kafka,
+           "rocketmq": {"path": str(out / "rocketmq"), "damage": len(planted["damage"])}}
+    render(resolve(fmt), doc, lambda console: _print_samples(doc, console))
     return EXIT_CLEAN
+
+
+def _print_samples(doc: dict[str, Any], console: Console) -> None:
+    kafka = doc["kafka"]
+    console.print(SAMPLE_BROKER_COLUMNS.table(kafka["brokers"], f"sample Kafka fleet in {kafka['path']} "
+                                                                f"(seed {kafka['seed']})"))
+    console.print(f"{kafka['damage']} damage items and {kafka['divergences']} replica divergences "
+                  f"planted; {kafka['files']} files, {kafka['bytes']:,} bytes. "
+                  f"See {kafka['manifest']} and README.txt.")
+    console.print(f"RocketMQ: a diverged master/slave pair and a store with {doc['rocketmq']['damage']} planted "
+                  f"defects in {doc['rocketmq']['path']}.")
 
 
 def _sample_brokers(manifest: Any) -> list[dict[str, Any]]:

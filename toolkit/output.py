@@ -16,7 +16,18 @@ from replog.formats.errors import ReplogError, UnreadableInput, UnsafeOutput
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
-stderr = Console(stderr=True, highlight=False)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+# On a terminal, messages wrap at its width; in a pipe or a log file (no width to honour) a message
+# stays one line, so `grep` and log collectors see it whole.
+stderr = Console(stderr=True, highlight=False, soft_wrap=not _is_terminal(sys.stderr))
 
 
 class Format(StrEnum):

@@ -17,11 +17,11 @@ COMMANDS = [[], ["dump"], ["ls"], ["doctor"], ["recover"], ["replay"], ["repair"
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """The sample fleet, written by `replog samples generate`; (its root, nothing yet)."""
+    """The sample fleet, written by `replog samples generate` in a pipe; (its root, the JSON summary printed)."""
     root = tmp_path_factory.mktemp("oncall") / "samples"
     proc = run_replog("samples", "generate", str(root))
     assert proc.returncode == 0, proc.stderr
-    return root, {}
+    return root, json.loads(proc.stdout)
 
 
 def kafka(fleet: tuple[Path, dict], broker: int, partition: str) -> str:
@@ -137,3 +137,22 @@ def test_rocketmq_stores_in_folders_of_one_name(fleet: tuple[Path, dict], tmp_pa
                       "--format", "json")
     assert proc.returncode == 0, proc.stderr
     assert [r["name"] for r in json.loads(proc.stdout)["replicas"]] == ["store.east", "store.west"]
+
+
+# --- output in a pipe -------------------------------------------------------------------------------------
+
+
+def test_samples_generate_prints_its_summary_as_json_in_a_pipe(fleet: tuple[Path, dict]) -> None:
+    root, summary = fleet
+    assert summary["output"] == str(root) and summary["kafka"]["path"] == str(root / "kafka")
+    assert [b["broker"] for b in summary["kafka"]["brokers"]] == ["broker-1", "broker-2", "broker-3"]
+    planted = json.loads((root / "kafka" / "PLANTED.json").read_text())
+    assert summary["kafka"]["damage"] == len(planted["damage"]) and summary["rocketmq"]["damage"] > 0
+
+
+def test_an_error_message_stays_one_line_in_a_pipe(tmp_path: Path) -> None:
+    missing = tmp_path / ("a-rather-long-folder-name-" * 4) / "orders-0"
+    proc = run_replog("replay", f"a={missing}", f"b={missing}x", env={"COLUMNS": "80"})
+    assert proc.returncode == 2
+    [line] = proc.stderr.splitlines()
+    assert len(line) > 80 and line.startswith("replog:") and str(missing) in line
