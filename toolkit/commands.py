@@ -198,7 +198,7 @@ def _sample_brokers(manifest: Any) -> list[dict[str, Any]]:
 
 
 SAMPLE_BROKER_COLUMNS = Columns(
-    Column("broker", "broker"),
+    Column("broker", "broker", key=True),
     Column("partitions", "partitions", justify="right"),
     Column("log bytes", "bytes", thousands, justify="right"),
     Column("shutdown", "clean_shutdown", lambda clean: "clean" if clean else "crashed"),

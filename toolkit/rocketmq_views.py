@@ -58,13 +58,13 @@ def _cq_style(r: dict[str, Any]) -> str | None:
 
 
 QUEUE_COLUMNS = Columns(
-    Column("topic/queue", lambda r: f"{r['topic']}/{r['queue_id']}"),
+    Column("topic/queue", lambda r: f"{r['topic']}/{r['queue_id']}", key=True),
     Column("messages", "messages", justify="right"),
     Column("queue offsets", span("min_queue_offset", "max_queue_offset"), justify="right"),
     Column("CQ end", "cq_max_offset", justify="right", style=_cq_style),
     Column("commitlog range", span("first_physical_offset", "last_physical_offset"), justify="right"),
-    Column("bytes", "bytes", thousands, justify="right"),
-    Column("time range (UTC)", time_range("first_timestamp", "max_timestamp")),
+    Column("bytes", "bytes", thousands, justify="right", drop=1),
+    Column("time range (UTC)", time_range("first_timestamp", "max_timestamp"), drop=2),
 )
 
 
@@ -93,17 +93,18 @@ def _status(r: dict[str, Any]) -> str:
 
 
 STORE_COLUMNS = Columns(
-    Column("store", "name"),
-    Column("role", "role"),
+    Column("store", "name", key=True),
+    Column("role", "role", drop=4),       # the status says it too: master, or what the slave does
     Column("status", _status, style=lambda r: "bold red" if r["stall"] else None),
     Column("range before", span("log_start_offset_before", "log_end_offset_before"), justify="right"),
-    Column("confirm", "high_watermark_before", justify="right"),
+    Column("confirm", "high_watermark_before", justify="right", drop=1),
     Column("diverged at", "diverged_at", justify="right", style="yellow"),
     Column("truncated to", "truncated_to", justify="right"),
     Column("lost", "lost.records", justify="right", style=lambda r: "bold red" if r["lost"]["records"] else None),
-    Column("fetched", lambda r: f"{r['fetched']['bytes']} B / {r['fetched']['frames']} frames", justify="right"),
+    Column("fetched", lambda r: f"{r['fetched']['bytes']} B / {r['fetched']['frames']} frames", justify="right",
+           drop=2),
     Column("range after", span("log_start_offset_after", "log_end_offset_after"), justify="right"),
-    Column("epochs after", "epochs_after", lambda es: " ".join(f"{e}@{s}" for e, s in es) or "-"),
+    Column("epochs after", "epochs_after", lambda es: " ".join(f"{e}@{s}" for e, s in es) or "-", drop=3),
 )
 
 

@@ -156,3 +156,52 @@ def test_an_error_message_stays_one_line_in_a_pipe(tmp_path: Path) -> None:
     assert proc.returncode == 2
     [line] = proc.stderr.splitlines()
     assert len(line) > 80 and line.startswith("replog:") and str(missing) in line
+
+
+# --- tables on narrow terminals: what identifies a row is never cut -------------------------------------------
+
+
+def whole_on_a_line(names: set[str], output: str) -> set[str]:
+    """The names that no line of `output` holds whole (empty when every one is readable)."""
+    return {n for n in names if not any(n in line for line in output.splitlines())}
+
+
+def table_and_json(args: list[str], columns: int) -> tuple[str, dict | list]:
+    """`replog ARGS` as a table at COLUMNS and as JSON; every table line fits the width."""
+    table = run_replog(*args, "--format", "table", env={"COLUMNS": str(columns)})
+    assert table.returncode in (0, 1), table.stderr
+    too_wide = [line for line in table.stdout.splitlines() if len(line) > columns]
+    assert not too_wide, too_wide
+    return table.stdout, json.loads(run_replog(*args, "--format", "json").stdout)
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_ls_keeps_partition_names_whole(fleet: tuple[Path, dict], columns: int) -> None:
+    for broker in ("broker-1", "broker-3"):
+        table, rows = table_and_json(["ls", str(fleet[0] / "kafka" / broker)], columns)
+        names = {f"{r['topic']}-{r['partition']}" for r in rows}
+        assert "__consumer_offsets-0" in names and whole_on_a_line(names, table) == set()
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_doctor_keeps_partition_and_file_names_whole(fleet: tuple[Path, dict], columns: int) -> None:
+    for broker in ("broker-2", "broker-3"):
+        table, doc = table_and_json(["doctor", str(fleet[0] / "kafka" / broker)], columns)
+        assert isinstance(doc, dict) and doc["findings"]
+        files = {Path(f["path"]).name for f in doc["findings"]}
+        partitions = {Path(f["path"]).parent.name for f in doc["findings"] if Path(f["path"]).parent.name != broker}
+        assert any(len(name) == 24 for name in files)          # a 20-digit segment file name among them
+        assert whole_on_a_line(files | partitions, table) == set()
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_replay_keeps_replica_names_whole(fleet: tuple[Path, dict], tmp_path: Path, columns: int) -> None:
+    for day in ("monday", "tuesday"):
+        shutil.copytree(fleet[0] / "kafka" / "broker-3", tmp_path / day / "kafka-logs")
+    specs = [kafka(fleet, 1, "orders-2"), kafka(fleet, 2, "orders-2"),
+             *(str(tmp_path / day / "kafka-logs" / "orders-2") for day in ("monday", "tuesday"))]
+    table, doc = table_and_json(["replay", *specs], columns)
+    assert isinstance(doc, dict)
+    names = {r["name"] for r in doc["replicas"]}
+    rows = "\n".join(line for line in table.splitlines() if line.startswith("│"))  # the table, not the transcript
+    assert "broker-3.tuesday" in names and whole_on_a_line(names, rows) == set()

@@ -161,3 +161,17 @@ def test_a_command_in_three_formats_agrees(tmp_path: Path, command: str) -> None
     assert lines == (doc if command == "ls" else [doc])
     headers, cells = table_cells(out[Format.table].stdout)
     assert headers == columns.headers and cells == columns.cells(rows)
+
+
+def test_fit_widths_keeps_keys_whole_and_drops_before_folding() -> None:
+    from replog.toolkit.render import fit_widths
+
+    cols = Columns(Column("name", "n", key=True), Column("count", "c"), Column("extra", "x", drop=1),
+                   Column("note", "m", min_width=8))
+    texts = [["__consumer_offsets-0", "12345", "some extra words", "a long explanation of what was found"]]
+    assert fit_widths(cols.columns, texts, 200) is None                 # it fits: rich lays it out
+    widths = fit_widths(cols.columns, texts, 50)
+    assert widths is not None and widths[0] == len("__consumer_offsets-0") and widths[1] == 5
+    assert widths[2] == 0 and sum(widths) + 3 * 3 + 1 <= 50            # `extra` left out, the rest fits
+    tight = fit_widths(cols.columns, texts, 40)
+    assert tight is not None and tight[0] == 20 and sum(tight) + 3 * 3 + 1 <= 40
