@@ -25,14 +25,15 @@ $(VENV)/.installed-test: pyproject.toml | $(PY)
 java: | $(PY)
 	@$(PY) -m replog.spark.java
 
-# The demo walkthrough. doctor exits 1 on the planted damage: that is its job, so 1 is accepted, 2 is not.
+# The demo walkthrough. doctor and replay exit 1 on the planted damage and divergence: that is their job, so 1 is
+# accepted, 2 is not.
 run: $(VENV)/.installed-run java
 	$(REPLOG) samples generate $(SAMPLES) --force
 	$(REPLOG) ls $(SAMPLES)/kafka/broker-1
 	$(REPLOG) doctor $(SAMPLES)/kafka/broker-2 || test $$? -eq 1
-	$(REPLOG) replay b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2
+	$(REPLOG) replay b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2 || test $$? -eq 1
 	$(REPLOG) doctor $(SAMPLES)/rocketmq/damaged || test $$? -eq 1
-	$(REPLOG) replay master=$(SAMPLES)/rocketmq/master slave=$(SAMPLES)/rocketmq/slave --protocol autoswitch
+	$(REPLOG) replay master=$(SAMPLES)/rocketmq/master slave=$(SAMPLES)/rocketmq/slave --protocol autoswitch || test $$? -eq 1
 	$(REPLOG) fleet scan $(SAMPLES)/kafka --out $(FLEET_OUT) --force || test $$? -eq 1
 	$(REPLOG) fleet report $(FLEET_OUT) || test $$? -eq 1
 

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from replog.toolkit.cli_help import ReplogCommand, ReplogGroup
 from replog.toolkit.output import Format, guarded
 
 app = typer.Typer(
@@ -17,22 +18,39 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    cls=ReplogGroup,
 )
-samples_app = typer.Typer(help="Generate realistic sample broker directories.", no_args_is_help=True)
+samples_app = typer.Typer(help="Generate realistic sample broker directories.", no_args_is_help=True, cls=ReplogGroup)
 app.add_typer(samples_app, name="samples")
 fleet_app = typer.Typer(help="Scan many broker log dirs at once with Spark, and report on a scan.",
-                        no_args_is_help=True)
+                        no_args_is_help=True, cls=ReplogGroup)
 app.add_typer(fleet_app, name="fleet")
 
 FormatOpt = Annotated[Format | None, typer.Option(
     "--format", "-f", help="table (default on a terminal), json, or jsonl (default in a pipe)")]
-Decoder = Annotated[str, typer.Option(help="utf8 | hex | base64 | json | none")]
+Decoder = Annotated[str, typer.Option(metavar="DECODER", help="utf8 | hex | base64 | json | none")]
 
 
-@app.command()
+def _version(show: bool) -> None:
+    """`replog --version`: the installed distribution's version, for bug reports and evidence notes."""
+    if show:
+        from replog.toolkit.doctor_view import tool_version
+        typer.echo(f"replog {tool_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", "-V", is_eager=True, callback=_version, help="print replog's version and exit")] = False,
+) -> None:
+    """Forensic and recovery toolkit for Kafka and RocketMQ on-disk logs. Inputs are never modified."""
+
+
+@app.command(cls=ReplogCommand)
 @guarded
 def dump(
-    paths: Annotated[list[Path], typer.Argument(help="files or directories to decode")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="files or directories to decode")],
     deep: Annotated[bool, typer.Option("--deep", help="one entry per record, not per batch")] = False,
     print_data: Annotated[bool, typer.Option("--print-data", help="show keys and values (implies --deep)")] = False,
     key_decoder: Decoder = "utf8",
@@ -41,9 +59,9 @@ def dump(
         "--offsets-decoder", help="decode __consumer_offsets records")] = False,
     txn_decoder: Annotated[bool, typer.Option("--txn-decoder", help="decode __transaction_state records")] = False,
     metadata_decoder: Annotated[bool, typer.Option("--metadata-decoder", help="decode KRaft metadata records")] = False,
-    from_offset: Annotated[int | None, typer.Option(help="skip batches ending before this offset")] = None,
-    to_offset: Annotated[int | None, typer.Option(help="stop after this offset")] = None,
-    max_bytes: Annotated[int | None, typer.Option(help="read at most this many bytes of each log")] = None,
+    from_offset: Annotated[int | None, typer.Option(metavar="N", help="skip batches ending before this offset")] = None,
+    to_offset: Annotated[int | None, typer.Option(metavar="N", help="stop after this offset")] = None,
+    max_bytes: Annotated[int | None, typer.Option(metavar="N", help="read at most this many bytes of each log")] = None,
     verify_index_only: Annotated[bool, typer.Option(
         "--verify-index-only", help="check index entries against the log, print only problems")] = False,
     index_sanity_check: Annotated[bool, typer.Option(
@@ -76,10 +94,10 @@ def dump(
                               print_data or offsets_decoder or txn_decoder or metadata_decoder))
 
 
-@app.command()
+@app.command(cls=ReplogCommand)
 @guarded
 def ls(
-    path: Annotated[Path, typer.Argument(help="broker log dir, partition dir, or RocketMQ store")],
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="broker log dir, partition dir, or RocketMQ store")],
     fmt: FormatOpt = None,
 ) -> None:
     """Overview: one row per partition with segments, offsets, high watermark, epochs and flags.
@@ -91,12 +109,13 @@ def ls(
     raise typer.Exit(run_ls(path, fmt))
 
 
-@app.command()
+@app.command(cls=ReplogCommand)
 @guarded
 def doctor(
-    paths: Annotated[list[Path], typer.Argument(help="broker log dirs, partition dirs or single files")],
+    paths: Annotated[list[Path], typer.Argument(
+        metavar="PATH...", help="broker log dirs, partition dirs or single files")],
     manifest: Annotated[Path | None, typer.Option(
-        "--manifest", help="write a SHA-256 evidence manifest of every input read")] = None,
+        "--manifest", metavar="FILE", help="write a SHA-256 evidence manifest of every input read")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Verify everything under PATH: batches, segments, indexes, epochs, snapshots, checkpoints.
@@ -115,11 +134,13 @@ def doctor(
     raise typer.Exit(run_doctor(paths, manifest, fmt))
 
 
-@app.command()
+@app.command(cls=ReplogCommand)
 @guarded
 def recover(
-    partition_dir: Annotated[Path, typer.Argument(help="the partition dir to recover (read only)")],
-    out: Annotated[Path, typer.Option("--out", help="new log dir to write the recovered partition into")],
+    partition_dir: Annotated[Path, typer.Argument(
+        metavar="PARTITION_DIR", help="the partition dir to recover (read only)")],
+    out: Annotated[Path, typer.Option(
+        "--out", metavar="DIR", help="new log dir to write the recovered partition into")],
     salvage: Annotated[bool, typer.Option(
         "--salvage", help="also keep valid batches found after damaged bytes")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace a non-empty output dir")] = False,
@@ -142,26 +163,30 @@ def recover(
 
 
 ReplicaArgs = Annotated[list[str], typer.Argument(
-    help="[NAME=]PATH of each replica (partition dirs or RocketMQ stores)")]
+    metavar="[NAME=]PATH...", help="[NAME=]PATH of each replica (partition dirs or RocketMQ stores); NAMEs unique")]
 ProtocolOpt = Annotated[str | None, typer.Option(
-    "--protocol", help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch")]
-LeaderOpt = Annotated[str | None, typer.Option(help="replica to follow; default: the one the controller would elect")]
+    "--protocol", metavar="PROTOCOL", help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch")]
+LeaderOpt = Annotated[str | None, typer.Option(
+    metavar="NAME", help="replica to follow; default: the one the controller would elect")]
 
 
-@app.command()
+@app.command(cls=ReplogCommand)
 @guarded
 def replay(
     replicas: ReplicaArgs,
     leader: LeaderOpt = None,
     protocol: ProtocolOpt = None,
-    html: Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML report here")] = None,
-    export_lost: Annotated[Path | None, typer.Option(help="save the records replicas would lose here first")] = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="write a self-contained HTML report here")] = None,
+    export_lost: Annotated[Path | None, typer.Option(
+        metavar="DIR", help="save the records replicas would lose here first")] = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay the replication protocol offline between replicas of one partition.
 
     Shows how the replicas diverged, what each would truncate, lose and fetch.
+    Exit 1 when a replica loses records or would fail; 2 for a NAME or PATH given twice.
 
     Examples:
 
@@ -174,24 +199,25 @@ def replay(
     raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt))
 
 
-@app.command()
+@app.command(cls=ReplogCommand)
 @guarded
 def repair(
     replicas: ReplicaArgs,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="directory to write the repaired replicas into (DIR/NAME/)")] = None,
+        "--out", metavar="DIR", help="directory to write the repaired replicas into (DIR/NAME/)")] = None,
     leader: LeaderOpt = None,
     protocol: ProtocolOpt = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
     in_place: Annotated[bool, typer.Option(
         "--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
     backup: Annotated[Path | None, typer.Option(
-        help="with --in-place: empty dir to back the replicas up into first")] = None,
+        metavar="DIR", help="with --in-place: empty dir to back the replicas up into first")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
 
-    Inputs are never modified; the result is verified after writing.
+    Inputs are never modified; the result is verified after writing. Exit 1 when a replica loses
+    records or would fail, or the result does not verify.
 
     Example: replog repair b1=/data/b1/orders-2 b2=/data/b2/orders-2 --out /tmp/repaired
 
@@ -209,12 +235,13 @@ def repair(
     raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt))
 
 
-@samples_app.command("generate")
+@samples_app.command("generate", cls=ReplogCommand)
 @guarded
 def samples_generate(
-    out: Annotated[Path, typer.Argument(help="directory to create")],
-    seed: Annotated[int, typer.Option(help="random seed; the same seed gives the same bytes")] = 7,
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="directory to create")],
+    seed: Annotated[int, typer.Option(metavar="N", help="random seed; the same seed gives the same bytes")] = 7,
     force: Annotated[bool, typer.Option("--force", help="replace an existing sample directory")] = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Write a realistic sample fleet (Kafka log dirs of three brokers) with replog's writers.
 
@@ -222,21 +249,22 @@ def samples_generate(
     """
     from replog.toolkit.commands import run_samples
 
-    raise typer.Exit(run_samples(out, seed, force))
+    raise typer.Exit(run_samples(out, seed, force, fmt))
 
 
-@fleet_app.command("scan")
+@fleet_app.command("scan", cls=ReplogCommand)
 @guarded
 def fleet_scan(
     paths: Annotated[list[str], typer.Argument(
-        help="broker log dirs, folders of them, globs, or file:// hdfs:// s3:// URIs")],
-    out: Annotated[Path, typer.Option("--out", help="directory for the Parquet tables")],
-    master: Annotated[str | None, typer.Option(help="Spark master URL (default: embedded local[*])")] = None,
-    inventory: Annotated[Path | None, typer.Option(help="file of `broker=path` lines")] = None,
+        metavar="PATH...", help="broker log dirs, folders of them, globs, or file:// hdfs:// s3:// URIs")],
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="directory for the Parquet tables")],
+    master: Annotated[str | None, typer.Option(
+        metavar="URL", help="Spark master URL (default: embedded local[*])")] = None,
+    inventory: Annotated[Path | None, typer.Option(metavar="FILE", help="file of `broker=path` lines")] = None,
     batches: Annotated[bool, typer.Option("--batches", help="also write the per-batch table")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace the output of a previous fleet scan")] = False,
     split_bytes: Annotated[int, typer.Option(
-        help="split partition dirs larger than this into segment groups")] = 256 << 20,
+        metavar="BYTES", help="split partition dirs larger than this into segment groups")] = 256 << 20,
     fmt: FormatOpt = None,
 ) -> None:
     """Scan every partition of every log dir with Spark; Parquet tables partitions, segments,
@@ -253,11 +281,12 @@ def fleet_scan(
     raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, split_bytes, fmt))
 
 
-@fleet_app.command("report")
+@fleet_app.command("report", cls=ReplogCommand)
 @guarded
 def fleet_report(
-    scan_dir: Annotated[Path, typer.Argument(help="the --out directory of a fleet scan")],
-    html_file: Annotated[Path | None, typer.Option("--html", help="also write a self-contained HTML report")] = None,
+    scan_dir: Annotated[Path, typer.Argument(metavar="SCAN_DIR", help="the --out directory of a fleet scan")],
+    html_file: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="also write a self-contained HTML report")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Fleet health from a scan's Parquet tables (no Spark): totals, divergent replica sets,

@@ -10,6 +10,7 @@ from replog.toolkit.output import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     Format,
+    exit_for_replay,
     print_repaired,
     resolve,
     write_json,
@@ -80,7 +81,8 @@ def _is_rocketmq(specs: list[str]) -> bool:
 
 def run_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, export_lost: Any,
                force: bool, fmt: Format | None) -> int:
-    """Replay and render; `--export-lost` saves what would be lost before anything else happens."""
+    """Replay and render; `--export-lost` saves what would be lost before anything else happens.
+    Exit 1 when a replica loses records or would fail (`exit_for_replay`)."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_replay
         return run_rocketmq_replay(specs, leader, protocol, html, force, fmt)
@@ -98,12 +100,13 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
         atomic_write(prepare_file_output(html, evidence_roots(r.replica.path for r in result.replicas)),
                      replay_html(result).encode())
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
-    return EXIT_CLEAN
+    return exit_for_replay(result)
 
 
 def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
                fmt: Format | None) -> int:
-    """Replay, write the repaired replicas, verify them; exit 1 if verification found a problem."""
+    """Replay, write the repaired replicas, verify them; exit 1 if a replica loses records or would fail,
+    or verification found a problem."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_repair
         return run_rocketmq_repair(specs, out, leader, protocol, force, fmt)
@@ -121,7 +124,7 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
                                                      f"LEO {r.log_end_offset} HW {r.high_watermark}"))
 
     render(resolve(fmt), payload, show)
-    return EXIT_CLEAN if all(r.identical_to_leader and not r.problems for r in repaired) else EXIT_FINDINGS
+    return exit_for_replay(result, all(r.identical_to_leader and not r.problems for r in repaired))
 
 
 def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, protocol: str | None,
@@ -140,7 +143,7 @@ def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, proto
                           + ("[green]identical to the leader[/]" if r.identical_to_leader else "[red]differs[/]"))
     else:
         write_json(payload)
-    return EXIT_CLEAN if all(r.identical_to_leader for r in repaired) else EXIT_FINDINGS
+    return exit_for_replay(result, all(r.identical_to_leader for r in repaired))
 
 
 def stderr_note(message: str) -> None:
@@ -148,9 +151,10 @@ def stderr_note(message: str) -> None:
     stderr.print(f"[dim]{message}[/]")
 
 
-def run_samples(out: Any, seed: int, force: bool) -> int:
+def run_samples(out: Any, seed: int, force: bool, fmt: Format | None = None) -> int:
     """Generate the sample Kafka fleet under OUT/kafka and RocketMQ stores under OUT/rocketmq;
-    `--force` replaces only a previous generation."""
+    `--force` replaces only a previous generation. The summary is a table on a terminal and JSON in a
+    pipe, like every other command's result, so a script can find what was planted where."""
     from pathlib import Path
 
     from replog.samples.kafka_fleet import generate_kafka_fleet
@@ -160,16 +164,26 @@ def run_samples(out: Any, seed: int, force: bool) -> int:
     out = Path(out)
     _clear_previous_samples(out, force)
     manifest = generate_kafka_fleet(out / "kafka", seed=seed)
-    console = Console(highlight=False)
-    console.print(SAMPLE_BROKER_COLUMNS.table(_sample_brokers(manifest),
-                                              f"sample Kafka fleet in {out / 'kafka'} (seed {seed})"))
-    console.print(f"{len(manifest.damage)} damage items and {len(manifest.divergences)} replica divergences "
-                  f"planted; {manifest.file_count} files, {manifest.total_bytes:,} bytes. "
-                  f"See {out / 'kafka' / MANIFEST_NAME} and README.txt.")
     planted = generate_rocketmq_samples(out / "rocketmq")
-    console.print(f"RocketMQ: a diverged master/slave pair and a store with {len(planted['damage'])} planted "
-                  f"defects in {out / 'rocketmq'}.")
+    kafka = {"path": str(out / "kafka"), "seed": seed, "brokers": _sample_brokers(manifest),
+             "damage": len(manifest.damage), "divergences": len(manifest.divergences),
+             "files": manifest.file_count, "bytes": manifest.total_bytes,
+             "manifest": str(out / "kafka" / MANIFEST_NAME)}
+    doc = {"output": str(out), "kafka": kafka,
+           "rocketmq": {"path": str(out / "rocketmq"), "damage": len(planted["damage"])}}
+    render(resolve(fmt), doc, lambda console: _print_samples(doc, console))
     return EXIT_CLEAN
+
+
+def _print_samples(doc: dict[str, Any], console: Console) -> None:
+    kafka = doc["kafka"]
+    console.print(SAMPLE_BROKER_COLUMNS.table(kafka["brokers"], f"sample Kafka fleet in {kafka['path']} "
+                                                                f"(seed {kafka['seed']})"))
+    console.print(f"{kafka['damage']} damage items and {kafka['divergences']} replica divergences "
+                  f"planted; {kafka['files']} files, {kafka['bytes']:,} bytes. "
+                  f"See {kafka['manifest']} and README.txt.")
+    console.print(f"RocketMQ: a diverged master/slave pair and a store with {doc['rocketmq']['damage']} planted "
+                  f"defects in {doc['rocketmq']['path']}.")
 
 
 def _sample_brokers(manifest: Any) -> list[dict[str, Any]]:
@@ -184,7 +198,7 @@ def _sample_brokers(manifest: Any) -> list[dict[str, Any]]:
 
 
 SAMPLE_BROKER_COLUMNS = Columns(
-    Column("broker", "broker"),
+    Column("broker", "broker", key=True),
     Column("partitions", "partitions", justify="right"),
     Column("log bytes", "bytes", thousands, justify="right"),
     Column("shutdown", "clean_shutdown", lambda clean: "clean" if clean else "crashed"),

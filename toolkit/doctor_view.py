@@ -5,6 +5,7 @@ import datetime as dt
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -40,20 +41,34 @@ def _where(f: dict[str, Any]) -> str:
 
 
 FINDING_COLUMNS = Columns(
-    Column("severity", "severity", style=lambda f: _STYLE[f["severity"]], no_wrap=True),
-    Column("code", "code", no_wrap=True),
-    Column("where", _where, overflow="fold"),
-    Column("message", "message", overflow="fold", ratio=1),
+    # on a narrow console the severity column goes; the code keeps its colour
+    Column("severity", "severity", style=lambda f: _STYLE[f["severity"]], no_wrap=True, drop=1),
+    Column("code", "code", no_wrap=True, style=lambda f: _STYLE[f["severity"]]),
+    Column("where", _where, overflow="fold", key=True),
+    Column("message", "message", overflow="fold", ratio=1, min_width=20),
 )
 
 
-def print_doctor(doc: dict[str, Any], console: Console) -> None:
-    """Findings grouped by partition (one table each), errors first; a summary line last."""
+def _title(group: str, roots: Sequence[Path]) -> str:
+    """A group as `log-dir/partition` below the input it was found in (the rest of the path is what the
+    user typed), so a narrow console does not split it; the whole path when it is under no input."""
+    g = Path(group)
+    for root in roots:
+        base = Path(root).parent
+        if g == Path(root) or Path(root) in g.parents:
+            return str(g.relative_to(base)) if base != g else str(g)
+    return group
+
+
+def print_doctor(doc: dict[str, Any], console: Console, roots: Sequence[Path] = ()) -> None:
+    """Findings grouped by partition (one table each, titled below its input in `roots`), errors first;
+    a summary line last."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for f in doc["findings"]:
         groups[_group(f["path"])].append(f)
     for group in sorted(groups):
-        console.print(FINDING_COLUMNS.table(sorted(groups[group], key=lambda f: _RANK[f["severity"]]), group))
+        console.print(FINDING_COLUMNS.table(sorted(groups[group], key=lambda f: _RANK[f["severity"]]),
+                                            _title(group, roots)))
     s = doc["summary"]
     colour = "bold red" if s["errors"] else ("yellow" if s["warnings"] else "green")
     console.print(f"[{colour}]{s['errors']} errors, {s['warnings']} warnings, {s['infos']} infos[/] "
@@ -128,7 +143,7 @@ def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any) -> int:
     if manifest is not None:
         write_manifest(manifest, report.inputs, list(paths))
     doc = report.to_dict()
-    render(resolve(fmt), doc, lambda console: print_doctor(doc, console),
+    render(resolve(fmt), doc, lambda console: print_doctor(doc, console, paths),
            lines=[dict(f, kind="finding") for f in doc["findings"]] + [dict(doc["summary"], kind="summary")])
     return EXIT_FINDINGS if report.has_errors else EXIT_CLEAN
 

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from enum import Enum, StrEnum
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import typer
 from rich.console import Console
@@ -16,7 +16,18 @@ from replog.formats.errors import ReplogError, UnreadableInput, UnsafeOutput
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
-stderr = Console(stderr=True, highlight=False)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+# On a terminal, messages wrap at its width; in a pipe or a log file (no width to honour) a message
+# stays one line, so `grep` and log collectors see it whole.
+stderr = Console(stderr=True, highlight=False, soft_wrap=not _is_terminal(sys.stderr))
 
 
 class Format(StrEnum):
@@ -137,3 +148,19 @@ def print_repaired(repaired: Iterable[Any], console: Console, describe: Callable
 
 def exit_for(severities: Iterable[str]) -> int:
     return EXIT_FINDINGS if any(s == "error" for s in severities) else EXIT_CLEAN
+
+
+class ReplayOutcome(Protocol):
+    """A replay's result, Kafka or RocketMQ: it knows whether a replica loses records or would fail."""
+
+    @property
+    def loses_or_fails(self) -> bool: ...
+
+
+def exit_for_replay(result: ReplayOutcome, verified: bool = True) -> int:
+    """The one rule for every command that reports a replay (replay, repair, impact): exit 1 when a
+    replica loses records or would fail, or when what was written did not verify, else 0.
+
+    A script running `replog replay` before restarting brokers must be able to tell from the exit
+    code alone that restarting them as they are loses data."""
+    return EXIT_FINDINGS if result.loses_or_fails or not verified else EXIT_CLEAN

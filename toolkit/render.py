@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.table import Table
 
@@ -77,6 +78,12 @@ class Column:
     a record view, means the value is a list shown one row per item (none
     when empty). `no_wrap`, `overflow` and `ratio` are passed to rich as
     they are.
+
+    On a console too narrow for the whole table (see `fit_widths`): a `key`
+    column identifies its row (a partition, a file, a replica) and is never
+    cut or split inside a word; columns with a higher `drop` are left out
+    first (0: always shown); `min_width` lets a prose column fold narrower
+    than its longest word.
     """
 
     header: str
@@ -88,6 +95,9 @@ class Column:
     no_wrap: bool = False
     overflow: Literal["fold", "crop", "ellipsis"] | None = None
     ratio: int | None = None
+    key: bool = False
+    drop: int = 0
+    min_width: int | None = None
 
     @property
     def field(self) -> str | None:
@@ -140,14 +150,25 @@ class Columns:
         """Plain cell texts, row by row: what a person reads, without highlight."""
         return [[c.text(r) for c in self.columns] for r in rows]
 
-    def table(self, rows: Iterable[Row], title: str | None = None) -> Table:
-        """One table row per JSON row."""
-        table = Table(title=None if title is None else escape(title), title_justify="left", header_style="bold")
-        for c in self.columns:
-            table.add_column(c.header, justify=c.justify, no_wrap=c.no_wrap, overflow=c.overflow or "ellipsis",
-                             ratio=c.ratio)
-        for r in rows:
-            table.add_row(*(c.markup(r, c.text(r)) for c in self.columns))
+    def table(self, rows: Iterable[Row], title: str | None = None) -> FittedTable:
+        """One table row per JSON row, laid out for the console it is printed on."""
+        return FittedTable(self, list(rows), title)
+
+    def rich_table(self, rows: list[Row], title: str | None = None, width: int | None = None) -> Table:
+        """The rich table of `rows`; with `width`, fitted to it (`fit_widths`) when it does not fit as it is."""
+        texts = [[c.text(r) for c in self.columns] for r in rows]
+        fitted = fit_widths(self.columns, texts, width) if width is not None else None
+        table = Table(title=None if title is None else escape(title), title_justify="left", header_style="bold",
+                      min_width=None if title is None or width is None else min(width, cell_len(title)))
+        shown = [(i, c) for i, c in enumerate(self.columns) if fitted is None or fitted[i] != 0]
+        for i, c in shown:
+            if fitted is None:
+                table.add_column(c.header, justify=c.justify, no_wrap=c.no_wrap or c.key,
+                                 overflow=c.overflow or "ellipsis", ratio=c.ratio)
+            else:
+                table.add_column(c.header, justify=c.justify, width=fitted[i], overflow="fold")
+        for r, cells in zip(rows, texts, strict=True):
+            table.add_row(*(c.markup(r, cells[i]) for i, c in shown))
         return table
 
     def record(self, row: Row, title: str | None = None) -> Table:
@@ -165,6 +186,73 @@ class Columns:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.headers)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(t)}</td>" for t in r) + "</tr>" for r in self.cells(rows))
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+PROSE_MIN = 10     # a message column narrower than this reads as a word list
+
+
+class FittedTable:
+    """A `Columns` table that takes its layout from the console width at the moment it is printed."""
+
+    def __init__(self, columns: Columns, rows: list[Row], title: str | None) -> None:
+        self.columns, self.rows, self.title = columns, rows, title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.columns.rich_table(self.rows, self.title, options.max_width)
+
+
+def _longest_word(texts: Iterable[str]) -> int:
+    return max((cell_len(w) for t in texts for w in t.split()), default=1)
+
+
+def _widest_line(texts: Iterable[str]) -> int:
+    return max((cell_len(line) for t in texts for line in t.splitlines()), default=1)
+
+
+def fit_widths(columns: Sequence[Column], texts: list[list[str]], width: int) -> list[int] | None:
+    """Column widths (0: left out) that fit a table of `texts` into `width` cells; None when it fits as is.
+
+    Identifying (`key`) columns get at least their longest word, so a partition or
+    file name is never cut; other columns get their longest word too if there is
+    room, after leaving out blank columns and then those with the highest `drop`.
+    What is left over goes to the columns that would still wrap.
+    """
+    n = len(columns)
+    cells = [[c.header] + [row[i] for row in texts] for i, c in enumerate(columns)]
+    natural = [_widest_line(cs) for cs in cells]
+    if sum(natural) + 3 * n + 1 <= width:     # the default box: a bar between columns and at the edges, padding 1
+        return None
+    floor = [_longest_word(cs) if c.key or c.min_width is None else min(c.min_width, _longest_word(cs))
+             for c, cs in zip(columns, cells, strict=True)]
+    blank = [not any(t.strip(" -") for t in cs[1:]) for cs in cells]
+    droppable = sorted((i for i, c in enumerate(columns) if not c.key and (c.drop or blank[i])),
+                       key=lambda i: (not blank[i], -columns[i].drop))
+    kept = list(range(n))
+    while droppable and sum(floor[i] for i in kept) + 3 * len(kept) + 1 > width:
+        kept.remove(droppable.pop(0))
+    widths = _share(columns, kept, floor, natural, width - 3 * len(kept) - 1)
+    return [widths.get(i, 0) for i in range(n)]
+
+
+def _share(columns: Sequence[Column], kept: list[int], floor: list[int], natural: list[int],
+           budget: int) -> dict[int, int]:
+    """Widths of the kept columns within `budget`: keys their floor; values (codes, numbers, times) their
+    floor while it fits, keeping `PROSE_MIN` cells for each prose column; prose what is left; then every
+    spare cell to the column furthest from its natural width."""
+    widths = {i: floor[i] for i in kept if columns[i].key}
+    values = sorted((i for i in kept if not columns[i].key and columns[i].min_width is None), key=lambda i: floor[i])
+    prose = sorted((i for i in kept if not columns[i].key and columns[i].min_width is not None), key=lambda i: floor[i])
+    left = budget - sum(widths.values())
+    for group, reserve in ((values, sum(min(floor[i], PROSE_MIN) for i in prose)), (prose, 0)):
+        for k, i in enumerate(group):
+            widths[i] = max(1, min(floor[i], (left - reserve) // (len(group) - k)))
+            left -= widths[i]
+    for _ in range(max(0, left)):
+        i = max(kept, key=lambda j: natural[j] - widths[j])
+        if natural[i] <= widths[i]:
+            break
+        widths[i] += 1
+    return widths
 
 
 # --- the renderer --------------------------------------------------------------------------

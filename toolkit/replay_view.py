@@ -29,11 +29,11 @@ def _span(result: ReplayResult) -> tuple[int, int]:
     return lo, max(hi, lo + 1)
 
 
-def _bar(rep: Replica, lo: int, hi: int) -> Text:
-    scale = (hi - lo) / WIDTH
+def _bar(rep: Replica, lo: int, hi: int, width: int = WIDTH) -> Text:
+    scale = (hi - lo) / width
     text = Text()
     runs = epoch_runs(rep)
-    for col in range(WIDTH):
+    for col in range(width):
         at = lo + int(col * scale)
         run = next((r for r in runs if r[0] <= at < r[1]), None)
         if run is None:
@@ -48,13 +48,13 @@ def _lost(lost: dict[str, Any]) -> str:
 
 
 REPLICA_COLUMNS = Columns(
-    Column("replica", "name"),
+    Column("replica", "name", key=True),
     Column("LEO→", "log_end_offset_before", justify="right"),
-    Column("HW→", "high_watermark_before", justify="right"),
-    Column("diverged at", "diverged_at", justify="right", style="yellow"),
+    Column("HW→", "high_watermark_before", justify="right", drop=1),
+    Column("diverged at", "diverged_at", justify="right", style="yellow", drop=2),
     Column("truncated to", "truncated_to", justify="right"),
     Column("lost", "lost", _lost, justify="right", style=lambda r: "bold red" if r["lost"]["records"] else None),
-    Column("fetched", "fetched.records", justify="right"),
+    Column("fetched", "fetched.records", justify="right", drop=3),
     Column("→LEO", "log_end_offset_after", justify="right"),
     Column("→HW", "high_watermark_after", justify="right"),
 )
@@ -97,15 +97,23 @@ def _print_hazards(replicas: list[dict[str, Any]], console: Console) -> None:
                           "the broker's own truncation leaves: a silent divergence from the leader[/]")
 
 
+def _diverges(diverged_at: int | None) -> str:
+    return "" if diverged_at is None else f"  ✗ diverges at {diverged_at}"
+
+
 def _print_timeline(result: ReplayResult, console: Console) -> None:
+    """One bar per replica before and after, as wide as the console allows (at most `WIDTH`), so a
+    bar is never wrapped away from the replica it belongs to."""
     lo, hi = _span(result)
-    console.print(f"[bold]Epochs by offset[/] [dim]({lo} .. {hi}, one column ≈ {(hi - lo) / WIDTH:.1f} offsets)[/]")
+    label = max(12, *(len(r.replica.name) for r in result.replicas)) + 8
+    width = max(16, min(WIDTH, console.width - label - max(len(_diverges(r.diverged_at)) for r in result.replicas)))
+    console.print(f"[bold]Epochs by offset[/] [dim]({lo} .. {hi}, one column ≈ {(hi - lo) / width:.1f} offsets)[/]")
     for r in result.replicas:
-        for label, rep in (("before", r.replica), ("after", r.final)):
-            line = Text(f"{r.replica.name:>12} {label:<6} ")
-            line.append_text(_bar(rep, lo, hi))
-            if label == "before" and r.diverged_at is not None:
-                line.append(f"  ✗ diverges at {r.diverged_at}", style="yellow")
+        for when, rep in (("before", r.replica), ("after", r.final)):
+            line = Text(f"{r.replica.name:>12} {when:<6} ")
+            line.append_text(_bar(rep, lo, hi, width))
+            if when == "before" and r.diverged_at is not None:
+                line.append(_diverges(r.diverged_at), style="yellow")
             console.print(line)
     epochs = sorted({e for r in result.replicas for e in r.replica.log.epoch_runs()[2].tolist()})
     legend = Text("             epochs ")

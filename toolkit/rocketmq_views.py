@@ -10,7 +10,7 @@ from rich.console import Console
 from replog.formats.fileio import atomic_write
 from replog.recovery.rocketmq.ha import HAReplayResult, replay_paths
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
-from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, print_repaired, resolve
+from replog.toolkit.output import EXIT_CLEAN, Format, exit_for_replay, print_repaired, resolve
 from replog.toolkit.render import Column, Columns, render, span, thousands, time_range
 
 
@@ -58,13 +58,13 @@ def _cq_style(r: dict[str, Any]) -> str | None:
 
 
 QUEUE_COLUMNS = Columns(
-    Column("topic/queue", lambda r: f"{r['topic']}/{r['queue_id']}"),
+    Column("topic/queue", lambda r: f"{r['topic']}/{r['queue_id']}", key=True),
     Column("messages", "messages", justify="right"),
     Column("queue offsets", span("min_queue_offset", "max_queue_offset"), justify="right"),
     Column("CQ end", "cq_max_offset", justify="right", style=_cq_style),
     Column("commitlog range", span("first_physical_offset", "last_physical_offset"), justify="right"),
-    Column("bytes", "bytes", thousands, justify="right"),
-    Column("time range (UTC)", time_range("first_timestamp", "max_timestamp")),
+    Column("bytes", "bytes", thousands, justify="right", drop=1),
+    Column("time range (UTC)", time_range("first_timestamp", "max_timestamp"), drop=2),
 )
 
 
@@ -93,17 +93,18 @@ def _status(r: dict[str, Any]) -> str:
 
 
 STORE_COLUMNS = Columns(
-    Column("store", "name"),
-    Column("role", "role"),
+    Column("store", "name", key=True),
+    Column("role", "role", drop=4),       # the status says it too: master, or what the slave does
     Column("status", _status, style=lambda r: "bold red" if r["stall"] else None),
     Column("range before", span("log_start_offset_before", "log_end_offset_before"), justify="right"),
-    Column("confirm", "high_watermark_before", justify="right"),
+    Column("confirm", "high_watermark_before", justify="right", drop=1),
     Column("diverged at", "diverged_at", justify="right", style="yellow"),
     Column("truncated to", "truncated_to", justify="right"),
     Column("lost", "lost.records", justify="right", style=lambda r: "bold red" if r["lost"]["records"] else None),
-    Column("fetched", lambda r: f"{r['fetched']['bytes']} B / {r['fetched']['frames']} frames", justify="right"),
+    Column("fetched", lambda r: f"{r['fetched']['bytes']} B / {r['fetched']['frames']} frames", justify="right",
+           drop=2),
     Column("range after", span("log_start_offset_after", "log_end_offset_after"), justify="right"),
-    Column("epochs after", "epochs_after", lambda es: " ".join(f"{e}@{s}" for e, s in es) or "-"),
+    Column("epochs after", "epochs_after", lambda es: " ".join(f"{e}@{s}" for e, s in es) or "-", drop=3),
 )
 
 
@@ -157,17 +158,18 @@ def replay_html(result: HAReplayResult) -> str:
 
 def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, force: bool,
                         fmt: Format | None) -> int:
-    """Replay HA between stores; exit 1 when a slave stalls or needs manual intervention."""
+    """Replay HA between stores; exit 1 when a store loses messages, stalls or needs manual intervention."""
     result = replay_paths(specs, leader, protocol)
     if html is not None:
         atomic_write(Path(html), replay_html(result).encode())
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
-    return EXIT_FINDINGS if result.stalled else EXIT_CLEAN
+    return exit_for_replay(result)
 
 
 def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
                         fmt: Format | None) -> int:
-    """Replay, write every store repaired under OUT/NAME/, verify; exit 1 if verification found a problem."""
+    """Replay, write every store repaired under OUT/NAME/, verify; exit 1 if a store loses messages or
+    stalls, or verification found a problem."""
     from replog.recovery.rocketmq.repair import repair_stores
 
     result = replay_paths(specs, leader, protocol)
@@ -180,4 +182,4 @@ def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol
                                                      f"{r.log_start_offset}..{r.log_end_offset}")))
 
     render(resolve(fmt), payload, show)
-    return EXIT_CLEAN if all(r.identical_to_master and not r.problems for r in repaired) else EXIT_FINDINGS
+    return exit_for_replay(result, all(r.identical_to_master and not r.problems for r in repaired))

@@ -19,14 +19,14 @@ def _hw_style(r: dict[str, Any]) -> str | None:
 
 
 LS_COLUMNS = Columns(
-    Column("partition", lambda r: f"{r['topic']}-{r['partition']}"),
-    Column("segs", "segments", justify="right"),
+    Column("partition", lambda r: f"{r['topic']}-{r['partition']}", key=True),
+    Column("segs", "segments", justify="right", drop=1),
     Column("bytes", "bytes", thousands, justify="right"),
     Column("start", "log_start_offset", justify="right"),
     Column("end", "log_end_offset", justify="right"),
     Column("hw", "high_watermark", justify="right", style=_hw_style),
     Column("epoch", "latest_epoch", justify="right"),
-    Column("time range (UTC)", time_range("first_timestamp", "max_timestamp")),
+    Column("time range (UTC)", time_range("first_timestamp", "max_timestamp"), drop=2),
     Column("flags", "flags", words, style="yellow"),
 )
 

@@ -22,9 +22,9 @@ from replog.recovery.kafka.divergence import (
 )
 from replog.recovery.kafka.election import Candidate, LeaderChoice, elect
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
-from replog.recovery.kafka.replica import Replica, load_replicas
+from replog.recovery.kafka.replica import Replica, default_name, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
-from replog.recovery.naming import parse_named
+from replog.recovery.naming import parse_named, replica_names
 from replog.recovery.transcript import Transcript
 
 
@@ -40,6 +40,12 @@ class ReplicaResult:
 
     def to_dict(self) -> dict[str, Any]:
         return REPLICA_RESULT.dump(self)
+
+    @property
+    def loses_or_fails(self) -> bool:
+        """This replica loses records, or the broker's fetcher would fail on it (`failed`): what an
+        operator must look at before letting the brokers start."""
+        return self.lost_summary.records > 0 or (self.outcome is not None and self.outcome.failed is not None)
 
 
 def _lost(r: ReplicaResult) -> dict[str, Any]:
@@ -81,6 +87,11 @@ class ReplayResult:
 
     def to_dict(self) -> dict[str, Any]:
         return REPLAY_RESULT.dump(self)
+
+    @property
+    def loses_or_fails(self) -> bool:
+        """Any replica loses records or would fail: the contract's exit 1 for replay, repair and impact."""
+        return any(r.loses_or_fails for r in self.replicas)
 
 
 REPLAY_RESULT = Shape(
@@ -187,10 +198,5 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
     """Load `[NAME=]PATH` replicas and replay them."""
     if len(specs) < 2:
         raise ReplogError("replay needs at least two replicas")
-    replicas = load_replicas([parse_named(spec) for spec in specs])
-    seen: dict[str, int] = {}
-    for r in replicas:  # derived names may collide (same log dir name): make them unique
-        seen[r.name] = seen.get(r.name, 0) + 1
-        if seen[r.name] > 1:
-            r.name = f"{r.name}-{seen[r.name]}"
-    return run_replay(replicas, leader, protocol)
+    named = replica_names([parse_named(spec) for spec in specs], default_name)
+    return run_replay(load_replicas(named), leader, protocol)

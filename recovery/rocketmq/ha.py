@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from replog.formats.errors import FormatError, ReplogError, UnreadableInput
@@ -23,7 +22,7 @@ from replog.formats.findings import Finding, finding
 from replog.formats.rocketmq import commitlog as cl
 from replog.formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_offsets
 from replog.formats.shape import Field, Shape
-from replog.recovery.naming import parse_named
+from replog.recovery.naming import parse_named, replica_names
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.transcript import Transcript
 
@@ -71,6 +70,12 @@ class ReplicaOutcome:
     def to_dict(self) -> dict[str, Any]:
         return REPLICA_OUTCOME.dump(self)
 
+    @property
+    def loses_or_fails(self) -> bool:
+        """The store loses messages, its HA would stall or need an operator (`stall`), or the broker
+        leaves it with an error-severity hazard (a mixed history)."""
+        return bool(self.lost) or self.stall is not None or any(f.severity == "error" for f in self.findings)
+
 
 @dataclass
 class HAReplayResult:
@@ -86,6 +91,11 @@ class HAReplayResult:
     @property
     def stalled(self) -> bool:
         return any(r.stall for r in self.replicas)
+
+    @property
+    def loses_or_fails(self) -> bool:
+        """Any store loses messages or stalls: the contract's exit 1 for replay and repair."""
+        return any(r.loses_or_fails for r in self.replicas)
 
 
 def lost_summary(msgs: list[MessageRef]) -> dict[str, Any]:
@@ -484,14 +494,7 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
 
     if len(specs) < 2:
         raise ReplogError("replay needs at least two stores (a master and a slave)")
-    stores = []
-    seen: dict[str, int] = {}
-    for spec in specs:
-        name, path = parse_named(spec)
-        model = load_store(path, name or Path(path).resolve().name)
-        seen[model.name] = seen.get(model.name, 0) + 1
-        if seen[model.name] > 1:
-            model.name = f"{model.name}-{seen[model.name]}"
-        stores.append(model)
+    named = replica_names([parse_named(spec) for spec in specs], lambda p: p.resolve().name)
+    stores = [load_store(path, name) for name, path in named]
     return replay_stores(stores, leader, protocol or CLASSIC)
 

@@ -70,7 +70,7 @@ def test_repair_and_export_ignore_path_topics_in_checkpoints(tmp_path: Path) -> 
     before = sha256_tree(tmp_path)
     res = runner.invoke(app, ["replay", f"A={a}", f"B={b}", "--leader", "B", "--export-lost", str(lost),
                               "--format", "json"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # A loses records: exit 1 by the contract
     assert_only_under_out(tmp_path, lost, before)
     assert list((lost / "A").glob("*.log"))
 

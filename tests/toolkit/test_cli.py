@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,13 @@ RECORD_FIELDS = {"offset", "position", "timestamp", "key", "value", "headers", "
 
 def lines(output: str) -> list[dict]:
     return [json.loads(line) for line in output.splitlines() if line.strip()]
+
+
+def run_replog(*args: str, env: dict[str, str] | None = None, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    """`replog ARGS` in a real process, stdout and stderr pipes (not terminals); `env` adds to the environment."""
+    exe = Path(sys.executable).parent / "replog"
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env})
 
 
 @pytest.fixture
@@ -89,7 +97,7 @@ def test_replay_json_shape(tmp_path: Path) -> None:
     a = replica_dir(tmp_path, "A", [(0, 0), (1, 0)], hw=2)
     b = replica_dir(tmp_path, "B", [(0, 0), (1, 1)], hw=1)
     res = runner.invoke(app, ["replay", f"A={a}", f"B={b}", "--leader", "B", "--format", "json"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # A loses a record: exit 1 by the contract
     out = json.loads(res.output)
     assert out["system"] == "kafka" and out["leader"] == "B" and out["protocol"] == "epoch"
     ra = next(r for r in out["replicas"] if r["name"] == "A")
@@ -100,11 +108,10 @@ def test_replay_json_shape(tmp_path: Path) -> None:
 
 
 def test_real_process_dump_and_help(partition: Path) -> None:
-    exe = Path(sys.executable).parent / "replog"
     seg = sorted(partition.glob("*.log"))[0]
-    proc = subprocess.run([str(exe), "dump", str(seg)], capture_output=True, text=True, timeout=120)
+    proc = run_replog("dump", str(seg))
     assert proc.returncode == 0 and proc.stdout.startswith('{"kind": "file"')  # a pipe gets JSON lines
-    proc = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=120)
+    proc = run_replog("--help")
     assert proc.returncode == 0 and "dump" in proc.stdout and "replay" in proc.stdout
 
 

@@ -153,10 +153,25 @@ def test_a_command_in_three_formats_agrees(tmp_path: Path, command: str) -> None
                      else (["replay", f"A={a}", f"B={b}", "--leader", "B"], REPLICA_COLUMNS))
     runner = CliRunner()
     out = {fmt: runner.invoke(app, [*args, "--format", fmt], env={"COLUMNS": "200"}) for fmt in Format}
-    assert all(res.exit_code == 0 for res in out.values()), {f: r.output for f, r in out.items()}
+    expected = 0 if command == "ls" else 1  # the replay loses A's offsets 1..2: exit 1 by the contract
+    assert all(res.exit_code == expected for res in out.values()), {f: r.output for f, r in out.items()}
     doc = json.loads(out[Format.json].stdout)
     lines = [json.loads(line) for line in out[Format.jsonl].stdout.splitlines()]
     rows = doc if command == "ls" else doc["replicas"]
     assert lines == (doc if command == "ls" else [doc])
     headers, cells = table_cells(out[Format.table].stdout)
     assert headers == columns.headers and cells == columns.cells(rows)
+
+
+def test_fit_widths_keeps_keys_whole_and_drops_before_folding() -> None:
+    from replog.toolkit.render import fit_widths
+
+    cols = Columns(Column("name", "n", key=True), Column("count", "c"), Column("extra", "x", drop=1),
+                   Column("note", "m", min_width=8))
+    texts = [["__consumer_offsets-0", "12345", "some extra words", "a long explanation of what was found"]]
+    assert fit_widths(cols.columns, texts, 200) is None                 # it fits: rich lays it out
+    widths = fit_widths(cols.columns, texts, 50)
+    assert widths is not None and widths[0] == len("__consumer_offsets-0") and widths[1] == 5
+    assert widths[2] == 0 and sum(widths) + 3 * 3 + 1 <= 50            # `extra` left out, the rest fits
+    tight = fit_widths(cols.columns, texts, 40)
+    assert tight is not None and tight[0] == 20 and sum(tight) + 3 * 3 + 1 <= 40

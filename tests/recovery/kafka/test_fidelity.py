@@ -1,6 +1,7 @@
 """Replay against the brokers' own behaviour, on replicas written by kafka-python (issue cases)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from replog.recovery.kafka.replay import replay_paths
@@ -100,3 +101,15 @@ def test_a_contradicted_epoch_entry_is_shown_used_and_never_copied(tmp_path: Pat
     written = tmp_path / "out" / "b" / "t-0" / "leader-epoch-checkpoint"
     entries = [tuple(e) for e in parse_leader_epoch_checkpoint(written.read_bytes())]
     assert entries[:2] == [(1, 0), (2, 4)]
+
+
+def test_a_replica_that_would_fail_makes_replay_exit_1(tmp_path: Path) -> None:
+    """The contract: exit 1 when a replica would fail, even when it loses nothing."""
+    from tests.toolkit.test_cli import run_replog
+
+    lead = write_replica(tmp_path, "a", [(0, 0, 1), (1, 4, 1)], [(1, 0)], 0, tag=b"a")
+    foll = write_replica(tmp_path, "b", [(0, 0, 1), (1, 2, 1)], [(1, 0)], 0, tag=b"b")
+    proc = run_replog("replay", f"a={lead}", f"b={foll}", "--leader", "a", "--format", "json")
+    b = next(r for r in json.loads(proc.stdout)["replicas"] if r["name"] == "b")
+    assert b["failed"] is not None and b["lost"]["records"] == 0
+    assert proc.returncode == 1, proc.stderr

@@ -1,0 +1,70 @@
+"""Help pages in the words a person types: `PATH...`, `NAME=PATH`, `DIR`, `N`, never a Python type.
+
+typer's help shows an argument's annotation (`<list[Path]>`), marks a required
+argument `{paths}` in the usage line and gives every flag a `<bool>`. The
+command and group classes below show the metavar given in `cli.py` instead,
+nothing after a flag, and a required argument as its plain metavar.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from typer import _click
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+
+class _Argument(TyperArgument):
+    """An argument shown by its metavar alone: the metavar already says what it takes."""
+
+    def display_type_rich(self, ctx: _click.Context) -> str | None:
+        return None
+
+    def _rich_display_name(self) -> str:
+        return self.display_name_raw
+
+    def _usage_display_name(self) -> str:
+        return self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+
+
+class _Option(TyperOption):
+    """An option shown with its metavar; a flag takes no value, so it shows none."""
+
+    def display_type_rich(self, ctx: _click.Context) -> str | None:
+        if self.metavar is not None:
+            return self.metavar
+        return None if self.is_flag else super().display_type_rich(ctx)
+
+
+def _plain(params: list[Any]) -> None:
+    """Give typer's parameters the plain help above (same objects, same parsing)."""
+    for p in params:
+        if type(p) is TyperArgument:
+            p.__class__ = _Argument
+        elif type(p) is TyperOption:
+            p.__class__ = _Option
+
+
+class ReplogCommand(TyperCommand):
+    """A command whose help shows metavars, not Python types."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain(self.params)
+
+    def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
+        option = super().get_help_option(ctx)
+        _plain([option])
+        return option
+
+
+class ReplogGroup(TyperGroup):
+    """A group (`replog`, `replog fleet`, `replog samples`) whose help shows metavars, not Python types."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain(self.params)
+
+    def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
+        option = super().get_help_option(ctx)
+        _plain([option])
+        return option
