@@ -1,7 +1,8 @@
 """Glue between one library call and its rendering, one function per command."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rich.console import Console
@@ -40,13 +41,15 @@ def run_dump(make_entries: Entries, fmt: Format | None, print_data: bool) -> int
     fmt = resolve(fmt)
     errors = [False]
     with byte_progress("dump") as progress:
-        entries = _track_errors(make_entries(progress), errors)
+        entries: Iterable[dict[str, Any]] = _track_errors(make_entries(progress), errors)
+        if progress is not None:
+            entries = progress.gate(entries)
         if fmt is Format.jsonl:
             write_jsonl(entries)
         elif fmt is Format.json:
             write_json_array(entries)
         else:
-            print_entries(entries, Console(highlight=False, soft_wrap=True), print_data)
+            print_entries(entries, Console(file=sys.stdout, highlight=False, soft_wrap=True), print_data)
     return EXIT_FINDINGS if errors[0] else EXIT_CLEAN
 
 
