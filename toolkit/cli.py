@@ -3,11 +3,14 @@ function and render its result. Heavy imports happen inside commands so that
 `replog --help` starts fast."""
 from __future__ import annotations
 
+import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from replog.formats.render import UNDECODABLE_HELP
 from replog.toolkit.cli_help import ReplogCommand, ReplogGroup
 from replog.toolkit.output import Format, guarded
 
@@ -28,7 +31,19 @@ app.add_typer(fleet_app, name="fleet")
 
 FormatOpt = Annotated[Format | None, typer.Option(
     "--format", "-f", help="table (default on a terminal), json, or jsonl (default in a pipe)")]
-Decoder = Annotated[str, typer.Option(metavar="DECODER", help="utf8 | hex | base64 | json | none")]
+Decoder = Annotated[str, typer.Option(metavar="DECODER", help="utf8 | hex | base64 | json | none; " + UNDECODABLE_HELP)]
+
+
+class DumpFormat(StrEnum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    dump_log = "dump-log"
+
+
+DumpFormatOpt = Annotated[DumpFormat | None, typer.Option(
+    "--format", "-f", help="table (default on a terminal), json, jsonl (default in a pipe), or dump-log "
+    "(kafka-dump-log.sh's text, line for line)")]
 
 
 def _version(show: bool) -> None:
@@ -50,25 +65,43 @@ def _root(
 @app.command(cls=ReplogCommand)
 @guarded
 def dump(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="files or directories to decode")],
-    deep: Annotated[bool, typer.Option("--deep", help="one entry per record, not per batch")] = False,
-    print_data: Annotated[bool, typer.Option("--print-data", help="show keys and values (implies --deep)")] = False,
+    paths: Annotated[list[Path] | None, typer.Argument(
+        metavar="PATH...", help="files or directories to decode (a,b comma lists too)", show_default=False)] = None,
+    files: Annotated[list[str] | None, typer.Option(
+        "--files", metavar="FILES", help="comma separated files, as kafka-dump-log's --files",
+        show_default=False)] = None,
+    deep: Annotated[bool, typer.Option(
+        "--deep", "--deep-iteration", help="one entry per record, not per batch")] = False,
+    print_data: Annotated[bool, typer.Option(
+        "--print-data", "--print-data-log", help="show keys and values (implies --deep)")] = False,
     key_decoder: Decoder = "utf8",
     value_decoder: Decoder = "utf8",
     offsets_decoder: Annotated[bool, typer.Option(
         "--offsets-decoder", help="decode __consumer_offsets records")] = False,
-    txn_decoder: Annotated[bool, typer.Option("--txn-decoder", help="decode __transaction_state records")] = False,
-    metadata_decoder: Annotated[bool, typer.Option("--metadata-decoder", help="decode KRaft metadata records")] = False,
+    txn_decoder: Annotated[bool, typer.Option(
+        "--txn-decoder", "--transaction-log-decoder", help="decode __transaction_state records")] = False,
+    metadata_decoder: Annotated[bool, typer.Option(
+        "--metadata-decoder", "--cluster-metadata-decoder", help="decode KRaft metadata records")] = False,
     from_offset: Annotated[int | None, typer.Option(metavar="N", help="skip batches ending before this offset")] = None,
     to_offset: Annotated[int | None, typer.Option(metavar="N", help="stop after this offset")] = None,
-    max_bytes: Annotated[int | None, typer.Option(metavar="N", help="read at most this many bytes of each log")] = None,
+    max_bytes: Annotated[int | None, typer.Option(
+        min=0, metavar="N", help="read at most this many bytes of each log")] = None,
+    skip_record_metadata: Annotated[bool, typer.Option(
+        "--skip-record-metadata", help="dump-log format: print records' keys and values only")] = False,
+    max_message_size: Annotated[int | None, typer.Option(
+        min=1, metavar="BYTES", help="accepted for kafka-dump-log scripts; replog reads whole batches of any size, "
+        "so it changes nothing")] = None,
     verify_index_only: Annotated[bool, typer.Option(
         "--verify-index-only", help="check index entries against the log, print only problems")] = False,
     index_sanity_check: Annotated[bool, typer.Option(
         "--index-sanity-check", help="run the broker's index sanity check")] = False,
-    fmt: FormatOpt = None,
+    fmt: DumpFormatOpt = None,
 ) -> None:
     """Decode broker files: segments, indexes, snapshots, checkpoints, RocketMQ files.
+
+    The options of kafka-dump-log.sh are accepted too (--files a,b --deep-iteration --print-data-log
+    --transaction-log-decoder --cluster-metadata-decoder --skip-record-metadata --max-message-size), and
+    --format dump-log prints its text.
 
     Examples:
 
@@ -77,6 +110,8 @@ def dump(
       replog dump orders-0/00000000000000000000.index --verify-index-only
 
       replog dump __consumer_offsets-7/ --offsets-decoder --format jsonl | jq .
+
+      replog dump --files 00000000000000000000.log --print-data-log --format dump-log | grep baseOffset
     """
     from replog.formats.dump import DumpOptions, dump_paths
     from replog.formats.render import DECODERS
@@ -85,13 +120,28 @@ def dump(
     for name, dec in (("--key-decoder", key_decoder), ("--value-decoder", value_decoder)):
         if dec not in DECODERS:
             raise typer.BadParameter(f"{name} must be one of {', '.join(DECODERS)}")
+    if from_offset is not None and to_offset is not None and from_offset > to_offset:
+        raise typer.BadParameter(f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing to dump")
+    inputs = _dump_inputs(paths or [], files or [])
     opts = DumpOptions(deep=deep, print_data=print_data, key_decoder=key_decoder, value_decoder=value_decoder,
                        offsets_decoder=offsets_decoder, txn_decoder=txn_decoder,
                        metadata_decoder=metadata_decoder, from_offset=from_offset, to_offset=to_offset,
                        max_bytes=max_bytes, verify_index_only=verify_index_only,
                        index_sanity_check=index_sanity_check)
-    raise typer.Exit(run_dump(lambda progress: dump_paths(list(paths), opts, progress), fmt,
-                              print_data or offsets_decoder or txn_decoder or metadata_decoder))
+    raise typer.Exit(run_dump(lambda progress: dump_paths(inputs, opts, progress), fmt,
+                              print_data or offsets_decoder or txn_decoder or metadata_decoder,
+                              skip_record_metadata))
+
+
+def _dump_inputs(paths: list[Path], files: list[str]) -> list[str | os.PathLike[str]]:
+    """PATHs and --files values in order, comma lists split as kafka-dump-log splits --files (a path that
+    exists as written is taken whole, commas and all)."""
+    out: list[str | os.PathLike[str]] = []
+    for raw in [*map(str, paths), *files]:
+        out.extend([raw] if Path(raw).exists() else [part for part in raw.split(",") if part])
+    if not out:
+        raise typer.BadParameter("give the files to dump: PATH... or --files a,b")
+    return out
 
 
 @app.command(cls=ReplogCommand)

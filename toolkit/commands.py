@@ -1,7 +1,9 @@
 """Glue between one library call and its rendering, one function per command."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import contextlib
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rich.console import Console
@@ -30,25 +32,46 @@ def _track_errors(entries: Iterator[dict[str, Any]], seen: list[bool]) -> Iterat
         yield e
 
 
-def run_dump(make_entries: Entries, fmt: Format | None, print_data: bool) -> int:
-    """Stream dump entries in the chosen format; exit 1 if any error finding was met.
+DUMP_LOG = "dump-log"  # `dump --format dump-log`: kafka-dump-log's text
+
+
+@contextlib.contextmanager
+def _dump_stream(make_entries: Entries, errors: list[bool]) -> Iterator[Iterable[dict[str, Any]]]:
+    """The entries to write, under a progress bar on stderr that steps aside for data on its terminal."""
+    with byte_progress("dump") as progress:
+        entries = _track_errors(make_entries(progress), errors)
+        yield entries if progress is None else progress.gate(entries)
+
+
+def run_dump(make_entries: Entries, fmt: Format | str | None, print_data: bool,
+             skip_record_metadata: bool = False) -> int:
+    """Stream dump entries in the chosen format (or `dump-log`); exit 1 if any error finding was met.
 
     Not through `render`: a dump can be millions of entries, so JSON lines and
     the kafka-dump-log style text are written as they are decoded, never held.
     """
+    from replog.toolkit.dump_log import dump_log_lines
     from replog.toolkit.dump_view import print_entries
 
-    fmt = resolve(fmt)
     errors = [False]
-    with byte_progress("dump") as progress:
-        entries = _track_errors(make_entries(progress), errors)
-        if fmt is Format.jsonl:
+    with _dump_stream(make_entries, errors) as entries:
+        if fmt == DUMP_LOG:
+            write_lines(dump_log_lines(entries, print_data, skip_record_metadata))
+        elif (chosen := resolve(None if fmt is None else Format(fmt))) is Format.jsonl:
             write_jsonl(entries)
-        elif fmt is Format.json:
+        elif chosen is Format.json:
             write_json_array(entries)
         else:
-            print_entries(entries, Console(highlight=False, soft_wrap=True), print_data)
+            print_entries(entries, Console(file=sys.stdout, highlight=False, soft_wrap=True), print_data)
     return EXIT_FINDINGS if errors[0] else EXIT_CLEAN
+
+
+def write_lines(lines: Iterable[str]) -> None:
+    out = sys.stdout
+    for line in lines:
+        out.write(line)
+        out.write("\n")
+    out.flush()
 
 
 def run_ls(path: Any, fmt: Format | None) -> int:

@@ -1,0 +1,156 @@
+"""`dump` as kafka-dump-log users expect it, through the real `replog` process.
+
+The expected lines are written here by hand from Kafka's own rule (DumpLogSegments.printBatchLevel and
+dumpLog, 3.6+), for batches built by kafka-python's builder, not by replog's writers.
+"""
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from replog.formats.kafka.control import build_marker_batch
+from tests.toolkit.terminal import run_piped
+
+TS = 1_700_000_000_000
+V0, V1 = b"v0" * 60, b"v1" * 60  # long enough that kafka-python keeps them gzipped
+
+
+def kp_batch(base: int, records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]], *,
+             codec: int = 0, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+             transactional: bool = False, epoch: int = 0) -> bytes:
+    """A v2 batch by kafka-python's builder, base offset and leader epoch patched in as a leader writes them."""
+    builder_module = pytest.importorskip("kafka.record.default_records")
+    builder = builder_module.DefaultRecordBatchBuilder(
+        magic=2, compression_type=codec, is_transactional=transactional, producer_id=producer_id,
+        producer_epoch=producer_epoch, base_sequence=base_sequence, batch_size=1 << 20)
+    for i, (key, value, headers) in enumerate(records):
+        builder.append(i, timestamp=TS + base + i, key=key, value=value, headers=headers)
+    raw = bytearray(builder.build())
+    struct.pack_into(">q", raw, 0, base)
+    struct.pack_into(">i", raw, 12, epoch)
+    return bytes(raw)
+
+
+def crc_of(batch: bytes) -> int:
+    return struct.unpack_from(">I", batch, 17)[0]
+
+
+@pytest.fixture
+def segment(tmp_path: Path) -> tuple[Path, list[bytes]]:
+    batches = [
+        kp_batch(100, [(b"k0", V0, [("trace", b"t"), ("src", b"s")]), (None, V1, []), (b"k2", None, [])],
+                 codec=1, producer_id=7, producer_epoch=2, base_sequence=10, transactional=True, epoch=3),
+        build_marker_batch(offset=103, commit=True, producer_id=7, producer_epoch=2, coordinator_epoch=5,
+                           timestamp=TS + 103, partition_leader_epoch=3),
+        kp_batch(104, [(b"\xff\xfe", b'{"a": 1}', [])], epoch=4),
+    ]
+    seg = tmp_path / "00000000000000000100.log"
+    seg.write_bytes(b"".join(batches))
+    return seg, batches
+
+
+def expected_lines(seg: Path, b: list[bytes], *, data: bool) -> list[str]:
+    """kafka-dump-log.sh --deep-iteration [--print-data-log] of the fixture, by Kafka's rule."""
+    p1, p2 = len(b[0]), len(b[0]) + len(b[1])
+    key = (lambda k: f" key: {k}") if data else (lambda k: "")
+    payload = (lambda v: f" payload: {v}") if data else (lambda v: "")
+    return [
+        f"Dumping {seg}",
+        "Log starting offset: 100",
+        ("baseOffset: 100 lastOffset: 102 count: 3 baseSequence: 10 lastSequence: 12 producerId: 7 "
+        "producerEpoch: 2 partitionLeaderEpoch: 3 isTransactional: true isControl: false "
+        f"deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: {TS + 102} size: {len(b[0])} magic: 2 "
+        f"compresscodec: gzip crc: {crc_of(b[0])} isvalid: true"),
+        f"| offset: 100 CreateTime: {TS + 100} keySize: 2 valueSize: 120 sequence: 10 headerKeys: [trace,src]"
+        + key("k0") + payload(V0.decode()),
+        f"| offset: 101 CreateTime: {TS + 101} keySize: -1 valueSize: 120 sequence: 11 headerKeys: []"
+        + payload(V1.decode()),
+        f"| offset: 102 CreateTime: {TS + 102} keySize: 2 valueSize: -1 sequence: 12 headerKeys: []" + key("k2"),
+        ("baseOffset: 103 lastOffset: 103 count: 1 baseSequence: -1 lastSequence: -1 producerId: 7 "
+        "producerEpoch: 2 partitionLeaderEpoch: 3 isTransactional: true isControl: true "
+        f"deleteHorizonMs: OptionalLong.empty position: {p1} CreateTime: {TS + 103} size: {len(b[1])} magic: 2 "
+        f"compresscodec: none crc: {crc_of(b[1])} isvalid: true"),
+        (f"| offset: 103 CreateTime: {TS + 103} keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] "
+        "endTxnMarker: COMMIT coordinatorEpoch: 5"),
+        ("baseOffset: 104 lastOffset: 104 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 "
+        "producerEpoch: -1 partitionLeaderEpoch: 4 isTransactional: false isControl: false "
+        f"deleteHorizonMs: OptionalLong.empty position: {p2} CreateTime: {TS + 104} size: {len(b[2])} magic: 2 "
+        f"compresscodec: none crc: {crc_of(b[2])} isvalid: true"),
+        f"| offset: 104 CreateTime: {TS + 104} keySize: 2 valueSize: 8 sequence: -1 headerKeys: []"
+        + key("<hex:fffe>") + payload('{"a": 1}'),
+    ]
+
+
+def test_dump_log_format_matches_kafka_dump_log_line_by_line(segment: tuple[Path, list[bytes]]) -> None:
+    seg, batches = segment
+    res = run_piped(["dump", "--files", str(seg), "--print-data-log", "--format", "dump-log"])
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.decode().splitlines() == expected_lines(seg, batches, data=True)
+    res = run_piped(["dump", str(seg), "--deep-iteration", "--format", "dump-log"])
+    assert res.stdout.decode().splitlines() == expected_lines(seg, batches, data=False)
+
+
+def test_dump_log_shallow_and_skip_record_metadata(segment: tuple[Path, list[bytes]]) -> None:
+    seg, batches = segment
+    res = run_piped(["dump", str(seg), "--format", "dump-log"])
+    full = expected_lines(seg, batches, data=True)
+    assert res.stdout.decode().splitlines() == [full[i] for i in (0, 1, 2, 6, 8)]
+    res = run_piped(["dump", str(seg), "--print-data-log", "--skip-record-metadata", "--format", "dump-log"])
+    # Kafka's spacing: "| key: .." when there is a key, " payload: .." alone when there is none,
+    # an empty line for a control record
+    assert res.stdout.decode().splitlines()[3:8] == [f"| key: k0 payload: {V0.decode()}", f" payload: {V1.decode()}",
+                                                     "| key: k2", full[6], ""]
+
+
+def test_files_option_and_comma_lists_take_several_files(segment: tuple[Path, list[bytes]], tmp_path: Path) -> None:
+    seg, _ = segment
+    other = tmp_path / "other" / "00000000000000000000.log"
+    other.parent.mkdir()
+    other.write_bytes(kp_batch(0, [(b"a", b"b", [])]))
+    for args in (["--files", f"{seg},{other}"], [f"{seg},{other}"], [str(seg), "--files", str(other)]):
+        res = run_piped(["dump", *args, "--format", "dump-log"])
+        heads = [line for line in res.stdout.decode().splitlines() if line.startswith("Dumping ")]
+        assert res.returncode == 0 and heads == [f"Dumping {seg}", f"Dumping {other}"]
+
+
+def test_kafka_dump_log_option_names_are_accepted(segment: tuple[Path, list[bytes]]) -> None:
+    seg, _ = segment
+    for flag in ("--transaction-log-decoder", "--cluster-metadata-decoder"):
+        res = run_piped(["dump", str(seg), flag, "--format", "jsonl", "--max-message-size", "1048576"])
+        assert res.returncode in (0, 1) and b"Traceback" not in res.stderr
+        assert [json.loads(line)["kind"] for line in res.stdout.splitlines()].count("record") == 5
+    idx = seg.with_suffix(".index")
+    idx.write_bytes(struct.pack(">ii", 4, len(kp_batch(100, [(b"k", b"v", [])]))))
+    res = run_piped(["dump", str(idx), "--index-sanity-check", "--format", "dump-log"])
+    assert res.stdout.decode().splitlines() == [f"Dumping {idx}", f"{idx} passed sanity check."]
+
+
+def test_undecodable_bytes_are_marked_hex_not_replaced(segment: tuple[Path, list[bytes]]) -> None:
+    seg, _ = segment
+    res = run_piped(["dump", str(seg), "--print-data", "--key-decoder", "utf8", "--value-decoder", "json",
+                     "--format", "jsonl"])
+    records = [e for e in map(json.loads, res.stdout.splitlines()) if e["kind"] == "record"]
+    last = records[-1]
+    assert last["key"] == {"undecodable": "utf8", "hex": "fffe"} and last["value"] == {"a": 1}
+    assert records[0]["value"] == {"undecodable": "json", "hex": V0.hex()}  # text, but not JSON
+    assert "\ufffd" not in res.stdout.decode()
+    res = run_piped(["dump", str(seg), "--print-data", "--format", "table"])
+    text = res.stdout.decode()
+    assert "key: <hex:fffe>" in text and "\ufffd" not in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--from-offset", "10", "--to-offset", "5"], "--from-offset 10 is after --to-offset 5"),
+    (["--max-bytes", "-1"], "--max-bytes"),
+    (["--max-message-size", "0"], "--max-message-size"),
+])
+def test_impossible_ranges_are_usage_errors(segment: tuple[Path, list[bytes]], args: list[str],
+                                            message: str) -> None:
+    seg, _ = segment
+    res = run_piped(["dump", str(seg), *args])
+    assert res.returncode == 2 and res.stdout == b""
+    assert message in " ".join(res.stderr.decode().replace("│", " ").split())
+    assert b"Traceback" not in res.stderr
