@@ -15,7 +15,7 @@ from pathlib import Path
 from replog.formats.discovery import FileKind, classify_file
 from replog.formats.dump_entries import DumpOptions, Entry, Progress, finding_entry
 from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.findings import finding, from_error
+from replog.formats.findings import finding, from_error, from_unreadable
 
 __all__ = ["DumpOptions", "Entry", "Progress", "dump_file", "dump_paths", "expand_paths"]
 
@@ -54,7 +54,7 @@ def dump_file(path: str | os.PathLike[str], options: DumpOptions,
     except FormatError as e:
         yield finding_entry(from_error(e, str(path)))
     except UnreadableInput as e:
-        yield finding_entry(finding("UNREADABLE_FILE", str(path), message=str(e)))
+        yield finding_entry(from_unreadable(e, str(path)))
 
 
 def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | None], Iterator[Entry]]]:
