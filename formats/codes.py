@@ -19,6 +19,9 @@ CODES: dict[str, Code] = {
     # --- generic -------------------------------------------------------------
     "UNREADABLE_FILE": Code(E, "the file could not be opened or read"),
     "UNKNOWN_FILE": Code(I, "a file replog does not know; left alone"),
+    "WRONG_FILE_TYPE": Code(E, "an entry is not the kind of file its name says: a FIFO, device, socket, directory, "
+                               "symlink loop or dangling symlink where a regular file (or a directory) belongs; "
+                               "replog never opens it, and the broker skips or fails on it"),
     "INPUT_CHANGED": Code(W, "an input's size or SHA-256 changed while replog read it "
                              "(a live broker, or another writer)"),
     "INTERNAL_ERROR": Code(E, "replog failed on this input; the message says where (please report it)"),

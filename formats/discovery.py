@@ -10,6 +10,8 @@ import re
 from enum import StrEnum
 from pathlib import Path
 
+from replog.formats.errors import NotRegularFile, UnreadableInput
+from replog.formats.fileio import EntryType, entry_type
 from replog.formats.kafka import names
 
 _DIGITS20 = re.compile(r"^[0-9]{20}$")
@@ -88,15 +90,24 @@ def _classify_rocketmq(p: Path) -> FileKind:
     return FileKind.UNKNOWN
 
 
+def _is_dir(path: Path) -> bool:
+    """`Path.is_dir` that never raises (an entry that cannot be examined is not taken for a dir)."""
+    return entry_type(path) is EntryType.DIRECTORY
+
+
 def is_partition_dir(path: str | os.PathLike[str]) -> bool:
-    """A topic-partition dir: a broker-parsable name and segment-family content."""
+    """A topic-partition dir: a broker-parsable name and segment-family content.
+
+    A directory with a partition's name that cannot be listed counts as one: its readers then
+    report it as unreadable, where skipping it would hide a partition.
+    """
     p = Path(path)
-    if not p.is_dir() or names.parse_partition_dir(p.name) is None:
+    if names.parse_partition_dir(p.name) is None or not _is_dir(p):
         return False
     try:
         entries = os.listdir(p)
     except OSError:
-        return False
+        return True
     return any(names.parse_segment_file_name(e) or e in (names.LEADER_EPOCH_CHECKPOINT,
                names.PARTITION_METADATA) for e in entries) or not entries
 
@@ -104,7 +115,7 @@ def is_partition_dir(path: str | os.PathLike[str]) -> bool:
 def is_log_dir(path: str | os.PathLike[str]) -> bool:
     """A broker log dir: root files (meta.properties, checkpoints) or partition dirs."""
     p = Path(path)
-    if not p.is_dir():
+    if not _is_dir(p):
         return False
     try:
         entries = os.listdir(p)
@@ -119,12 +130,12 @@ def is_rocketmq_store(path: str | os.PathLike[str]) -> bool:
     """A store root: a `commitlog` dir of 20-digit files, or consumequeue with a checkpoint."""
     p = Path(path)
     commitlog = p / "commitlog"
-    if commitlog.is_dir():
+    if _is_dir(commitlog):
         try:
-            return any(_DIGITS20.match(e) for e in os.listdir(commitlog)) or (p / "checkpoint").exists()
+            return any(_DIGITS20.match(e) for e in os.listdir(commitlog)) or os.path.lexists(p / "checkpoint")
         except OSError:
             return False
-    return (p / "consumequeue").is_dir() and (p / "checkpoint").is_file()
+    return _is_dir(p / "consumequeue") and entry_type(p / "checkpoint") is EntryType.REGULAR
 
 
 def classify_dir(path: str | os.PathLike[str]) -> DirKind:
@@ -147,10 +158,29 @@ def find_roots(path: str | os.PathLike[str], max_depth: int = 3) -> list[tuple[D
     kind = classify_dir(p)
     if kind is not DirKind.UNKNOWN:
         return [(kind, p)]
-    if max_depth == 0 or not p.is_dir():
+    if max_depth == 0 or not _is_dir(p):
         return []
     try:
-        children = sorted(c for c in p.iterdir() if c.is_dir() and not c.is_symlink())
+        children = sorted(c for c in p.iterdir() if _is_dir(c) and not c.is_symlink())
     except OSError:
         return []
     return [root for c in children for root in find_roots(c, max_depth - 1)]
+
+
+def roots_under(path: str | os.PathLike[str]) -> list[tuple[DirKind, Path]]:
+    """`find_roots` of a directory, or why there is nothing to read there (`UnreadableInput`):
+    `ls` and `doctor` say the same thing about the same path."""
+    p = Path(path)
+    kind = entry_type(p)
+    if kind is EntryType.MISSING:
+        raise UnreadableInput(f"{p}: no such file or directory")
+    if kind is EntryType.REGULAR:
+        raise UnreadableInput(f"{p}: a file, not a Kafka log dir, partition dir or RocketMQ store")
+    if kind is EntryType.INACCESSIBLE:
+        raise UnreadableInput(f"{p}: cannot be examined (permission denied?)")
+    if kind is not EntryType.DIRECTORY:
+        raise NotRegularFile(str(p), kind.value, "a directory")
+    roots = find_roots(p)
+    if not roots:
+        raise UnreadableInput(f"{p}: no Kafka log dir, partition dir or RocketMQ store in it")
+    return roots

@@ -15,17 +15,19 @@ from pathlib import Path
 from replog.formats.discovery import FileKind, classify_file
 from replog.formats.dump_entries import DumpOptions, Entry, Progress, finding_entry
 from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.findings import finding, from_error
+from replog.formats.fileio import EntryType, entry_type
+from replog.formats.findings import finding, from_error, from_unreadable
 
 __all__ = ["DumpOptions", "Entry", "Progress", "dump_file", "dump_paths", "expand_paths"]
 
 
 def expand_paths(paths: list[str | os.PathLike[str]]) -> list[Path]:
-    """Files to dump: files as given, directories walked in name order."""
+    """Files to dump: files as given, directories walked in name order. Every entry but a directory
+    is listed, FIFOs and devices too: `dump_file` reports them rather than leaving them out."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file()))
+            out.extend(sorted(f for f in p.rglob("*") if entry_type(f) is not EntryType.DIRECTORY))
         elif p.exists():
             out.append(p)
         else:
@@ -43,7 +45,10 @@ def dump_file(path: str | os.PathLike[str], options: DumpOptions,
               progress: Progress | None = None) -> Iterator[Entry]:
     """Entries for one file: a `file` header entry, then its contents."""
     kind = classify_file(path)
-    size = os.path.getsize(path)
+    try:
+        size: int | None = os.path.getsize(path)
+    except OSError:  # a symlink loop or a dangling link: the dumper says what it is
+        size = None
     yield {"kind": "file", "path": str(path), "file_kind": kind.value, "size": size}
     dumper = _DUMPERS.get(kind)
     if dumper is None:
@@ -54,7 +59,7 @@ def dump_file(path: str | os.PathLike[str], options: DumpOptions,
     except FormatError as e:
         yield finding_entry(from_error(e, str(path)))
     except UnreadableInput as e:
-        yield finding_entry(finding("UNREADABLE_FILE", str(path), message=str(e)))
+        yield finding_entry(from_unreadable(e, str(path)))
 
 
 def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | None], Iterator[Entry]]]:

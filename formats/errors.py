@@ -14,6 +14,18 @@ class UnreadableInput(ReplogError):
     """An input that cannot be opened or identified at all (exit code 2)."""
 
 
+class NotRegularFile(UnreadableInput):
+    """An input that is not a regular file (a FIFO, device, socket, directory, symlink loop):
+    replog never reads one. `what` names it ("FIFO", "character device", ...); `expected` is
+    what belongs under that name."""
+
+    def __init__(self, path: str, what: str, expected: str = "a regular file") -> None:
+        article = "an" if what[:1].lower() in "aeiou" else "a"
+        super().__init__(f"{path} is {article} {what}, not {expected}; replog reads only regular files "
+                         "and directories")
+        self.path, self.what = path, what
+
+
 class FormatError(ReplogError):
     """Bytes that do not follow the declared layout.
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from replog.formats.fileio import RELEASE_STEP, _test_crash_point, fsync_dir, mapped, release_pages
+from replog.formats.fileio import RELEASE_STEP, _test_crash_point, fsync_dir, mapped, open_regular, release_pages
 
 COPY_CHUNK = 1 << 20       # the read/write fallback's piece
 MAX_PENDING = 2            # copies waiting for the copy thread
@@ -70,7 +70,7 @@ class SourceFile:
 @contextlib.contextmanager
 def open_source(path: str | os.PathLike[str]) -> Iterator[SourceFile]:
     with mapped(path) as buf:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)
         try:
             yield SourceFile(os.fspath(path), fd, buf)
         finally:

@@ -7,13 +7,16 @@ directory is fsynced, the same procedure the brokers use for checkpoints.
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
+import stat
 from collections.abc import Callable, Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
-from replog.formats.errors import UnreadableInput
+from replog.formats.errors import NotRegularFile, UnreadableInput
 
 T = TypeVar("T")
 
@@ -27,17 +30,90 @@ EMPTY = memoryview(b"")
 READ_INSTEAD_OF_MAP = 16 << 20
 
 
+class EntryType(StrEnum):
+    """What a directory entry is, in words a finding can use ("... is a FIFO")."""
+
+    REGULAR = "regular file"
+    DIRECTORY = "directory"
+    FIFO = "FIFO"
+    CHARACTER_DEVICE = "character device"
+    BLOCK_DEVICE = "block device"
+    SOCKET = "socket"
+    SYMLINK_LOOP = "symlink loop"
+    DANGLING_SYMLINK = "dangling symlink"
+    MISSING = "missing entry"
+    INACCESSIBLE = "entry that cannot be examined (permission denied or I/O error)"
+    OTHER = "special file"
+
+
+_MODE_TYPES = ((stat.S_ISREG, EntryType.REGULAR), (stat.S_ISDIR, EntryType.DIRECTORY),
+               (stat.S_ISFIFO, EntryType.FIFO), (stat.S_ISCHR, EntryType.CHARACTER_DEVICE),
+               (stat.S_ISBLK, EntryType.BLOCK_DEVICE), (stat.S_ISSOCK, EntryType.SOCKET))
+
+
+def type_of_mode(mode: int) -> EntryType:
+    """The entry type an `st_mode` says."""
+    return next((kind for test, kind in _MODE_TYPES if test(mode)), EntryType.OTHER)
+
+
+def entry_type(path: str | os.PathLike[str]) -> EntryType:
+    """What `path` is, following symlinks, found by `stat` alone: never opens it, never raises.
+
+    Discovery and inventories classify entries with this instead of `Path.is_file`/`is_dir`,
+    which raise on a permission error and cannot tell a FIFO from a directory.
+    """
+    try:
+        return type_of_mode(os.stat(path).st_mode)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return EntryType.SYMLINK_LOOP
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return EntryType.DANGLING_SYMLINK if os.path.lexists(path) else EntryType.MISSING
+        return EntryType.INACCESSIBLE
+
+
+def is_regular(path: str | os.PathLike[str]) -> bool:
+    """`Path.is_file` that never raises: a regular file (through symlinks), nothing else."""
+    return entry_type(path) is EntryType.REGULAR
+
+
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """Open an input read-only; the one place replog opens a file for reading.
+
+    Only regular files are read: a FIFO would block a reader forever, `/dev/zero`
+    or `/dev/urandom` linked as a segment would pass for an empty (or endless) one.
+    The entry is checked before opening (a device is never opened at all); the open
+    itself is non-blocking (a FIFO created in between opens at once) and the
+    descriptor is checked again with `fstat`. Raises `NotRegularFile` naming what
+    the entry is, or `UnreadableInput` when it cannot be opened.
+    """
+    kind = entry_type(path)
+    if kind not in (EntryType.REGULAR, EntryType.MISSING, EntryType.INACCESSIBLE):
+        raise NotRegularFile(os.fspath(path), kind.value)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as e:
+        raise UnreadableInput(f"cannot open {os.fspath(path)}: {e.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as e:
+        os.close(fd)
+        raise UnreadableInput(f"cannot examine {os.fspath(path)}: {e.strerror}") from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularFile(os.fspath(path), type_of_mode(mode).value)
+    return fd
+
+
 @contextlib.contextmanager
 def mapped(path: str | os.PathLike[str]) -> Iterator[memoryview]:
     """Map a file read-only; yields a memoryview (empty for empty files).
 
     Memory stays flat whatever the size: pages are read on demand. Files of
     at most `READ_INSTEAD_OF_MAP` bytes are read into memory instead (SIGBUS-safe).
+    Only regular files are opened (`open_regular`).
     """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as e:
-        raise UnreadableInput(f"cannot open {path}: {e.strerror}") from None
+    fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size
         if size == 0:
@@ -68,9 +144,10 @@ def mapped(path: str | os.PathLike[str]) -> Iterator[memoryview]:
 
 
 def read_small(path: str | os.PathLike[str], limit: int = 64 << 20) -> bytes:
-    """Read a small file (checkpoint, metadata) whole, refusing absurd sizes."""
+    """Read a small file (checkpoint, metadata) whole, refusing absurd sizes (regular files only)."""
+    fd = open_regular(path)
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(fd, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size > limit:
                 raise UnreadableInput(f"{path}: {size} bytes is too large for this kind of file")
@@ -172,8 +249,8 @@ def locked_by_another_process(path: str | os.PathLike[str]) -> bool:
     """
     import fcntl
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+        fd = open_regular(path)
+    except UnreadableInput:
         return False
     try:
         fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

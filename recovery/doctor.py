@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replog.formats.discovery import DirKind, find_roots
+from replog.formats.discovery import DirKind, roots_under
 from replog.formats.errors import UnreadableInput
+from replog.formats.fileio import EntryType, entry_type
 from replog.formats.findings import FINDING, Finding, Severity, finding
 from replog.formats.shape import Field, Shape
 from replog.recovery.evidence import Evidence
@@ -66,11 +67,8 @@ def _diagnose(ev: Evidence, paths: list[Path]) -> DoctorReport:
     report = DoctorReport()
     for path in paths:
         p = Path(path)
-        if p.is_dir():
-            roots = find_roots(p)
-            if not roots:
-                raise UnreadableInput(f"{p}: no Kafka log dir, partition dir or RocketMQ store in it")
-            for kind, root in roots:
+        if entry_type(p) is EntryType.DIRECTORY:
+            for kind, root in roots_under(p):
                 found, parts = _DIR_CHECKS[kind](ev, root)
                 report.findings += found
                 report.partitions += parts

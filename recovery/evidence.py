@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.fileio import mapped, read_small
-from replog.formats.findings import Finding, finding, from_error
+from replog.formats.fileio import mapped, open_regular, read_small
+from replog.formats.findings import Finding, from_error, from_unreadable
 
 _CHUNK = 1 << 20
 # One hash thread per core (at most 4): hashing is the longest part of a check of large segments,
@@ -30,7 +30,7 @@ def sha256_file(path: str | os.PathLike[str]) -> tuple[int, str]:
     size = 0
     buf = bytearray(_CHUNK)
     view = memoryview(buf)
-    with open(path, "rb", buffering=0) as f:
+    with os.fdopen(open_regular(path), "rb", buffering=0) as f:
         while n := f.readinto(buf):
             h.update(view[:n])
             size += n
@@ -96,7 +96,7 @@ class Evidence:
         except FormatError as e:
             return [from_error(e, str(path))]
         except UnreadableInput as e:
-            return [finding("UNREADABLE_FILE", str(path), message=str(e))]
+            return [from_unreadable(e, str(path))]
         return []
 
     def hash_ahead(self, paths: Iterable[Path]) -> None:
@@ -141,5 +141,5 @@ class Evidence:
             return None, None
         try:
             return read.digest.result()
-        except OSError:
+        except (OSError, UnreadableInput):
             return None, None

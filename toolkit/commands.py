@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from replog.toolkit.output import (
     EXIT_CLEAN,
@@ -75,25 +76,30 @@ def write_lines(lines: Iterable[str]) -> None:
 
 
 def run_ls(path: Any, fmt: Format | None) -> int:
-    """One row per partition of a log dir (or the one partition given)."""
-    from replog.formats.discovery import DirKind, classify_dir
+    """One row per partition of every Kafka log dir or partition dir under PATH (found as doctor finds
+    them), or the overview of the RocketMQ store there. A partition that cannot be read is a row
+    marked with its problem; exit 1 when any row (or a log dir's checkpoint) has an error finding."""
+    from replog.formats.discovery import DirKind, roots_under
     from replog.formats.errors import UnreadableInput
-    from replog.recovery.kafka.logdir import read_broker_checkpoints, summarize_log_dir, summarize_partition
-    from replog.toolkit.views import LS_COLUMNS, ls_rows
+    from replog.recovery.kafka.logdir import summarize_roots
+    from replog.toolkit.output import exit_for
+    from replog.toolkit.views import ls_rows, print_ls
 
-    kind = classify_dir(path)
-    if kind is DirKind.KAFKA_LOG_DIR:
-        parts = summarize_log_dir(path).partitions
-    elif kind is DirKind.KAFKA_PARTITION_DIR:
-        parts = [summarize_partition(path, read_broker_checkpoints(path.parent))]
-    elif kind is DirKind.ROCKETMQ_STORE:
+    roots = roots_under(path)
+    stores = [root for kind, root in roots if kind is DirKind.ROCKETMQ_STORE]
+    if stores and len(roots) > 1:
+        raise UnreadableInput(f"{path} holds {len(roots)} log dirs and stores; ls one of them: "
+                              + ", ".join(str(root) for _, root in roots))
+    if stores:
         from replog.toolkit.rocketmq_views import run_ls_store
-        return run_ls_store(path, fmt)
-    else:
-        raise UnreadableInput(f"{path}: not a Kafka log dir, partition dir or RocketMQ store")
+        return run_ls_store(stores[0], fmt)
+    parts, dir_findings = summarize_roots(roots)
+    for f in dir_findings:
+        stderr_note(escape(f"{f.severity.value} {f.code} {f.path}: {f.message}"))
     rows = ls_rows(parts)
-    render(resolve(fmt), rows, lambda console: console.print(LS_COLUMNS.table(rows, str(path))))
-    return EXIT_CLEAN
+    render(resolve(fmt), rows, lambda console: print_ls(rows, [root for _, root in roots], path, console))
+    return exit_for([f.severity.value for p in parts for f in p.all_findings()]
+                    + [f.severity.value for f in dir_findings])
 
 
 def _is_rocketmq(specs: list[str]) -> bool:

@@ -76,8 +76,10 @@ def print_doctor(doc: dict[str, Any], console: Console, roots: Sequence[Path] = 
 
 
 def _dropped(d: dict[str, Any]) -> str:
-    return (f"{len(d['segments'])} segments, {d['bytes']} bytes, {d['batches']} batches"
-            + (f", offsets {d['first_offset']}..{d['last_offset']}" if d["first_offset"] is not None else ""))
+    """The `dropped` totals as recovery computed them (holes included); an open range reads "from N"."""
+    offsets = ("" if d["first_offset"] is None else f", offsets {d['first_offset']}.." if d["last_offset"] is None
+               else f", offsets {d['first_offset']}..{d['last_offset']}")
+    return f"{len(d['segments'])} segments, {d['bytes']} bytes, {d['batches']} batches{offsets}"
 
 
 def _truncation(r: dict[str, Any]) -> str:
@@ -164,7 +166,7 @@ def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt:
     result = recover_partition(partition_dir, out, salvage=salvage, force=force)
     doc = result.to_dict()
     render(resolve(fmt), doc, lambda console: print_recover(doc, console))
-    return EXIT_CLEAN if result.verified else EXIT_FINDINGS
+    return EXIT_FINDINGS if result.has_errors else EXIT_CLEAN
 
 
 def _recover_store(store: Path, out: Path, force: bool, fmt: Any) -> int:
@@ -179,5 +181,5 @@ def _recover_store(store: Path, out: Path, force: bool, fmt: Any) -> int:
                         f"to {result['truncated_to']}, {len(result.get('findings', []))} findings")
     else:
         write_json(result)
-    errors = [f for f in result.get("verification", {}).get("findings", []) if f.get("severity") == "error"]
-    return EXIT_FINDINGS if errors else EXIT_CLEAN
+    met = result.get("findings", []) + result.get("verification", {}).get("findings", [])
+    return EXIT_FINDINGS if any(f.get("severity") == "error" for f in met) else EXIT_CLEAN

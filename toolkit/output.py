@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from enum import Enum, StrEnum
@@ -61,11 +62,27 @@ def _default(o: Any) -> Any:
 _ENCODERS = {indent: json.JSONEncoder(default=_default, indent=indent, ensure_ascii=False) for indent in (None, 2)}
 
 
+# a lone surrogate: how Python's surrogateescape holds a byte of a file name that is not UTF-8
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
 def dumps(obj: Any, indent: int | None = None) -> str:
+    """JSON text of `obj`; the one home of replog's JSON rule: valid UTF-8 whatever the input.
+
+    Text stays unescaped (`ensure_ascii=False`: readable names and values) except lone
+    surrogates, which no UTF-8 can hold: each is written as its JSON escape `\\udcXX`.
+    A surrogate can only sit inside a JSON string, where that escape means the same
+    character, so `json.loads` gives back the same str and `os.fsencode` of it the
+    file name's original bytes.
+    """
     encoder = _ENCODERS.get(indent)
-    if encoder is None:
-        return json.dumps(obj, default=_default, indent=indent, ensure_ascii=False)
-    return encoder.encode(obj)
+    text = (json.dumps(obj, default=_default, indent=indent, ensure_ascii=False) if encoder is None
+            else encoder.encode(obj))
+    return text if text.isascii() else _LONE_SURROGATE.sub(_escape_surrogate, text)
 
 
 def write_jsonl(entries: Iterable[Any]) -> None:

@@ -85,7 +85,13 @@ def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Conso
         flags.append(f"[yellow]dirty tail {totals['dirty_tail_bytes']} bytes[/]")
     console.print(f"commitlog {totals['min_offset']}..{totals['max_offset']} in {totals['files']} files of "
                   f"{totals['file_size']:,} bytes, {totals['messages']} messages, {totals['queues']} queues, "
-                  f"confirm offset {totals['confirm_offset']}, epochs {totals['epochs'] or '-'}  " + " ".join(flags))
+                  f"confirm offset {_or_none(totals['confirm_offset'])}, epochs {totals['epochs'] or '-'}  "
+                  + " ".join(flags))
+
+
+def _or_none(value: Any) -> Any:
+    """A person reads "none" where the JSON has null (no confirm offset recorded, say), not Python's None."""
+    return "none" if value is None else value
 
 
 def _status(r: dict[str, Any]) -> str:

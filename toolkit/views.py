@@ -1,15 +1,25 @@
 """`ls` of a Kafka log dir or partition dir: one JSON row per partition, and its table."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from rich.console import Console
 
 from replog.formats.shape import Field, Shape
 from replog.recovery.kafka.logdir import PartitionSummary, flags
 from replog.toolkit.render import Column, Columns, thousands, time_range, words
 
+
+def _problems(part: PartitionSummary) -> list[dict[str, Any]]:
+    """The partition's error findings (an unreadable segment, a FIFO named like one), where and why."""
+    return [{"code": f.code, "path": f.path, "position": f.position, "message": f.message}
+            for f in part.all_findings() if f.severity.value == "error"]
+
+
 LS_ROW = Shape("path", "topic", "partition", "state", Field("segments", lambda p: len(p.segments)), "bytes",
                "log_start_offset", "log_end_offset", "high_watermark", "recovery_point", "latest_epoch",
-               "first_timestamp", "max_timestamp", Field("flags", flags))
+               "first_timestamp", "max_timestamp", Field("flags", flags), Field("problems", _problems))
 
 
 def _hw_style(r: dict[str, Any]) -> str | None:
@@ -33,3 +43,13 @@ LS_COLUMNS = Columns(
 
 def ls_rows(parts: list[PartitionSummary]) -> list[dict[str, Any]]:
     return [LS_ROW.dump(p) for p in parts]
+
+
+def print_ls(rows: list[dict[str, Any]], roots: list[Path], path: Path, console: Console) -> None:
+    """One table for one root (titled with the path asked for); one per log dir when PATH holds several."""
+    if len(roots) == 1:
+        console.print(LS_COLUMNS.table(rows, str(path)))
+        return
+    for root in roots:
+        mine = [r for r in rows if r["path"] == str(root) or Path(r["path"]).parent == root]
+        console.print(LS_COLUMNS.table(mine, str(root)))

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from replog.formats.errors import UnreadableInput
+from replog.formats.fileio import EntryType, entry_type
 from replog.formats.kafka import names
 from replog.formats.kafka.names import SegmentFileName
 
@@ -32,21 +34,28 @@ class PartitionFiles:
     tmp_files: list[Path] = field(default_factory=list)          # interrupted atomic writes (`*.tmp`)
     known_files: list[Path] = field(default_factory=list)        # leader-epoch-checkpoint, partition.metadata, ...
     unknown_files: list[Path] = field(default_factory=list)
-    not_files: list[Path] = field(default_factory=list)          # directories and other non-regular entries
+    # entries that are not regular files (directories, FIFOs, devices, sockets, symlink loops, dangling
+    # symlinks, entries that cannot be examined), with what each is: never opened, never taken for a segment
+    not_files: list[tuple[Path, EntryType]] = field(default_factory=list)
 
 
 def list_partition_files(pdir: str | os.PathLike[str]) -> PartitionFiles:
-    """Sort the entries of `pdir` by name (raises OSError when it cannot be listed)."""
+    """Sort the entries of `pdir` by name (raises `UnreadableInput` when it cannot be listed)."""
     p = Path(pdir)
     out = PartitionFiles(p)
-    for name in sorted(os.listdir(p)):
+    try:
+        entries = sorted(os.listdir(p))
+    except OSError as e:
+        raise UnreadableInput(f"cannot list {p}: {e.strerror}") from None
+    for name in entries:
         _sort_entry(out, p / name, name)
     return out
 
 
 def _sort_entry(out: PartitionFiles, path: Path, name: str) -> None:
-    if not path.is_file():
-        out.not_files.append(path)
+    kind = entry_type(path)
+    if kind is not EntryType.REGULAR:
+        out.not_files.append((path, kind))
         return
     seg = names.parse_segment_file_name(name)
     if seg is not None and seg.transient:

@@ -12,7 +12,7 @@ from typing import Any
 
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped
-from replog.formats.findings import Finding, finding
+from replog.formats.findings import Finding, finding, from_unreadable
 from replog.formats.rocketmq.commitlog import (
     _MAGIC_RE,
     _NONZERO,
@@ -81,7 +81,7 @@ def _walk_file(path: Path, start: int, *, is_last: bool, check_crc: bool) -> Ite
         with mapped(path) as buf:
             yield from _walk_buffer(buf, str(path), start, is_last, check_crc)
     except UnreadableInput as e:
-        yield finding("UNREADABLE_FILE", str(path), offset=start, message=str(e))
+        yield from_unreadable(e, str(path), offset=start)
 
 
 def _walk_buffer(buf: memoryview | bytes, path: str, start: int, is_last: bool,

@@ -19,7 +19,7 @@ import construct as cs
 
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import atomic_write, mapped
-from replog.formats.findings import Finding, finding
+from replog.formats.findings import Finding, finding, from_unreadable
 from replog.formats.rocketmq.commitlog import file_name, infer_file_size
 
 CQ_ENTRY = cs.Struct(
@@ -142,7 +142,7 @@ def walk_consumequeue(source: str | os.PathLike[str] | Iterable[str | os.PathLik
             with mapped(path) as buf:
                 end = yield from _walk_buffer(buf, str(path), start)
         except UnreadableInput as e:
-            yield finding("UNREADABLE_FILE", str(path), message=str(e))
+            yield from_unreadable(e, str(path))
             continue
         if end is not None and end < sizes[path] - CQ_STORE_UNIT_SIZE + 1:
             ended_at = (start + end) // CQ_STORE_UNIT_SIZE

@@ -13,6 +13,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from replog.formats.errors import UnreadableInput
+from replog.formats.fileio import is_regular, open_regular
 from replog.formats.rocketmq.abort import ABORT, ABORT_BAK, LOCK
 from replog.formats.rocketmq.checkpoint import FILE_SIZE as CHECKPOINT_SIZE
 from replog.formats.rocketmq.commitlog import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
@@ -57,7 +59,7 @@ class StoreLayout:
 def _files(d: Path, pattern: re.Pattern[str]) -> list[Path]:
     if not d.is_dir():
         return []
-    return sorted(p for p in d.iterdir() if p.is_file() and pattern.match(p.name))
+    return sorted(p for p in d.iterdir() if is_regular(p) and pattern.match(p.name))
 
 
 def _queues(d: Path) -> dict[tuple[str, int], list[Path]]:
@@ -77,10 +79,15 @@ def _opt(p: Path) -> Path | None:
 def _looks_like_commitlog(path: Path) -> bool:
     """First record's magic is V1, V2, BLANK, or the file starts unwritten (zeros)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(8)
+        fd = open_regular(path)
+    except UnreadableInput:
+        return False
+    try:
+        head = os.pread(fd, 8, 0)
     except OSError:
         return False
+    finally:
+        os.close(fd)
     return len(head) == 8 and struct.unpack(">ii", head)[1] in _MAGICS
 
 

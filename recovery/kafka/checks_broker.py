@@ -12,8 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from replog.formats.fileio import locked_by_another_process
-from replog.formats.findings import Finding, finding
+from replog.formats.errors import NotRegularFile
+from replog.formats.fileio import EntryType, entry_type, locked_by_another_process
+from replog.formats.findings import Finding, finding, from_unreadable
 from replog.formats.kafka import names
 from replog.formats.kafka.clean_shutdown import parse_clean_shutdown
 from replog.formats.kafka.meta_properties import parse_meta_properties
@@ -50,10 +51,15 @@ def check_root_files(ev: Evidence, log_dir: Path) -> list[Finding]:
                                    "tails on active segments and checkpoints newer than the logs"))
     for name in sorted(os.listdir(log_dir)):
         path = log_dir / name
-        if path.is_dir():
+        kind = entry_type(path)
+        if kind is EntryType.DIRECTORY:
             if names.parse_partition_dir(name) is None and name not in names.SKIPPED_DIR_NAMES:
                 out.append(finding("KAFKA_BAD_PARTITION_DIR", str(path),
                                    message=f"{name!r} is not <topic>-<partition>; some brokers refuse to start"))
+            continue
+        if kind is not EntryType.REGULAR:
+            if name not in names.ROOT_OFFSET_CHECKPOINTS:  # read_broker_checkpoints reports those
+                out.append(_not_a_file(path, kind))
             continue
         parser = {names.META_PROPERTIES: parse_meta_properties,
                   names.CLEAN_SHUTDOWN: parse_clean_shutdown}.get(name)
@@ -66,6 +72,14 @@ def check_root_files(ev: Evidence, log_dir: Path) -> list[Finding]:
                 and name != COMPLETE_MARKER:
             out.append(finding("UNKNOWN_FILE", str(path)))
     return out
+
+
+def _not_a_file(path: Path, kind: EntryType) -> Finding:
+    """A log-dir entry that is neither a regular file nor a directory (or cannot be examined)."""
+    if kind is EntryType.INACCESSIBLE:
+        return finding("UNREADABLE_FILE", str(path), message=f"{path.name}: cannot be examined")
+    expected = "a partition directory" if names.parse_partition_dir(path.name) else "a regular file"
+    return from_unreadable(NotRegularFile(str(path), kind.value, expected), str(path))
 
 
 def check_partition_offsets(p: PartitionOffsets, cps: BrokerCheckpoints, log_dir: Path) -> list[Finding]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from replog.formats.errors import UnreadableInput
-from replog.formats.findings import Finding, Severity, finding
+from replog.formats.findings import Finding, Severity, finding, from_unreadable
 from replog.formats.kafka import index_check, index_stream, offset_index, time_index, txn_index
 from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.txn_index import AbortedTxn
@@ -51,7 +51,7 @@ class SegmentIndexChecks:
                 with ev.mapped(path) as buf:
                     self._parts.append(self._open(kind, buf, base_offset, log_size, shown))
             except UnreadableInput as e:
-                self._parts.append(([finding("UNREADABLE_FILE", shown, message=str(e))], None))
+                self._parts.append(([from_unreadable(e, shown)], None))
 
     @staticmethod
     def _open(kind: str, buf: memoryview, base_offset: int, log_size: int, shown: str) -> tuple[
@@ -87,7 +87,7 @@ def txn_index_findings(ev: Evidence, path: Path | None, *, log_path: Path, base_
     try:
         read = txn_index.read_txn_index(ev.read_small(path), base_offset, path=shown)
     except UnreadableInput as e:
-        return [finding("UNREADABLE_FILE", shown, message=str(e))]
+        return [from_unreadable(e, shown)]
     return read.findings + index_check.check_txn_index(expected_aborts, read.entries, path=shown)
 
 

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from replog.formats.errors import FormatError
+from replog.formats.fileio import EntryType
 from replog.formats.findings import Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
-from replog.formats.kafka.partition_files import PartitionFiles, list_partition_files
+from replog.formats.kafka.partition_files import KNOWN_PARTITION_FILES, PartitionFiles, list_partition_files
 from replog.formats.kafka.segment import BatchInfo, batch_records
 
 if TYPE_CHECKING:
@@ -39,10 +40,37 @@ class Inventory:
     findings: list[Finding] = field(default_factory=list)
 
 
+def entry_findings(files: PartitionFiles) -> list[Finding]:
+    """What is wrong with the entries of a partition dir that are not regular files, naming what each is.
+
+    A subdirectory with a name the broker does not use is only noted; anything else that is not a
+    regular file (a FIFO, a device or a symlink loop named like a segment, say) is never read, and
+    the partition's data under that name is not there: an error. `ls` and `doctor` both report these.
+    """
+    out = []
+    for path, kind in files.not_files:
+        where = str(path)
+        if kind is EntryType.DIRECTORY and not _named_like_partition_file(path.name):
+            out.append(finding("UNKNOWN_FILE", where, message="unexpected directory in a partition dir"))
+        elif kind is EntryType.INACCESSIBLE:
+            out.append(finding("UNREADABLE_FILE", where, message=f"{path.name}: cannot be examined "
+                                                                 "(permission denied on the partition dir?)"))
+        else:
+            article = "an" if kind.value[:1] in "aeiou" else "a"
+            out.append(finding("WRONG_FILE_TYPE", where, message=f"{path.name} is {article} {kind.value}, not a "
+                               "regular file: replog does not read it, and the broker skips it", entry=kind.value))
+    return out
+
+
+def _named_like_partition_file(name: str) -> bool:
+    return (names.parse_segment_file_name(name) is not None or names.is_segment_like(name)
+            or names.parse_kraft_snapshot_name(name) is not None or name in KNOWN_PARTITION_FILES)
+
+
 def inventory(pdir: Path) -> Inventory:
+    """The partition dir's entries and their findings (raises `UnreadableInput` when it cannot be listed)."""
     files = list_partition_files(pdir)
-    by_entry = [finding("UNKNOWN_FILE", str(p), message="unexpected directory in a partition dir")
-                for p in files.not_files]
+    by_entry = entry_findings(files)
     by_entry += [finding("KAFKA_ORPHAN_TEMP_FILE", str(p),
                          message=f".{seg.transient} file: {_TRANSIENT_MEANING[seg.transient or '']}",
                          base_offset=seg.base_offset, transient=seg.transient)

@@ -14,8 +14,9 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 
 from replog.formats.discovery import FileKind, classify_file, is_partition_dir
-from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.findings import Finding, finding, from_error
+from replog.formats.errors import FormatError, NotRegularFile, UnreadableInput
+from replog.formats.fileio import EntryType, entry_type, is_regular
+from replog.formats.findings import Finding, finding, from_error, from_unreadable
 from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
@@ -38,7 +39,11 @@ def check_log_dir(ev: Evidence, log_dir: Path) -> tuple[list[Finding], list[Part
     parts: list[PartitionOffsets] = []
     for name in sorted(os.listdir(log_dir)):
         if is_partition_dir(log_dir / name):
-            offsets, more = check_partition(ev, log_dir / name, cps, log_dir)
+            try:
+                offsets, more = check_partition(ev, log_dir / name, cps, log_dir)
+            except UnreadableInput as e:  # one partition that cannot be listed does not end the check
+                found.append(from_unreadable(e, str(log_dir / name)))
+                continue
             parts.append(offsets)
             found += more
     found += checks_broker.check_membership(parts, cps, log_dir)
@@ -50,7 +55,7 @@ def check_partition_with_parent(ev: Evidence, pdir: Path) -> tuple[list[Finding]
     parent = pdir.parent
     cps = None
     found: list[Finding] = []
-    if any((parent / n).is_file() for n in names.OFFSET_CHECKPOINT_NAMES):
+    if any(is_regular(parent / n) for n in names.OFFSET_CHECKPOINT_NAMES):
         cps = checks_broker.read_checkpoints(ev, parent)
         found += cps.findings
     offsets, more = check_partition(ev, pdir, cps, parent)
@@ -119,7 +124,7 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
                                                          checks=checks, state=state)
             found = seg.findings + (records.finish() if records is not None else [])
     except UnreadableInput as e:
-        return None, [finding("UNREADABLE_FILE", str(path), message=str(e))]
+        return None, [from_unreadable(e, str(path))]
     found.sort(key=lambda f: (f.position if f.position is not None else -1))
     if not seg.batch_count and not found:
         found.append(finding("KAFKA_SEGMENT_EMPTY", str(path), position=0, offset=base))
@@ -137,7 +142,7 @@ def _txn_index(ev: Evidence, txn_path: Path | None, log: Path, base: int, aborte
 def _epoch_checkpoint(ev: Evidence, pdir: Path, out: list[Finding]) -> tuple[list[EpochEntry] | None, list[int], bool]:
     """(entries or None when absent, line positions, parsed ok)."""
     path = pdir / names.LEADER_EPOCH_CHECKPOINT
-    if not path.is_file():
+    if not is_regular(path):
         return None, [], True
     try:
         data = ev.read_small(path)
@@ -146,7 +151,7 @@ def _epoch_checkpoint(ev: Evidence, pdir: Path, out: list[Finding]) -> tuple[lis
         out.append(from_error(e, str(path)))
         return None, [], False
     except UnreadableInput as e:
-        out.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+        out.append(from_unreadable(e, str(path)))
         return None, [], False
     positions = checks_state.epoch_line_positions(data)
     order = checks_state.check_epoch_checkpoint_order(entries, positions, str(path))
@@ -164,7 +169,7 @@ def _snapshots(ev: Evidence, inv: checks_segments.Inventory, out: list[Finding])
                                message=f"{e.message} (the broker deletes this snapshot and uses an older one)"))
             continue
         except UnreadableInput as e:
-            out.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+            out.append(from_unreadable(e, str(path)))
             continue
         parsed[offset] = (str(path), snap.entries)
     return parsed
@@ -175,13 +180,17 @@ def _metadata_files(ev: Evidence, pdir: Path) -> list[Finding]:
     for name, parse in ((names.PARTITION_METADATA, parse_partition_metadata),
                         (names.QUORUM_STATE, parse_quorum_state)):
         path = pdir / name
-        if path.is_file():
+        if is_regular(path):
             out += ev.check_parses(path, parse)
     return out
 
 
 def check_file(ev: Evidence, path: Path) -> list[Finding]:
-    """One file on its own; an index is checked against its sibling `.log` when present."""
+    """One file on its own; an index is checked against its sibling `.log` when present.
+    Raises `NotRegularFile` for a FIFO, device or the like: there is nothing to check."""
+    entry = entry_type(path)
+    if entry not in (EntryType.REGULAR, EntryType.INACCESSIBLE, EntryType.MISSING):
+        raise NotRegularFile(str(path), entry.value)
     kind = classify_file(path)
     seg = names.parse_segment_file_name(path.name)
     try:
@@ -211,7 +220,7 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
 
 def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]:
     log = path.with_name(names.segment_file_name(base, "log"))
-    if not log.is_file():
+    if not is_regular(log):
         from replog.formats.kafka import offset_index, time_index, txn_index
         data = ev.read_small(path, 1 << 30)
         readers: dict[str, Callable[..., offset_index.IndexRead | txn_index.TxnIndexRead]] = {

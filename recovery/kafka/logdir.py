@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replog.formats.discovery import is_partition_dir
-from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.fileio import mapped, read_small
-from replog.formats.findings import Finding, finding, from_error
+from replog.formats.discovery import DirKind, is_partition_dir
+from replog.formats.errors import FormatError, NotRegularFile, UnreadableInput
+from replog.formats.fileio import EntryType, entry_type, is_regular, mapped, read_small
+from replog.formats.findings import Finding, finding, from_error, from_unreadable
 from replog.formats.kafka import checkpoint, meta_properties, names
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.kafka.checks_segments import entry_findings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -112,7 +113,7 @@ def read_broker_checkpoints(log_dir: str | os.PathLike[str],
     out = BrokerCheckpoints()
     for name, attr in names.ROOT_OFFSET_CHECKPOINTS.items():
         path = Path(log_dir) / name
-        if not path.is_file():
+        if entry_type(path) is EntryType.MISSING:
             continue
         try:
             data = read(path)
@@ -121,14 +122,14 @@ def read_broker_checkpoints(log_dir: str | os.PathLike[str],
         except FormatError as e:
             out.findings.append(from_error(e, str(path)))
         except UnreadableInput as e:
-            out.findings.append(finding("UNREADABLE_FILE", str(path), message=str(e)))
+            out.findings.append(from_unreadable(e, str(path)))
     return out
 
 
 def node_id(log_dir: str | os.PathLike[str]) -> int | None:
     """node.id / broker.id from the log dir's meta.properties; None when absent or unreadable."""
     meta = Path(log_dir) / names.META_PROPERTIES
-    if not meta.is_file():
+    if not is_regular(meta):
         return None
     try:
         return meta_properties.parse_meta_properties(read_small(meta)).node_id
@@ -175,8 +176,8 @@ def summarize_segment(path: Path, base_offset: int, fast_threshold: int | None =
     Segments larger than `fast_threshold` (default `FAST_WALK_BYTES`) are walked
     by the compiled kernel and summarised over its columns; same answer (tested).
     """
-    summary = SegmentSummary(str(path), base_offset, path.stat().st_size)
     with mapped(path) as buf:
+        summary = SegmentSummary(str(path), base_offset, len(buf))
         if use_fast_walk(len(buf), fast_threshold):
             walk = _summarize_fast(buf, summary)
         else:
@@ -269,22 +270,34 @@ def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpo
         part.transient_files.append(path.name)
         part.findings.append(finding("KAFKA_ORPHAN_TEMP_FILE", str(path),
                                      message=f"{seg.transient} file left in the partition"))
+    part.findings += [f for f in entry_findings(files) if f.severity.value != "info"]
     for base, path in files.logs.items():
         given = (summaries or {}).get(base)
-        part.segments.append(given if given is not None else summarize_segment(path, base, fast_threshold))
+        part.segments.append(given if given is not None else _summarize_or_note(path, base, fast_threshold))
     _read_epoch_checkpoint(p, part)
     _derive_offsets(part, checkpoints or BrokerCheckpoints())
     return part
 
 
+def _summarize_or_note(path: Path, base: int, fast_threshold: int | None) -> SegmentSummary:
+    """`summarize_segment`, or an empty summary carrying why the segment could not be read:
+    one unreadable segment marks its partition, it does not end the overview."""
+    try:
+        return summarize_segment(path, base, fast_threshold)
+    except UnreadableInput as e:
+        return SegmentSummary(str(path), base, 0, findings=[from_unreadable(e, str(path))])
+
+
 def _read_epoch_checkpoint(p: Path, part: PartitionSummary) -> None:
     path = p / names.LEADER_EPOCH_CHECKPOINT
-    if not path.is_file():
-        return
+    if not is_regular(path):
+        return  # absent, or not a regular file (`entry_findings` reports that)
     try:
         part.epoch_checkpoint = checkpoint.parse_leader_epoch_checkpoint(read_small(path))
     except FormatError as e:
         part.findings.append(from_error(e, str(path)))
+    except UnreadableInput as e:
+        part.findings.append(from_unreadable(e, str(path)))
 
 
 def _derive_offsets(part: PartitionSummary, cps: BrokerCheckpoints) -> None:
@@ -305,14 +318,61 @@ def _derive_offsets(part: PartitionSummary, cps: BrokerCheckpoints) -> None:
 
 
 def summarize_log_dir(path: str | os.PathLike[str]) -> LogDirSummary:
-    """Scan a broker log dir: its root checkpoints and every partition dir in it."""
+    """Scan a broker log dir: its root checkpoints and every partition dir in it.
+
+    A partition that cannot be read (an unlistable dir, a symlink loop with a partition's name)
+    is still listed, empty, with the finding that says why; only an unlistable log dir raises.
+    """
     p = Path(path)
     cps = read_broker_checkpoints(p)
-    summary = LogDirSummary(str(p), cps, (p / names.CLEAN_SHUTDOWN).exists(), findings=list(cps.findings))
-    for name in sorted(os.listdir(p)):
-        if is_partition_dir(p / name):
-            summary.partitions.append(summarize_partition(p / name, cps))
+    summary = LogDirSummary(str(p), cps, os.path.lexists(p / names.CLEAN_SHUTDOWN), findings=list(cps.findings))
+    try:
+        entries = sorted(os.listdir(p))
+    except OSError as e:
+        raise UnreadableInput(f"cannot list {p}: {e.strerror}") from None
+    for name in entries:
+        part = _partition_entry(p / name, cps)
+        if part is not None:
+            summary.partitions.append(part)
     return summary
+
+
+def summarize_roots(roots: list[tuple[DirKind, Path]]) -> tuple[list[PartitionSummary], list[Finding]]:
+    """The partitions of Kafka log dirs and partition dirs (as `discovery.find_roots` gives them),
+    and the log dirs' own findings (their root checkpoints). A partition dir given on its own uses its
+    parent's checkpoints; one that cannot be listed raises `UnreadableInput`."""
+    parts: list[PartitionSummary] = []
+    found: list[Finding] = []
+    for kind, root in roots:
+        if kind is DirKind.KAFKA_LOG_DIR:
+            summary = summarize_log_dir(root)
+            parts += summary.partitions
+            found += summary.findings
+        elif kind is DirKind.KAFKA_PARTITION_DIR:
+            parts.append(summarize_partition(root, read_broker_checkpoints(root.parent)))
+    return parts, found
+
+
+def _partition_entry(path: Path, cps: BrokerCheckpoints) -> PartitionSummary | None:
+    """The summary of a log-dir entry named like a partition (None for any other entry)."""
+    parsed = names.parse_partition_dir(path.name)
+    if parsed is None:
+        return None
+    kind = entry_type(path)
+    if kind is EntryType.DIRECTORY:
+        if not is_partition_dir(path):
+            return None
+        try:
+            return summarize_partition(path, cps)
+        except UnreadableInput as e:
+            problem = from_unreadable(e, str(path))
+    elif kind in (EntryType.REGULAR, EntryType.MISSING):
+        return None  # a stray file: doctor notes it, it holds no partition
+    elif kind is EntryType.INACCESSIBLE:
+        problem = finding("UNREADABLE_FILE", str(path), message=f"{path.name}: cannot be examined")
+    else:
+        problem = from_unreadable(NotRegularFile(str(path), kind.value, "a partition directory"), str(path))
+    return PartitionSummary(str(path), parsed.topic, parsed.partition, parsed.state, findings=[problem])
 
 
 def flags(part: PartitionSummary) -> list[str]:

@@ -46,7 +46,7 @@ from replog.formats.kafka.blocks import BatchBlock, walk_blocks
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.producer_snapshot import build_producer_snapshot, parse_producer_snapshot
-from replog.formats.kafka.segment import SegmentWalk
+from replog.formats.kafka.segment import MIN_ENTRY_SIZE, SegmentWalk
 from replog.formats.shape import Field, Shape
 from replog.recovery import outputs
 from replog.recovery.kafka.epoch_cache import EpochCache
@@ -115,6 +115,11 @@ class RecoverResult:
     @property
     def verified(self) -> bool:
         return self.verification.get("errors", 1) == 0
+
+    @property
+    def has_errors(self) -> bool:
+        """Error-severity findings met on the input, or an output that does not verify: exit 1."""
+        return not self.verified or any(f.severity.value == "error" for f in self.findings)
 
     def to_dict(self) -> dict[str, Any]:
         return RECOVER_RESULT.dump(self)
@@ -256,6 +261,8 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
     lso_cp = (cps.log_start_offsets or {}).get(tp, 0)
     kept = KeptEpochs(lso_cp)
     segments = _recover_segments(logs, recovery_point, salvage, result, kept)
+    if salvage:
+        _salvage_summary(result, segments)
     leo = _log_end(segments)
     if leo < lso_cp:  # §10.2 step 5: everything deleted, empty log at the checkpointed start
         result.dropped["segments"].extend(str(s.source) for s in segments if s.source)
@@ -369,9 +376,7 @@ def _salvage_segment(buf: memoryview, seg: Segment, done: list[Segment], result:
         hole_end = size if nxt is None else nxt
         if _all_zero(buf, end, hole_end) and nxt is None:
             break  # a zero-filled tail is not a hole
-        holes.append({"segment": str(seg.source), "position": end, "end_position": hole_end,
-                      "bytes": hole_end - end, "after_offset": above,
-                      "next_offset": _base_at(buf, nxt) if nxt is not None else None})
+        holes.append(_hole(buf, seg, end, hole_end, above, nxt))
         if nxt is None:
             break
         result.findings.append(finding(
@@ -381,6 +386,51 @@ def _salvage_segment(buf: memoryview, seg: Segment, done: list[Segment], result:
         pos, first_run = nxt, False
     if result.truncated_to is None and holes:
         result.valid_bytes = holes[0]["position"]
+
+
+def _hole(buf: memoryview, seg: Segment, start: int, end: int, above: int, nxt: int | None) -> dict[str, Any]:
+    """A damaged stretch salvage skips, with what it costs: its bytes, the whole batches framed in it,
+    and the offsets lost: above the last kept and below the next valid batch. A tail (no valid batch
+    after it) loses open-ended offsets only when whole batches are framed in it; a torn partial batch
+    counts as bytes alone, as the broker's truncation reports it."""
+    next_offset = _base_at(buf, nxt) if nxt is not None else None
+    batches = _framed_batches(buf, start, end)
+    last = None if next_offset is None else next_offset - 1
+    lost = batches > 0 if last is None else last > above
+    return {"segment": str(seg.source), "position": start, "end_position": end, "bytes": end - start,
+            "after_offset": above, "next_offset": next_offset, "batches": batches,
+            "first_offset": above + 1 if lost else None, "last_offset": last if lost else None}
+
+
+def _framed_batches(buf: memoryview, start: int, end: int) -> int:
+    """Whole batches whose length fields chain from `start` within `end` (damaged ones count)."""
+    pos, count = start, 0
+    while pos + v2.LOG_OVERHEAD <= end:
+        length = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+        nxt = pos + v2.LOG_OVERHEAD + length
+        if length < MIN_ENTRY_SIZE or nxt > end:
+            break
+        count, pos = count + 1, nxt
+    return count
+
+
+def _salvage_summary(result: RecoverResult, segments: list[Segment]) -> None:
+    """What salvage dropped, from its holes alone, so the summary cannot contradict them: a hole at the
+    end of the last segment is the truncation; all holes add to `dropped` (bytes, batches, offsets)."""
+    holes = result.dropped["holes"]
+    last_source = str(segments[-1].source) if segments and segments[-1].source else None
+    if holes and holes[-1]["next_offset"] is None and holes[-1]["segment"] == last_source:
+        tail = holes[-1]
+        result.truncated_to, result.truncated_segment = tail["after_offset"] + 1, tail["segment"]
+        result.valid_bytes = tail["position"]
+    firsts = [h["first_offset"] for h in holes if h["first_offset"] is not None]
+    lasts = [h["last_offset"] for h in holes if h["last_offset"] is not None]
+    open_ended = any(h["first_offset"] is not None and h["last_offset"] is None for h in holes)
+    result.dropped.update({
+        "bytes": result.dropped["bytes"] + sum(h["bytes"] for h in holes),
+        "batches": result.dropped["batches"] + sum(h["batches"] for h in holes),
+        "first_offset": min(firsts, default=None),
+        "last_offset": None if open_ended or not lasts else max(lasts)})
 
 
 @dataclass

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped, read_small
-from replog.formats.findings import Finding, Severity, finding
+from replog.formats.findings import Finding, Severity, finding, from_unreadable
 from replog.formats.rocketmq import config_json
 from replog.formats.rocketmq.checkpoint import check_checkpoint
 from replog.formats.rocketmq.commitlog import file_name
@@ -199,7 +199,7 @@ def index_findings(model: StoreModel, path: Path, hash_slot_num: int | None) -> 
         with mapped(path) as buf:
             yield from _index_buffer(model, buf, str(path), hash_slot_num)
     except UnreadableInput as e:
-        yield finding("UNREADABLE_FILE", str(path), message=str(e))
+        yield from_unreadable(e, str(path))
 
 
 def _index_buffer(model: StoreModel, buf: memoryview, path: str, hash_slot_num: int | None) -> Iterator[Finding]:
@@ -267,7 +267,7 @@ def checkpoint_findings(model: StoreModel) -> Iterator[Finding]:
     try:
         data = read_small(p, limit=1 << 20)
     except UnreadableInput as e:
-        yield finding("UNREADABLE_FILE", str(p), message=str(e))
+        yield from_unreadable(e, str(p))
         return
     yield from check_checkpoint(data, str(p))
     cp = model.checkpoint

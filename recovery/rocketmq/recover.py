@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replog.formats.fileio import atomic_write, fsync_dir, mapped
+from replog.formats.fileio import atomic_write, fsync_dir, mapped, read_small
 from replog.formats.findings import Finding, Severity
 from replog.formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
 from replog.formats.rocketmq.commitlog import file_name
@@ -160,11 +160,11 @@ def copy_metadata(source: StoreModel, root: Path) -> list[str]:
         (root / "config").mkdir(exist_ok=True)
         for p in sorted(cfg.iterdir()):
             if p.is_file() and (p.suffix == ".json" or p.name.endswith(".json.bak")):
-                atomic_write(root / "config" / p.name, p.read_bytes())
+                atomic_write(root / "config" / p.name, read_small(p))
                 copied.append(f"config/{p.name}")
     ident = source.layout.broker_identity
     if ident is not None:
-        atomic_write(root / ident.name, ident.read_bytes())
+        atomic_write(root / ident.name, read_small(ident))
         copied.append(ident.name)
     return copied
 

@@ -57,14 +57,14 @@ def test_recover_json_and_refusals(tmp_path: Path) -> None:
     target = batches_of(log, bases[1])[2]
     flip(log, target.position + 70)
     res = runner.invoke(app, ["recover", str(pdir), "--out", str(tmp_path / "out"), "--format", "json"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # it reports the CRC mismatch it met: an error finding
     doc = json.loads(res.stdout)
     assert {"output", "truncated_to", "valid_bytes", "salvaged", "findings", "dropped"} <= set(doc)
     assert (doc["truncated_to"], doc["valid_bytes"]) == (target.base_offset, target.position)
     assert runner.invoke(app, ["recover", str(pdir), "--out", str(tmp_path / "out")]).exit_code == 2
     res = runner.invoke(app, ["recover", str(pdir), "--out", str(tmp_path / "out"), "--salvage", "--force",
                               "-f", "json"])
-    assert res.exit_code == 0
+    assert res.exit_code == 1
     assert json.loads(res.stdout)["salvaged"][0]["first_offset"] == target.next_offset
     assert runner.invoke(app, ["recover", str(pdir), "--out", str(pdir / "x")]).exit_code == 2
 
@@ -78,7 +78,7 @@ def test_console_script_subprocess(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["summary"]["errors"] == 1
     proc = subprocess.run([str(REPLOG), "recover", str(pdir), "--out", str(tmp_path / "out"), "-f", "json"],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # the damage it met is an error finding; the output is clean
     assert json.loads(proc.stdout)["truncated_to"] == 0
     proc = subprocess.run([str(REPLOG), "doctor", str(tmp_path / "out"), "-f", "json"],
                           capture_output=True, text=True, timeout=120)

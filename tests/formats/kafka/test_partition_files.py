@@ -32,7 +32,7 @@ def test_every_entry_is_sorted_into_its_group(tmp_path: Path) -> None:
         ("00000000000000000200.log.swap", "swap")]
     for group, expected in OTHER.items():
         assert sorted(p.name for p in getattr(files, group)) == sorted(expected), group
-    assert [p.name for p in files.not_files] == ["00000000000000000300.log"]
+    assert [(p.name, kind.value) for p, kind in files.not_files] == [("00000000000000000300.log", "directory")]
 
 
 def test_live_segment_bases_from_a_remote_listing() -> None:
