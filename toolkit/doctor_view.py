@@ -120,11 +120,13 @@ def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any) -> int:
     """diagnose -> optional manifest -> render; exit 1 on error findings."""
     from replog.recovery.doctor import diagnose
     from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, resolve
+    from replog.toolkit.progress import work_progress
     from replog.toolkit.render import render
 
     if manifest is not None:
         write_manifest_check(manifest, paths)
-    report = diagnose(list(paths))
+    with work_progress("doctor") as progress:
+        report = diagnose(list(paths), progress)
     if manifest is not None:
         write_manifest(manifest, report.inputs, list(paths))
     doc = report.to_dict()
