@@ -60,7 +60,6 @@ def diagnose(paths: list[Path], progress: Progress | None = None) -> DoctorRepor
         if not os.path.exists(path):
             raise UnreadableInput(f"{path}: no such file or directory")
     tally = Tally.of(progress, paths)
-    tally.start()
     ev = Evidence(tally=tally)
     try:
         return _diagnose(ev, paths)

@@ -16,8 +16,9 @@ from pathlib import Path
 Progress = Callable[[int, int, int, int], None]
 
 
-def file_sizes(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
-    """Size of every regular file at or under `paths` (what a command over them may read), by path."""
+def file_sizes(paths: Iterable[str | os.PathLike[str]], suffix: str = "") -> dict[str, int]:
+    """Size of every regular file at or under `paths` whose name ends in `suffix` (what a command over
+    them reads: everything for doctor, the segments' `.log` files for a command that walks them), by path."""
     sizes: dict[str, int] = {}
     for path in paths:
         p = Path(path)
@@ -26,6 +27,8 @@ def file_sizes(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
             continue
         for folder, _, names in os.walk(p):
             for name in names:
+                if not name.endswith(suffix):
+                    continue
                 full = os.path.join(folder, name)
                 try:
                     sizes[full] = os.stat(full).st_size
@@ -50,9 +53,12 @@ class Tally:
         self._lock = threading.Lock()
 
     @classmethod
-    def of(cls, report: Progress | None, paths: Iterable[str | os.PathLike[str]]) -> Tally:
-        """A tally over every file under `paths`; no walk of them at all when there is nobody to report to."""
-        return cls(report, file_sizes(paths) if report is not None else {})
+    def of(cls, report: Progress | None, paths: Iterable[str | os.PathLike[str]], suffix: str = "") -> Tally:
+        """A tally over the files under `paths` (named `*suffix`), reported to at once; started, so the
+        line shows what is ahead. No walk of the paths at all when there is nobody to report to."""
+        tally = cls(report, file_sizes(paths, suffix) if report is not None else {})
+        tally.start()
+        return tally
 
     def start(self) -> None:
         """Report the totals before any file is done, so the line shows what is ahead."""

@@ -16,7 +16,7 @@ from replog.toolkit.output import (
     write_json_array,
     write_jsonl,
 )
-from replog.toolkit.progress import byte_progress
+from replog.toolkit.progress import byte_progress, work_progress
 from replog.toolkit.render import Column, Columns, render, thousands
 
 Entries = Callable[[Callable[[int, int], None] | None], Iterator[dict[str, Any]]]
@@ -55,13 +55,17 @@ def run_ls(path: Any, fmt: Format | None) -> int:
     from replog.formats.discovery import DirKind, classify_dir
     from replog.formats.errors import UnreadableInput
     from replog.recovery.kafka.logdir import read_broker_checkpoints, summarize_log_dir, summarize_partition
+    from replog.recovery.progress import Tally
     from replog.toolkit.views import LS_COLUMNS, ls_rows
 
     kind = classify_dir(path)
     if kind is DirKind.KAFKA_LOG_DIR:
-        parts = summarize_log_dir(path).partitions
+        with work_progress("ls") as progress:
+            parts = summarize_log_dir(path, Tally.of(progress, [path], ".log")).partitions
     elif kind is DirKind.KAFKA_PARTITION_DIR:
-        parts = [summarize_partition(path, read_broker_checkpoints(path.parent))]
+        with work_progress("ls") as progress:
+            parts = [summarize_partition(path, read_broker_checkpoints(path.parent),
+                                         tally=Tally.of(progress, [path], ".log"))]
     elif kind is DirKind.ROCKETMQ_STORE:
         from replog.toolkit.rocketmq_views import run_ls_store
         return run_ls_store(path, fmt)
@@ -88,7 +92,8 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
     from replog.recovery.kafka.replay import replay_paths
     from replog.toolkit.replay_view import print_replay, replay_html
 
-    result = replay_paths(specs, leader, protocol or "epoch")
+    with work_progress("loading replicas") as progress:
+        result = replay_paths(specs, leader, protocol or "epoch", progress)
     if export_lost is not None:
         from replog.recovery.kafka.export import export_lost as export
         files = export(result, export_lost, force=force)
@@ -111,7 +116,8 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
     from replog.recovery.kafka.replay import replay_paths
     from replog.toolkit.replay_view import print_replay
 
-    result = replay_paths(specs, leader, protocol or "epoch")
+    with work_progress("loading replicas") as progress:
+        result = replay_paths(specs, leader, protocol or "epoch", progress)
     repaired = repair(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
 
@@ -129,7 +135,8 @@ def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, proto
     from replog.recovery.kafka.inplace import repair_in_place
     from replog.recovery.kafka.replay import replay_paths
 
-    result = replay_paths(specs, leader, protocol or "epoch")
+    with work_progress("loading replicas") as progress:
+        result = replay_paths(specs, leader, protocol or "epoch", progress)
     repaired = repair_in_place(result, backup)
     payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
     # one line per replica for a person; --format jsonl has always written the indented document here

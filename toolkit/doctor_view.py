@@ -148,7 +148,10 @@ def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt:
 
     if is_rocketmq_store(partition_dir):
         return _recover_store(partition_dir, out, force, fmt)
-    result = recover_partition(partition_dir, out, salvage=salvage, force=force)
+    from replog.toolkit.progress import work_progress
+
+    with work_progress("recover") as progress:
+        result = recover_partition(partition_dir, out, salvage=salvage, force=force, progress=progress)
     doc = result.to_dict()
     render(resolve(fmt), doc, lambda console: print_recover(doc, console))
     return EXIT_CLEAN if result.verified else EXIT_FINDINGS

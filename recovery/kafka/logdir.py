@@ -20,6 +20,7 @@ from replog.formats.kafka import checkpoint, meta_properties, names
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.progress import Tally
 
 if TYPE_CHECKING:
     import numpy as np
@@ -253,11 +254,12 @@ def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> SegmentWalk:
 
 def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpoints | None = None, *,
                         fast_threshold: int | None = None,
-                        summaries: Mapping[int, SegmentSummary] | None = None) -> PartitionSummary:
+                        summaries: Mapping[int, SegmentSummary] | None = None,
+                        tally: Tally | None = None) -> PartitionSummary:
     """Scan one partition dir; offsets from its segments and the broker checkpoints.
 
     `summaries` (by base offset) are segments a caller has already summarised from its own pass
-    (a fleet scan, from doctor's); the others are walked here.
+    (a fleet scan, from doctor's); the others are walked here. `tally` counts each segment done.
     """
     p = Path(path)
     parsed = names.parse_partition_dir(p.name)
@@ -272,6 +274,8 @@ def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpo
     for base, path in files.logs.items():
         given = (summaries or {}).get(base)
         part.segments.append(given if given is not None else summarize_segment(path, base, fast_threshold))
+        if tally is not None:
+            tally.done(path)
     _read_epoch_checkpoint(p, part)
     _derive_offsets(part, checkpoints or BrokerCheckpoints())
     return part
@@ -304,14 +308,14 @@ def _derive_offsets(part: PartitionSummary, cps: BrokerCheckpoints) -> None:
         part.recovery_point = cps.recovery_points.get(tp)
 
 
-def summarize_log_dir(path: str | os.PathLike[str]) -> LogDirSummary:
-    """Scan a broker log dir: its root checkpoints and every partition dir in it."""
+def summarize_log_dir(path: str | os.PathLike[str], tally: Tally | None = None) -> LogDirSummary:
+    """Scan a broker log dir: its root checkpoints and every partition dir in it (`tally`: segments done)."""
     p = Path(path)
     cps = read_broker_checkpoints(p)
     summary = LogDirSummary(str(p), cps, (p / names.CLEAN_SHUTDOWN).exists(), findings=list(cps.findings))
     for name in sorted(os.listdir(p)):
         if is_partition_dir(p / name):
-            summary.partitions.append(summarize_partition(p / name, cps))
+            summary.partitions.append(summarize_partition(p / name, cps, tally=tally))
     return summary
 
 

@@ -24,6 +24,7 @@ from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import Replica, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
 from replog.recovery.naming import parse_named
+from replog.recovery.progress import Progress, Tally
 from replog.recovery.transcript import Transcript
 
 
@@ -200,11 +201,13 @@ def _piece_keys(piece: Piece, keys: list[str], limit: int) -> None:
                         return
 
 
-def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH) -> ReplayResult:
-    """Load `[NAME=]PATH` replicas and replay them."""
+def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH,
+                 progress: Progress | None = None) -> ReplayResult:
+    """Load `[NAME=]PATH` replicas and replay them; `progress` hears of each segment loaded."""
     if len(specs) < 2:
         raise ReplogError("replay needs at least two replicas")
-    replicas = load_replicas([parse_named(spec) for spec in specs])
+    named = [parse_named(spec) for spec in specs]
+    replicas = load_replicas(named, Tally.of(progress, [path for _, path in named], ".log"))
     seen: dict[str, int] = {}
     for r in replicas:  # derived names may collide (same log dir name): make them unique
         seen[r.name] = seen.get(r.name, 0) + 1
