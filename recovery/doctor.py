@@ -21,6 +21,7 @@ from replog.formats.shape import Field, Shape
 from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import doctor as kafka_doctor
 from replog.recovery.kafka.checks_broker import PartitionOffsets
+from replog.recovery.progress import Progress, Tally
 from replog.recovery.rocketmq.doctor import diagnose_store
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -51,12 +52,16 @@ class DoctorReport:
 DOCTOR_REPORT = Shape("inputs", Field("findings", shape=FINDING.without("details")), "summary")
 
 
-def diagnose(paths: list[Path]) -> DoctorReport:
-    """Check every path; raises `UnreadableInput` for a path that is not there or holds nothing we know."""
+def diagnose(paths: list[Path], progress: Progress | None = None) -> DoctorReport:
+    """Check every path; raises `UnreadableInput` for a path that is not there or holds nothing we know.
+
+    `progress` hears (bytes, total bytes, files, total files) as each file is read and hashed.
+    """
     for path in paths:
         if not os.path.exists(path):
             raise UnreadableInput(f"{path}: no such file or directory")
-    ev = Evidence()
+    tally = Tally.of(progress, paths)
+    ev = Evidence(tally=tally)
     try:
         return _diagnose(ev, paths)
     finally:

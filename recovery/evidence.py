@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped, open_regular, read_small
 from replog.formats.findings import Finding, from_error, from_unreadable
+from replog.recovery.progress import Tally
 
 _CHUNK = 1 << 20
 # One hash thread per core (at most 4): hashing is the longest part of a check of large segments,
@@ -61,28 +63,50 @@ class Evidence:
     Each file is hashed once, by a pool of background threads (`HASH_THREADS`)
     reading it with their own reads: hashlib and file reads release the GIL, so
     the hashes run on the cores beside the walk and touch none of the walk's
-    mappings (memory stays flat). A file whose size, times or inode differ at the end from when
-    it was first read changed meanwhile (a live broker, another writer).
+    mappings (memory stays flat). A file whose size, times or inode differ at
+    the end from when it was first read changed meanwhile (a live broker,
+    another writer).
     `hash_files=False` keeps the listing and the change check without digests
     (a fleet scan keeps no manifest).
     """
 
-    def __init__(self, hash_files: bool = True) -> None:
+    def __init__(self, hash_files: bool = True, tally: Tally | None = None) -> None:
         self._reads: dict[str, _Read] = {}
         self._pool = (ThreadPoolExecutor(max_workers=HASH_THREADS, thread_name_prefix="replog-hash")
                       if hash_files else None)
+        self._tally = tally
+        self._unfinished: dict[str, int] = {}   # path -> parts (its read, its hash) still running
+        self._lock = threading.Lock()
 
-    def _note(self, path: Path) -> None:
+    def _note(self, path: Path, read_done: bool = True) -> None:
         key = str(path)
         if key not in self._reads:
+            self._unfinished[key] = 2 if self._pool is not None else 1
             digest = self._pool.submit(sha256_file, key) if self._pool is not None else None
             self._reads[key] = _Read(stat_key(key), digest)
+            if digest is not None:
+                digest.add_done_callback(lambda _: self._finished(key))
+        if read_done:
+            self._finished(key)
+
+    def _finished(self, key: str) -> None:
+        """One part of a file's work ended; the tally counts the file when its read and its hash both have."""
+        with self._lock:
+            left = self._unfinished.get(key, 0) - 1
+            if left < 0:
+                return
+            self._unfinished[key] = left
+        if left == 0 and self._tally is not None:
+            self._tally.done(key)
 
     @contextlib.contextmanager
     def mapped(self, path: Path) -> Iterator[memoryview]:
         with mapped(path) as buf:
-            self._note(path)
-            yield buf
+            self._note(path, read_done=False)
+            try:
+                yield buf
+            finally:
+                self._finished(str(path))
 
     def read_small(self, path: Path, limit: int = 64 << 20) -> bytes:
         data = read_small(path, limit)
@@ -102,9 +126,10 @@ class Evidence:
     def hash_ahead(self, paths: Iterable[Path]) -> None:
         """Start hashing files about to be read (a partition's segments): the hash threads then share
         the cores with the walk from its start, instead of each file's hash waiting for the walk to
-        reach it (the hash of a large segment is the longest part of its check)."""
+        reach it (the hash of a large segment is the longest part of its check). Their reads are
+        counted done when the walk's map of them closes."""
         for path in paths:
-            self._note(path)
+            self._note(path, read_done=False)
 
     def note(self, path: Path) -> None:
         """Record a file another reader (RocketMQ checks) read."""

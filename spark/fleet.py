@@ -38,7 +38,8 @@ from replog.recovery import outputs
 from replog.recovery.kafka.logdir import node_id
 from replog.recovery.naming import broker_name
 from replog.spark import remote, schemas
-from replog.spark.report import MARKER
+from replog.spark.report import MARKER, fails, load_table, replicas_diverging
+from replog.spark.session import DEFAULT_LOG_LEVEL, get_session, sigint_seen, stop_session
 from replog.spark.tasks import SPLIT_BYTES, Unit, log_dir_units, remote_log_dir_units, run_unit, store_unit
 
 Progress = Callable[[str, int, int], None]   # (step, tasks done, tasks total)
@@ -75,13 +76,20 @@ class FleetScanResult:
     units: int = 0
     rows: dict[str, int] = field(default_factory=dict)
     errors: int = 0
+    divergent_replica_sets: int = 0
     seconds: float = 0.0
+
+    @property
+    def has_errors(self) -> bool:
+        """Exit 1 or not: the same rule as `fleet report` on this scan's tables (`report.fails`)."""
+        return fails(self.errors, self.divergent_replica_sets)
 
     def to_dict(self) -> dict[str, Any]:
         return FLEET_SCAN_RESULT.dump(self)
 
 
 FLEET_SCAN_RESULT = Shape("out_dir", Field("log_dirs", shape=LOG_DIR), "skipped", "units", "rows", "errors",
+                          "divergent_replica_sets",
                           Field("seconds", lambda r: round(r.seconds, 3)))
 
 
@@ -260,10 +268,12 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
                master: str | None = None, inventory: str | os.PathLike[str] | None = None,
                batches: bool = False, force: bool = False, progress: Progress | None = None,
                session: Any = None, split_bytes: int | None = SPLIT_BYTES,
-               filesystem: Any = None) -> FleetScanResult:
+               filesystem: Any = None, log_level: str = DEFAULT_LOG_LEVEL) -> FleetScanResult:
     """Scan every log dir and store found in `paths` with Spark; Parquet tables under `out_dir`.
 
-    `session` reuses a SparkSession (tests); otherwise one is started with `master`.
+    `session` reuses a SparkSession (tests), left running; otherwise one is started with `master`
+    and Spark's logging at `log_level`, and stopped with its JVM however the scan ends. The marker
+    file says `running`, then `complete`, `interrupted` (Ctrl-C) or `failed`.
     A partition dir above `split_bytes` is scanned as several units (None: never split).
     `filesystem` (a pyarrow filesystem) reads every input path through it.
     """
@@ -273,25 +283,52 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
     info = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped}
     _write_marker(out, "running", info)
     units = sorted((u for d in log_dirs for u in d.units(split_bytes)), key=lambda u: -u.size)
-    spark = session or _session(master)
-    watcher = _StageWatcher(spark.sparkContext, progress) if progress else None
-    if watcher:
-        watcher.start()
     try:
-        _run_job(spark, units, out, batches, watcher)
-    finally:
-        if watcher:
-            watcher.stop()
-    result = FleetScanResult(str(out), log_dirs, skipped, len(units), table_rows(out))
-    result.errors = _error_count(out)
+        with _spark(session, master, out, log_level) as spark:
+            _scan(spark, units, out, batches, progress)
+        result = FleetScanResult(str(out), log_dirs, skipped, len(units), table_rows(out))
+        result.errors = _error_count(out)
+        result.divergent_replica_sets = _divergent_count(out)
+    except KeyboardInterrupt:
+        _write_marker(out, "interrupted", info)
+        raise
+    except BaseException:
+        _write_marker(out, "failed", info)
+        raise
     result.seconds = time.monotonic() - started
     _write_marker(out, "complete", {**info, "rows": result.rows, "units": result.units})
     return result
 
 
-def _session(master: str | None) -> Any:
-    from replog.spark.session import get_session
-    return get_session(master)
+@contextmanager
+def _spark(session: Any, master: str | None, out: Path, log_level: str) -> Iterator[Any]:
+    """The caller's session as it is, or one of our own, stopped with its JVM on every way out.
+
+    Our session's app name carries OUT, so the JVM's command line tells which scan it belongs to.
+    """
+    if session is not None:
+        yield session
+        return
+    spark = get_session(master, f"replog-fleet {out}", log_level)
+    try:
+        yield spark
+    except Exception as e:
+        if sigint_seen():   # a cleanup's py4j call failed on the connection Ctrl-C cut: it was the Ctrl-C
+            raise KeyboardInterrupt from e
+        raise
+    finally:
+        stop_session(spark)
+
+
+def _scan(spark: Any, units: list[Unit], out: Path, with_batches: bool, progress: Progress | None) -> None:
+    watcher = _StageWatcher(spark.sparkContext, progress) if progress else None
+    if watcher:
+        watcher.start()
+    try:
+        _run_job(spark, units, out, with_batches, watcher)
+    finally:
+        if watcher:
+            watcher.stop()
 
 
 def _run_job(spark: Any, units: list[Unit], out: Path, with_batches: bool, watcher: _StageWatcher | None) -> None:
@@ -441,3 +478,7 @@ def _error_count(out: Path) -> int:
         return 0
     sev = ds.dataset(str(out / "findings"), format="parquet").to_table(columns=["severity"]).column("severity")
     return int(pc.sum(pc.equal(sev, "error")).as_py() or 0)
+
+
+def _divergent_count(out: Path) -> int:
+    return replicas_diverging(load_table(out, "replicas"))

@@ -41,10 +41,27 @@ class FleetReport:
 
     @property
     def has_errors(self) -> bool:
-        return self.totals.get("errors", 0) > 0 or bool(self.divergent)
+        """Exit 1 or not: `fails` on the scan's totals, the rule `fleet scan` applies to the same tables."""
+        return fails(self.totals.get("errors", 0), self.totals.get("divergent_replica_sets", 0))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def fails(errors: int, divergent_replica_sets: int) -> bool:
+    """Whether a fleet scan's results call for exit 1, for `fleet scan` and `fleet report` alike.
+
+    As the contract has it for every command: error-severity findings, or a replica that loses
+    records; a divergent replica set is one whose replicas would truncate away records on replay.
+    """
+    return errors > 0 or divergent_replica_sets > 0
+
+
+def replicas_diverging(replicas: pa.Table) -> int:
+    """How many replica sets of a scan's `replicas` table diverge (have a first divergent offset)."""
+    if not replicas.num_rows:
+        return 0
+    return int(pc.sum(pc.is_valid(replicas.column("first_divergent_offset"))).as_py() or 0)
 
 
 def load_table(out_dir: str | Path, name: str) -> pa.Table:
@@ -75,7 +92,7 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
         "partitions": parts.num_rows, "segments": segs.num_rows,
         "bytes": int(pc.sum(parts.column("bytes")).as_py() or 0),
         "replica_sets": reps.num_rows,
-        "divergent_replica_sets": int(pc.sum(pc.is_valid(reps.column("first_divergent_offset"))).as_py() or 0),
+        "divergent_replica_sets": replicas_diverging(reps),
         "damaged_segments": int(pc.sum(segs.column("damaged")).as_py() or 0),
         "stores": stores.num_rows,
         "errors": _count(sev, "error"), "warnings": _count(sev, "warning"), "infos": _count(sev, "info")}

@@ -315,6 +315,9 @@ def fleet_scan(
     force: Annotated[bool, typer.Option("--force", help="replace the output of a previous fleet scan")] = False,
     split_bytes: Annotated[int, typer.Option(
         metavar="BYTES", help="split partition dirs larger than this into segment groups")] = 256 << 20,
+    spark_log_level: Annotated[str, typer.Option(
+        "--spark-log-level", metavar="LEVEL",
+        help="Spark's own logging on stderr: ERROR (default), WARN, INFO, DEBUG, OFF")] = "ERROR",
     fmt: FormatOpt = None,
 ) -> None:
     """Scan every partition of every log dir with Spark; Parquet tables partitions, segments,
@@ -328,7 +331,8 @@ def fleet_scan(
     """
     from replog.toolkit.fleet_view import run_fleet_scan
 
-    raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, split_bytes, fmt))
+    raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, split_bytes, fmt,
+                                    spark_log_level))
 
 
 @fleet_app.command("report", cls=ReplogCommand)

@@ -20,7 +20,7 @@ from replog.toolkit.output import (
     write_json_array,
     write_jsonl,
 )
-from replog.toolkit.progress import byte_progress
+from replog.toolkit.progress import byte_progress, work_progress
 from replog.toolkit.render import Column, Columns, render, thousands
 
 Entries = Callable[[Callable[[int, int], None] | None], Iterator[dict[str, Any]]]
@@ -82,6 +82,7 @@ def run_ls(path: Any, fmt: Format | None) -> int:
     from replog.formats.discovery import DirKind, roots_under
     from replog.formats.errors import UnreadableInput
     from replog.recovery.kafka.logdir import summarize_roots
+    from replog.recovery.progress import Tally
     from replog.toolkit.output import exit_for
     from replog.toolkit.views import ls_rows, print_ls
 
@@ -93,7 +94,8 @@ def run_ls(path: Any, fmt: Format | None) -> int:
     if stores:
         from replog.toolkit.rocketmq_views import run_ls_store
         return run_ls_store(stores[0], fmt)
-    parts, dir_findings = summarize_roots(roots)
+    with work_progress("ls") as progress:
+        parts, dir_findings = summarize_roots(roots, Tally.of(progress, [root for _, root in roots], ".log"))
     for f in dir_findings:
         stderr_note(escape(f"{f.severity.value} {f.code} {f.path}: {f.message}"))
     rows = ls_rows(parts)
@@ -119,7 +121,8 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
     from replog.recovery.kafka.replay import replay_paths
     from replog.toolkit.replay_view import print_replay, replay_html
 
-    result = replay_paths(specs, leader, protocol or "epoch")
+    with work_progress("loading replicas") as progress:
+        result = replay_paths(specs, leader, protocol or "epoch", progress)
     if export_lost is not None:
         from replog.recovery.kafka.export import export_lost as export
         files = export(result, export_lost, force=force)
@@ -143,7 +146,8 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
     from replog.recovery.kafka.replay import replay_paths
     from replog.toolkit.replay_view import print_replay
 
-    result = replay_paths(specs, leader, protocol or "epoch")
+    with work_progress("loading replicas") as progress:
+        result = replay_paths(specs, leader, protocol or "epoch", progress)
     repaired = repair(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
 
@@ -161,7 +165,8 @@ def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, proto
     from replog.recovery.kafka.inplace import repair_in_place
     from replog.recovery.kafka.replay import replay_paths
 
-    result = replay_paths(specs, leader, protocol or "epoch")
+    with work_progress("loading replicas") as progress:
+        result = replay_paths(specs, leader, protocol or "epoch", progress)
     repaired = repair_in_place(result, backup)
     payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
     # one line per replica for a person; --format jsonl has always written the indented document here

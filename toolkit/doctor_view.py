@@ -137,11 +137,13 @@ def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any) -> int:
     """diagnose -> optional manifest -> render; exit 1 on error findings."""
     from replog.recovery.doctor import diagnose
     from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, resolve
+    from replog.toolkit.progress import work_progress
     from replog.toolkit.render import render
 
     if manifest is not None:
         write_manifest_check(manifest, paths)
-    report = diagnose(list(paths))
+    with work_progress("doctor") as progress:
+        report = diagnose(list(paths), progress)
     if manifest is not None:
         write_manifest(manifest, report.inputs, list(paths))
     doc = report.to_dict()
@@ -163,7 +165,10 @@ def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt:
 
     if is_rocketmq_store(partition_dir):
         return _recover_store(partition_dir, out, force, fmt)
-    result = recover_partition(partition_dir, out, salvage=salvage, force=force)
+    from replog.toolkit.progress import work_progress
+
+    with work_progress("recover") as progress:
+        result = recover_partition(partition_dir, out, salvage=salvage, force=force, progress=progress)
     doc = result.to_dict()
     render(resolve(fmt), doc, lambda console: print_recover(doc, console))
     return EXIT_FINDINGS if result.has_errors else EXIT_CLEAN

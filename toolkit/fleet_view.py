@@ -33,12 +33,17 @@ def stage_progress() -> Iterator[Callable[[str, int, int], None] | None]:
 
 
 def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventory: Path | None,
-                   batches: bool, force: bool, split_bytes: int, fmt: Format | None) -> int:
+                   batches: bool, force: bool, split_bytes: int, fmt: Format | None,
+                   spark_log_level: str = "ERROR") -> int:
+    """Scan, print what was written; exit 1 on the rule `fleet report` applies to the same tables."""
     from replog.spark.fleet import scan_fleet
+    from replog.spark.session import check_log_level
+
+    spark_log_level = check_log_level(spark_log_level)   # a misspelt level is a usage error before any work
 
     with stage_progress() as progress:
         result = scan_fleet(list(paths), out, master=master, inventory=inventory, batches=batches,
-                            force=force, progress=progress, split_bytes=split_bytes)
+                            force=force, progress=progress, split_bytes=split_bytes, log_level=spark_log_level)
     for note in result.skipped:
         stderr.print(f"[yellow]replog: skipped[/] {note}")
 
@@ -50,7 +55,7 @@ def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventor
         console.print(f"next: replog fleet report {result.out_dir}")
 
     render(resolve(fmt), result.to_dict(), show)
-    return EXIT_FINDINGS if result.errors else EXIT_CLEAN
+    return EXIT_FINDINGS if result.has_errors else EXIT_CLEAN
 
 
 def run_fleet_report(out_dir: Path, fmt: Format | None, html_file: Path | None) -> int:

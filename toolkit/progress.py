@@ -11,7 +11,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
@@ -81,3 +81,25 @@ def byte_progress(label: str) -> Iterator[ByteBar | None]:
                   TimeRemainingColumn(), console=stderr, transient=True,
                   redirect_stdout=False, redirect_stderr=False) as bar:
         yield ByteBar(bar, label, shares_terminal())
+
+
+@contextlib.contextmanager
+def work_progress(label: str) -> Iterator[Callable[[int, int, int, int], None] | None]:
+    """The one progress line of doctor, ls, recover, replay and repair: bytes and files done, of the total.
+
+    Yields the library's `recovery.progress.Progress` callback, or None when stderr is not a terminal
+    (nothing is counted then). The line is drawn on stderr and cleared when the block ends, so the
+    command's data, written after the block, never meets it; stdout is never redirected into it.
+    """
+    if not sys.stderr.isatty():
+        yield None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                  TextColumn("{task.fields[files]} files"), TransferSpeedColumn(), TimeRemainingColumn(),
+                  console=stderr, transient=True, redirect_stdout=False, redirect_stderr=False) as bar:
+        task = bar.add_task(label, total=None, files="0/?")
+
+        def update(done: int, total: int, files_done: int, files_total: int) -> None:
+            bar.update(task, completed=done, total=total, files=f"{files_done}/{files_total}")
+
+        yield update

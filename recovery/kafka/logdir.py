@@ -21,6 +21,7 @@ from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.kafka.checks_segments import entry_findings
+from replog.recovery.progress import Tally
 
 if TYPE_CHECKING:
     import numpy as np
@@ -254,11 +255,12 @@ def _summarize_fast(buf: memoryview, summary: SegmentSummary) -> SegmentWalk:
 
 def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpoints | None = None, *,
                         fast_threshold: int | None = None,
-                        summaries: Mapping[int, SegmentSummary] | None = None) -> PartitionSummary:
+                        summaries: Mapping[int, SegmentSummary] | None = None,
+                        tally: Tally | None = None) -> PartitionSummary:
     """Scan one partition dir; offsets from its segments and the broker checkpoints.
 
     `summaries` (by base offset) are segments a caller has already summarised from its own pass
-    (a fleet scan, from doctor's); the others are walked here.
+    (a fleet scan, from doctor's); the others are walked here. `tally` counts each segment done.
     """
     p = Path(path)
     parsed = names.parse_partition_dir(p.name)
@@ -274,6 +276,8 @@ def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpo
     for base, path in files.logs.items():
         given = (summaries or {}).get(base)
         part.segments.append(given if given is not None else _summarize_or_note(path, base, fast_threshold))
+        if tally is not None:
+            tally.done(path)
     _read_epoch_checkpoint(p, part)
     _derive_offsets(part, checkpoints or BrokerCheckpoints())
     return part
@@ -317,8 +321,8 @@ def _derive_offsets(part: PartitionSummary, cps: BrokerCheckpoints) -> None:
         part.recovery_point = cps.recovery_points.get(tp)
 
 
-def summarize_log_dir(path: str | os.PathLike[str]) -> LogDirSummary:
-    """Scan a broker log dir: its root checkpoints and every partition dir in it.
+def summarize_log_dir(path: str | os.PathLike[str], tally: Tally | None = None) -> LogDirSummary:
+    """Scan a broker log dir: its root checkpoints and every partition dir in it (`tally`: segments done).
 
     A partition that cannot be read (an unlistable dir, a symlink loop with a partition's name)
     is still listed, empty, with the finding that says why; only an unlistable log dir raises.
@@ -331,29 +335,30 @@ def summarize_log_dir(path: str | os.PathLike[str]) -> LogDirSummary:
     except OSError as e:
         raise UnreadableInput(f"cannot list {p}: {e.strerror}") from None
     for name in entries:
-        part = _partition_entry(p / name, cps)
+        part = _partition_entry(p / name, cps, tally)
         if part is not None:
             summary.partitions.append(part)
     return summary
 
 
-def summarize_roots(roots: list[tuple[DirKind, Path]]) -> tuple[list[PartitionSummary], list[Finding]]:
+def summarize_roots(roots: list[tuple[DirKind, Path]],
+                    tally: Tally | None = None) -> tuple[list[PartitionSummary], list[Finding]]:
     """The partitions of Kafka log dirs and partition dirs (as `discovery.find_roots` gives them),
     and the log dirs' own findings (their root checkpoints). A partition dir given on its own uses its
-    parent's checkpoints; one that cannot be listed raises `UnreadableInput`."""
+    parent's checkpoints; one that cannot be listed raises `UnreadableInput`. `tally`: segments done."""
     parts: list[PartitionSummary] = []
     found: list[Finding] = []
     for kind, root in roots:
         if kind is DirKind.KAFKA_LOG_DIR:
-            summary = summarize_log_dir(root)
+            summary = summarize_log_dir(root, tally)
             parts += summary.partitions
             found += summary.findings
         elif kind is DirKind.KAFKA_PARTITION_DIR:
-            parts.append(summarize_partition(root, read_broker_checkpoints(root.parent)))
+            parts.append(summarize_partition(root, read_broker_checkpoints(root.parent), tally=tally))
     return parts, found
 
 
-def _partition_entry(path: Path, cps: BrokerCheckpoints) -> PartitionSummary | None:
+def _partition_entry(path: Path, cps: BrokerCheckpoints, tally: Tally | None = None) -> PartitionSummary | None:
     """The summary of a log-dir entry named like a partition (None for any other entry)."""
     parsed = names.parse_partition_dir(path.name)
     if parsed is None:
@@ -363,7 +368,7 @@ def _partition_entry(path: Path, cps: BrokerCheckpoints) -> PartitionSummary | N
         if not is_partition_dir(path):
             return None
         try:
-            return summarize_partition(path, cps)
+            return summarize_partition(path, cps, tally=tally)
         except UnreadableInput as e:
             problem = from_unreadable(e, str(path))
     elif kind in (EntryType.REGULAR, EntryType.MISSING):

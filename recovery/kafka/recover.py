@@ -54,6 +54,7 @@ from replog.recovery.kafka.logdir import read_broker_checkpoints, use_fast_walk
 from replog.recovery.kafka.producer_state import ProducerEntry, ProducerState
 from replog.recovery.kafka.rebuild import EpochRises
 from replog.recovery.kafka.segment_writer import ByteRun, write_segment
+from replog.recovery.progress import Progress, Tally
 
 COMPLETE_MARKER = outputs.COMPLETE_MARKER
 _MAX_V2_BATCH = 1 << 30
@@ -239,8 +240,10 @@ def _region_findings(walk: SegmentWalk, start: int, cut: int | None) -> list[Fin
 
 
 def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
-                      salvage: bool = False, force: bool = False) -> RecoverResult:
-    """Recover one partition dir into `out_dir` (a new log dir); the input is only read."""
+                      salvage: bool = False, force: bool = False, progress: Progress | None = None) -> RecoverResult:
+    """Recover one partition dir into `out_dir` (a new log dir); the input is only read.
+
+    `progress` hears of each input segment as recovery is done with it."""
     from replog.recovery.doctor import diagnose
 
     pdir, out = Path(partition_dir), Path(out_dir)
@@ -260,7 +263,7 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
     recovery_point = (cps.recovery_points or {}).get(tp, 0)
     lso_cp = (cps.log_start_offsets or {}).get(tp, 0)
     kept = KeptEpochs(lso_cp)
-    segments = _recover_segments(logs, recovery_point, salvage, result, kept)
+    segments = _recover_segments(logs, recovery_point, salvage, result, kept, Tally.of(progress, [pdir], ".log"))
     if salvage:
         _salvage_summary(result, segments)
     leo = _log_end(segments)
@@ -292,7 +295,7 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
 
 
 def _recover_segments(logs: dict[int, Path], recovery_point: int, salvage: bool,
-                      result: RecoverResult, kept: KeptEpochs) -> list[Segment]:
+                      result: RecoverResult, kept: KeptEpochs, tally: Tally) -> list[Segment]:
     bases = list(logs)
     if not bases:
         return [Segment(0, None)]
@@ -319,8 +322,10 @@ def _recover_segments(logs: dict[int, Path], recovery_point: int, salvage: bool,
                 if walk.valid_bytes < len(buf):
                     segments.append(seg)
                     _record_truncation(seg, walk.valid_bytes, len(buf), lost, bases[i + 1:], logs, result)
+                    tally.done(path)   # the last one read: recovery truncates here, the rest goes unread
                     return segments
         segments.append(seg)
+        tally.done(path)
     return segments
 
 

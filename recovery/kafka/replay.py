@@ -25,6 +25,7 @@ from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import Replica, default_name, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
 from replog.recovery.naming import parse_named, replica_names
+from replog.recovery.progress import Progress, Tally
 from replog.recovery.transcript import Transcript
 
 
@@ -194,9 +195,10 @@ def _piece_keys(piece: Piece, keys: list[str], limit: int) -> None:
                         return
 
 
-def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH) -> ReplayResult:
-    """Load `[NAME=]PATH` replicas and replay them."""
+def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH,
+                 progress: Progress | None = None) -> ReplayResult:
+    """Load `[NAME=]PATH` replicas and replay them; `progress` hears of each segment loaded."""
     if len(specs) < 2:
         raise ReplogError("replay needs at least two replicas")
     named = replica_names([parse_named(spec) for spec in specs], default_name)
-    return run_replay(load_replicas(named), leader, protocol)
+    return run_replay(load_replicas(named, Tally.of(progress, [path for _, path in named], ".log")), leader, protocol)

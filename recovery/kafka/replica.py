@@ -31,6 +31,7 @@ from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import RisingEpochs, node_id, read_broker_checkpoints, use_fast_walk
 from replog.recovery.kafka.replica_log import PieceBuilder, ReplicaLog, ref_epochs
 from replog.recovery.naming import broker_name
+from replog.recovery.progress import Tally
 
 
 class BatchRef(NamedTuple):
@@ -108,7 +109,7 @@ def default_name(path: Path) -> str:
 
 
 def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
-                 fast_threshold: int | None = None) -> Replica:
+                 fast_threshold: int | None = None, tally: Tally | None = None) -> Replica:
     """The replica as the broker would load it after an unclean shutdown.
 
     Segments larger than `fast_threshold` (default `logdir.FAST_WALK_BYTES`) are walked
@@ -119,7 +120,7 @@ def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
     if parsed is None or not p.is_dir():
         raise UnreadableInput(f"{p}: not a Kafka partition directory")
     rep = Replica(name or default_name(p), str(p), parsed.topic, parsed.partition)
-    first_segment_base, rising = _load_batches(p, rep, fast_threshold)
+    first_segment_base, rising = _load_batches(p, rep, fast_threshold, tally)
     cps = read_broker_checkpoints(p.parent)
     rep.findings.extend(cps.findings)
     tp = (rep.topic, rep.partition)
@@ -133,19 +134,21 @@ def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
     return rep
 
 
-def load_replicas(named: Sequence[tuple[str | None, str]]) -> list[Replica]:
+def load_replicas(named: Sequence[tuple[str | None, str]], tally: Tally | None = None) -> list[Replica]:
     """`load_replica` of each (name, path), side by side on the machine's cores (at most 4 at once).
 
     Each load is its own walk over its own files (the kernels release the GIL), so a replay of three
-    large replicas takes about the time of the longest two instead of the sum of three. In input order."""
+    large replicas takes about the time of the longest two instead of the sum of three. In input order.
+    `tally` counts each segment as it is walked."""
     if len(named) < 2:
-        return [load_replica(path, name) for name, path in named]
+        return [load_replica(path, name, tally=tally) for name, path in named]
     workers = max(1, min(4, os.cpu_count() or 1, len(named)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replog-load") as pool:
-        return list(pool.map(lambda item: load_replica(item[1], item[0]), named))
+        return list(pool.map(lambda item: load_replica(item[1], item[0], tally=tally), named))
 
 
-def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None) -> tuple[int | None, list[EpochEntry]]:
+def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None,
+                  tally: Tally | None = None) -> tuple[int | None, list[EpochEntry]]:
     """Batches up to the first invalid one, as pieces; returns the first segment's base offset and the
     epoch candidates: (epoch, base offset) of kept v2 batches whose epoch exceeds every earlier one."""
     truncated, first_base, rising, fingerprint = False, None, RisingEpochs(), Fingerprint()
@@ -164,6 +167,8 @@ def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None) -> t
             del walk, blocks
         if kept:
             rep.log.pieces.append(kept.piece())
+        if tally is not None:
+            tally.done(seg_path)
     rep.fingerprint = fingerprint if rep.log.ordered else None
     return first_base, rising.starts
 

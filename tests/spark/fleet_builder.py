@@ -99,3 +99,22 @@ def _tear_tail(part: Path) -> None:
     seg = sorted(part.glob("*.log"))[-1]
     data = seg.read_bytes()
     seg.write_bytes(data[:-10])
+
+
+def build_divergent_fleet(root: Path) -> tuple[str, int]:
+    """Two brokers holding one partition that diverges from offset 30 and nothing else wrong with it.
+
+    No finding of error severity anywhere: only the divergence can make a command exit 1.
+    Returns the partition.
+    """
+    tp = ("fx.orders", 1)
+    for broker in ("1", "3"):   # broker 3 holds the old leader's unreplicated writes from offset 30
+        log_dir = root / f"broker-{broker}"
+        w = write_partition(log_dir / f"{tp[0]}-{tp[1]}", _history(tp, broker), segment_bytes=700)
+        atomic_write(log_dir / names.REPLICATION_OFFSET_CHECKPOINT,
+                     checkpoint.build_offset_checkpoint({tp: min(w.log_end_offset, 21)}))
+        atomic_write(log_dir / names.RECOVERY_POINT_OFFSET_CHECKPOINT,
+                     checkpoint.build_offset_checkpoint({tp: w.log_end_offset}))
+        atomic_write(log_dir / names.META_PROPERTIES, build_meta_properties(
+            MetaProperties.of(0, "fleet-test", int(broker)), when="Mon Jan 01 00:00:00 UTC 2024"))
+    return tp
