@@ -72,12 +72,12 @@ def write_replica(final: Replica, out_dir: Path, segment_bytes: int = DEFAULT_SE
 
 
 def write_replicas(finals: list[Replica], root: Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> dict[str, Replica]:
-    """`write_replica` of each replica under `root/NAME/`, all at once (at most 4).
+    """`write_replica` of each replica under `root/NAME/`, side by side on the machine's cores (at most 4).
 
     Each write is its own copies, index hop and checksums over its own files (kernels and checksums
-    release the GIL), and much of a write is waiting for the disk (fsync): one replica's bytes are
-    copied and checked while another's fsync waits, even on fewer cores than replicas."""
-    workers = max(1, min(4, len(finals)))
+    release the GIL), so one replica's fsync waits while another's bytes are copied and checked. One
+    write per core: a third at once on two cores gained nothing and added its buffers to the peak."""
+    workers = max(1, min(4, os.cpu_count() or 1, len(finals)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replog-write") as pool:
         done = pool.map(lambda final: write_replica(final, root / final.name, segment_bytes), finals)
         return {rep.name: rep for rep in done}
