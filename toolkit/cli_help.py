@@ -44,27 +44,24 @@ def _plain(params: list[Any]) -> None:
             p.__class__ = _Option
 
 
-class ReplogCommand(TyperCommand):
+class _PlainHelp:
+    """Parameters (and the --help option, made late by click) given the plain help above."""
+
+    params: list[Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain(self.params)
+
+    def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        _plain([option])
+        return option
+
+
+class ReplogCommand(_PlainHelp, TyperCommand):
     """A command whose help shows metavars, not Python types."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _plain(self.params)
 
-    def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
-        option = super().get_help_option(ctx)
-        _plain([option])
-        return option
-
-
-class ReplogGroup(TyperGroup):
+class ReplogGroup(_PlainHelp, TyperGroup):
     """A group (`replog`, `replog fleet`, `replog samples`) whose help shows metavars, not Python types."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _plain(self.params)
-
-    def get_help_option(self, ctx: _click.Context) -> TyperOption | None:
-        option = super().get_help_option(ctx)
-        _plain([option])
-        return option
