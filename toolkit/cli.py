@@ -4,6 +4,7 @@ function and render its result. Heavy imports happen inside commands so that
 from __future__ import annotations
 
 import os
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +12,7 @@ from typing import Annotated
 import typer
 
 from replog.formats.render import UNDECODABLE_HELP
-from replog.toolkit.cli_help import ReplogCommand, ReplogGroup
+from replog.toolkit.cli_help import ReplogCommand, ReplogGroup, plain_usage_errors
 from replog.toolkit.output import Format, guarded
 
 app = typer.Typer(
@@ -354,4 +355,6 @@ def fleet_report(
 
 
 def main() -> None:
+    if not sys.stderr.isatty():
+        plain_usage_errors()
     app()

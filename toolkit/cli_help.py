@@ -65,3 +65,14 @@ class ReplogCommand(_PlainHelp, TyperCommand):
 
 class ReplogGroup(_PlainHelp, TyperGroup):
     """A group (`replog`, `replog fleet`, `replog samples`) whose help shows metavars, not Python types."""
+
+
+def plain_usage_errors() -> None:
+    """Usage errors as click's plain text (`Error: ...` on one line) instead of typer's panel, which is
+    wrapped at 80 columns: for stderr that is not a terminal (a log, a script reading it)."""
+    from typer import rich_utils
+
+    def show(self: _click.ClickException) -> None:
+        self.show()
+
+    rich_utils.rich_format_error = show

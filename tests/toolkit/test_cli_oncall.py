@@ -206,3 +206,11 @@ def test_replay_keeps_replica_names_whole(fleet: tuple[Path, dict], tmp_path: Pa
     names = {r["name"] for r in doc["replicas"]}
     rows = "\n".join(line for line in table.splitlines() if line.startswith("│"))  # the table, not the transcript
     assert "broker-3.tuesday" in names and whole_on_a_line(names, rows) == set()
+
+
+def test_a_usage_error_in_a_pipe_is_one_plain_line() -> None:
+    """typer's own usage errors too (a missing argument), not only replog's: no panel wrapped at 80 columns."""
+    proc = run_replog("replay", "--leader", "x", env={"COLUMNS": "40"})
+    assert proc.returncode == 2
+    assert "Error: Missing argument '[NAME=]PATH...'." in proc.stderr.splitlines()
+    assert "╭" not in proc.stderr and "│" not in proc.stderr
