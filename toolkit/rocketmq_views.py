@@ -11,6 +11,7 @@ from replog.formats.fileio import atomic_write
 from replog.recovery.rocketmq.ha import HAReplayResult, replay_paths
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
 from replog.toolkit.output import EXIT_CLEAN, Format, exit_for_replay, print_repaired, resolve
+from replog.toolkit.progress import work_progress
 from replog.toolkit.render import Column, Columns, render, span, thousands, time_range
 
 
@@ -165,7 +166,8 @@ def replay_html(result: HAReplayResult) -> str:
 def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, force: bool,
                         fmt: Format | None) -> int:
     """Replay HA between stores; exit 1 when a store loses messages, stalls or needs manual intervention."""
-    result = replay_paths(specs, leader, protocol)
+    with work_progress("loading stores") as progress:
+        result = replay_paths(specs, leader, protocol, progress)
     if html is not None:
         atomic_write(Path(html), replay_html(result).encode())
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
@@ -178,7 +180,8 @@ def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol
     stalls, or verification found a problem."""
     from replog.recovery.rocketmq.repair import repair_stores
 
-    result = replay_paths(specs, leader, protocol)
+    with work_progress("loading stores") as progress:
+        result = replay_paths(specs, leader, protocol, progress)
     repaired = repair_stores(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
 

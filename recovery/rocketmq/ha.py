@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from replog.formats.errors import FormatError, ReplogError, UnreadableInput
@@ -23,6 +24,7 @@ from replog.formats.rocketmq import commitlog as cl
 from replog.formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_offsets
 from replog.formats.shape import Field, Shape
 from replog.recovery.naming import parse_named, replica_names
+from replog.recovery.progress import Progress, Tally
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.transcript import Transcript
 
@@ -489,12 +491,15 @@ def replay_stores(stores: Sequence[StoreModel], leader: str | None = None, proto
     return HAReplayResult(protocol, master.name, why, results, log)
 
 
-def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str | None = None) -> HAReplayResult:
-    """Load `[NAME=]PATH` stores and replay them (protocol default: classic)."""
+def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str | None = None,
+                 progress: Progress | None = None) -> HAReplayResult:
+    """Load `[NAME=]PATH` stores and replay them (protocol default: classic); `progress` hears of each
+    commit-log file walked."""
 
     if len(specs) < 2:
         raise ReplogError("replay needs at least two stores (a master and a slave)")
     named = replica_names([parse_named(spec) for spec in specs], lambda p: p.resolve().name)
-    stores = [load_store(path, name) for name, path in named]
+    tally = Tally.of(progress, [Path(path) / "commitlog" for _, path in named])
+    stores = [load_store(path, name, tally=tally) for name, path in named]
     return replay_stores(stores, leader, protocol or CLASSIC)
 

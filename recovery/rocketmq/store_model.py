@@ -25,6 +25,7 @@ from replog.formats.rocketmq.consumequeue import read_entries
 from replog.formats.rocketmq.epoch_file import EpochEntry, read_epoch_file
 from replog.formats.rocketmq.index_file import message_keys
 from replog.formats.rocketmq.store import StoreLayout, detect_store
+from replog.recovery.progress import Tally
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_" + "X" * 4  # the delay-queue topic; its name really ends in four X
 _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -237,7 +238,8 @@ def _read_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tuple[str,
     return out
 
 
-def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnormal: bool | None = None) -> StoreModel:
+def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnormal: bool | None = None,
+               tally: Tally | None = None) -> StoreModel:
     """Model of the store under `path`; raises `UnreadableInput` when it is not a RocketMQ store.
 
     `abnormal` None follows the abort file, as the broker does; recovery always
@@ -272,14 +274,22 @@ def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnorma
     findings: list[Finding] = []
     walk_end = files[0][0] if files else 0
     path_of = {s: str(p) for s, p in files}
+    walking: int | None = None
     for item in walk_commitlog([p for _, p in files], file_size=file_size):
         if isinstance(item, Finding):
             findings.append(item)
             continue
+        if tally is not None and item.file_start != walking:
+            if walking is not None:
+                tally.done(path_of.get(walking, ""))
+            walking = item.file_start
         ref = to_ref(item, path_of.get(item.file_start, ""))
         walk_end = max(walk_end, ref.end)
         (messages if ref.end <= max_offset else beyond).append(ref)
     files_read += [p for _, p in files]
+    if tally is not None:  # every file walked, the last one and those that held nothing valid too
+        for _, done in files:
+            tally.done(done)
     epochs: list[EpochEntry] = []
     if layout.epoch_file is not None:
         files_read.append(layout.epoch_file)

@@ -96,3 +96,23 @@ def test_progress_on_a_terminal_only(command: str, log_dir: Path, replicas: list
     assert piped.returncode == 0, piped.stderr
     assert piped.stderr == ""
     assert type(json.loads(piped.stdout)) is type(doc)
+
+
+@pytest.mark.parametrize("command", ["replay", "repair"])
+def test_rocketmq_loading_shows_progress_on_a_terminal_only(command: str, tmp_path: Path) -> None:
+    """RocketMQ stores too: the commit-log files loaded, of the total, while replay and repair read them."""
+    from tests.recovery.rocketmq.stores import build, spec
+
+    master = build(tmp_path / "master", [spec(i) for i in range(60)])
+    slave = build(tmp_path / "slave", [spec(i) for i in range(30)])
+
+    def args(out: Path) -> list[str]:
+        return [command, f"master={master.root}", f"slave={slave.root}", "--format", "json",
+                *(["--out", str(out)] if command == "repair" else [])]
+
+    code, stdout, terminal = _on_a_terminal(args(tmp_path / "tty"))
+    assert code == 0, terminal[-2000:]
+    assert PROGRESS.search(terminal), terminal[-2000:]
+    json.loads(stdout)
+    piped = _in_a_pipe(args(tmp_path / "pipe"))
+    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
