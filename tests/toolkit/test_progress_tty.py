@@ -1,6 +1,6 @@
 """Live progress on a terminal's stderr, none in a pipe; stdout holds the data only, either way.
 
-Each command runs as a real process on a partition of tens of MB (built with the bench's
+Each command runs as a real process on a partition of a few MB (built with the bench's
 writer) with its stderr on a pseudo-terminal, or on a pipe, and its stdout on a pipe.
 """
 from __future__ import annotations
@@ -28,9 +28,9 @@ PROGRESS = re.compile(r"[\d.]+/[\d.]+ [kMG]?B .*\d+/\d+ files")
 
 @pytest.fixture(scope="module")
 def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A broker log dir with one partition `t-0` of about 24 MB of small batches in 6 MB segments."""
+    """A broker log dir with one partition `t-0` of about 3 MB of small batches in 1 MB segments."""
     root = tmp_path_factory.mktemp("progress") / "broker"
-    batches = partitions.build_partition(root / "t-0", inputs.SHAPES[1], 24 << 20, segment_bytes=6 << 20)
+    batches = partitions.build_partition(root / "t-0", inputs.SHAPES[1], 3 << 20, segment_bytes=1 << 20)
     set_checkpoint(root, "replication-offset-checkpoint", batches)
     set_checkpoint(root, "recovery-point-offset-checkpoint", batches)
     return root
