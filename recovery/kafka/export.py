@@ -8,7 +8,14 @@ from replog.formats.dump import DumpOptions, dump_file
 from replog.formats.filecopy import OutputFile, open_source
 from replog.formats.kafka import names
 from replog.recovery.kafka.replay import ReplayResult
+from replog.recovery.kafka.replica_log import ReplicaLog
 from replog.recovery.outputs import evidence_roots, mark_complete, prepare_output
+
+
+def in_offset_order(lost: ReplicaLog) -> ReplicaLog:
+    """The lost pieces by offset: successive truncation rounds (KIP-279) remove the later offsets first,
+    and a segment of the lost batches must read as one, offsets rising, named by its first."""
+    return ReplicaLog(sorted(lost.pieces, key=lambda piece: piece.min_base))
 
 
 def export_lost(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:
@@ -21,9 +28,10 @@ def export_lost(result: ReplayResult, out: str | os.PathLike[str], *, force: boo
             continue
         d = root / r.replica.name
         d.mkdir()
-        log = d / names.segment_file_name(r.lost.first_offset, "log")
+        lost = in_offset_order(r.lost)
+        log = d / names.segment_file_name(lost.first_offset, "log")
         with OutputFile(log) as sink:
-            for file, start, end, _base in r.lost.byte_ranges():
+            for file, start, end, _base in lost.byte_ranges():
                 with open_source(file) as source:
                     sink.copy(source, start, end)
         opts = DumpOptions(deep=True, key_decoder="hex", value_decoder="hex")

@@ -113,3 +113,23 @@ def test_a_replica_that_would_fail_makes_replay_exit_1(tmp_path: Path) -> None:
     b = next(r for r in json.loads(proc.stdout)["replicas"] if r["name"] == "b")
     assert b["failed"] is not None and b["lost"]["records"] == 0
     assert proc.returncode == 1, proc.stderr
+
+
+def test_two_truncation_rounds_export_their_losses_in_offset_order(tmp_path: Path) -> None:
+    """KIP-279: b asks for epoch 2, the leader answers epoch 1 ending at 5, which b never had: b truncates to
+    4 (the end of its epoch 0) and asks again, then to 2. The rounds remove 4..7 before 2..3; what b loses is
+    2..7, and the exported segment holds it in offset order, named by offset 2."""
+    from replog.formats.kafka.segment import SegmentWalk
+    from replog.recovery.kafka.export import export_lost
+
+    lead = write_replica(tmp_path, "a", [(0, 1, 0), (2, 4, 1), (5, 6, 3)], [(0, 0), (1, 2), (3, 5)], 0, tag=b"a")
+    foll = write_replica(tmp_path, "b", [(0, 1, 0), (2, 3, 0), (4, 7, 2)], [(0, 0), (2, 4)], 0, tag=b"b")
+    result = replay_paths([f"a={lead}", f"b={foll}"], leader="a")
+    truncations = [e["offset"] for e in result.transcript.events if e["kind"] == "truncate"]
+    assert truncations == [4, 2]
+    lost = replicas_by_name(result)["b"]["lost"]
+    assert (lost["first_offset"], lost["last_offset"], lost["records"]) == (2, 7, 6)
+    export_lost(result, tmp_path / "lost")
+    segment = tmp_path / "lost" / "b" / "00000000000000000002.log"
+    batches = list(SegmentWalk(segment.read_bytes(), str(segment), 2).batches())
+    assert [(b.base_offset, b.last_offset) for b in batches] == [(2, 3), (4, 7)]
