@@ -60,9 +60,7 @@ def truncate(rep: Replica, offset: int, outcome: FollowerOutcome, log: Transcrip
         return
     removed = rep.log.cut_at(offset)
     outcome.removed.extend(removed)
-    rep.truncated_end = None
-    if offset > rep.log_end_offset:
-        rep.truncated_end = offset
+    rep.truncated_end = offset if offset > rep.kept_end else None
     outcome.holes = [(a, min(b, offset - 1)) for a, b in outcome.holes if a < offset]
     outcome.truncated_to = offset if outcome.truncated_to is None else min(outcome.truncated_to, offset)
     rep.epochs.truncate_from_end(offset)
@@ -71,7 +69,7 @@ def truncate(rep: Replica, offset: int, outcome: FollowerOutcome, log: Transcrip
     log.add("truncate", rep.name, offset=offset, reason=reason, batches_removed=removed.batches,
             records_removed=removed.records, log_end_offset=rep.log_end_offset)
     if removed and removed.first_offset < offset:
-        hole = (max(removed.first_offset, rep.log.last_offset + 1 if rep.log else rep.log_start_offset), offset - 1)
+        hole = (max(removed.first_offset, rep.kept_end), offset - 1)
         outcome.holes.append(hole)
         log.add("hole", rep.name, first_offset=hole[0], last_offset=hole[1],
                 reason=f"the batch holding offset {offset} starts at {removed.first_offset}: Kafka removes it whole "

@@ -86,9 +86,13 @@ class Replica:
     truncated_end: int | None = None
 
     @property
+    def kept_end(self) -> int:
+        """Where the kept batches end (the log start when there are none)."""
+        return self.log.last_offset + 1 if self.log else self.log_start_offset
+
+    @property
     def log_end_offset(self) -> int:
-        kept = self.log.last_offset + 1 if self.log else self.log_start_offset
-        return kept if self.truncated_end is None else max(kept, self.truncated_end)
+        return self.kept_end if self.truncated_end is None else max(self.kept_end, self.truncated_end)
 
     @property
     def has_epochs(self) -> bool:
