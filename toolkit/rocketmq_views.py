@@ -8,7 +8,8 @@ from typing import Any
 from rich.console import Console
 
 from replog.formats.fileio import atomic_write
-from replog.recovery.rocketmq.ha import HAReplayResult, replay_paths
+from replog.recovery.rocketmq.ha import replay_paths
+from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
 from replog.toolkit.output import EXIT_CLEAN, Format, exit_for_replay, print_repaired, resolve
 from replog.toolkit.progress import work_progress

@@ -4,151 +4,35 @@ A deterministic state machine over `StoreModel`s, no writes: each slave
 reports its max physical offset; the master picks the first transfer position;
 frames are cut at `haTransferBatchSize`, segment ends and (auto-switch) epoch
 ends; the slave checks each frame's offset against its own end. Classic HA
-never truncates and never compares content, so a slave ahead of the master, or
-one whose bytes diverged, stalls: the replay reports the stall and its cause and
-leaves the slave as it is, with the plan an operator would apply (truncate to
-the common prefix). Auto-switch HA searches the consistent point over the two
+never truncates and never compares content: a slave ahead of the master stalls
+(reported with its cause, the slave left as it is), and one whose bytes diverged
+gets the master's bytes appended onto its own history (a mixed history, flagged);
+either way repair writes the plan an operator would apply (truncate to the common
+prefix, then fetch). Auto-switch HA searches the consistent point over the two
 epoch lists, truncates the slave there, then transfers. Every step is an event.
+Outcomes and their JSON shapes live in `ha_result`.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from replog.formats.errors import FormatError, ReplogError, UnreadableInput
 from replog.formats.fileio import mapped, read_small
-from replog.formats.findings import Finding, finding
+from replog.formats.findings import finding
 from replog.formats.rocketmq import commitlog as cl
 from replog.formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_offsets
-from replog.formats.shape import Field, Shape
 from replog.recovery.naming import parse_named, replica_names
 from replog.recovery.progress import Progress, Tally
+from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.transcript import Transcript
 
 CLASSIC, AUTOSWITCH = "classic", "autoswitch"
 HA_TRANSFER_BATCH_SIZE = 32768        # haTransferBatchSize
 FRAME_EVENTS = 16                     # frames shown one by one; the rest are summed up
-LOST_LISTED = 1000                    # lost messages listed one by one in the JSON
-
-
-@dataclass
-class Plan:
-    """What the slave ends up with: its own bytes below `keep_to`, the master's in [fetch_from, fetch_to)."""
-
-    keep_to: int
-    fetch_from: int
-    fetch_to: int
-    epochs: list[EpochEntry]
-    confirm_offset: int | None
-
-    @property
-    def end(self) -> int:
-        return self.fetch_to if self.fetch_to > self.fetch_from else self.keep_to
-
-
-@dataclass
-class ReplicaOutcome:
-    model: StoreModel
-    role: str                                   # "master" | "slave"
-    status: str                                 # in_sync | fetched | truncated | stalled | manual | master
-    diverged_at: int | None = None
-    truncated_to: int | None = None
-    lost: list[MessageRef] = field(default_factory=list)
-    frames: int = 0
-    fetched_bytes: int = 0
-    stall: dict[str, Any] | None = None
-    findings: list[Finding] = field(default_factory=list)  # hazards the broker's own protocol leaves
-    plan: Plan | None = None                    # what the replay leaves (None: unchanged)
-    repair_plan: Plan | None = None             # what `repair` writes (differs only for a stall)
-    repair_lost: list[MessageRef] = field(default_factory=list)
-    max_offset_after: int = 0
-    min_offset_after: int = 0
-    confirm_after: int | None = None
-    epochs_after: list[EpochEntry] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return REPLICA_OUTCOME.dump(self)
-
-    @property
-    def loses_or_fails(self) -> bool:
-        """The store loses messages, its HA would stall or need an operator (`stall`), or the broker
-        leaves it with an error-severity hazard (a mixed history)."""
-        return bool(self.lost) or self.stall is not None or any(f.severity == "error" for f in self.findings)
-
-
-@dataclass
-class HAReplayResult:
-    protocol: str
-    master: str
-    explanation: str
-    replicas: list[ReplicaOutcome]
-    transcript: Transcript
-
-    def to_dict(self) -> dict[str, Any]:
-        return HA_REPLAY_RESULT.dump(self)
-
-    @property
-    def stalled(self) -> bool:
-        return any(r.stall for r in self.replicas)
-
-    @property
-    def loses_or_fails(self) -> bool:
-        """Any store loses messages or stalls: the contract's exit 1 for replay and repair."""
-        return any(r.loses_or_fails for r in self.replicas)
-
-
-def lost_summary(msgs: list[MessageRef]) -> dict[str, Any]:
-    """The contract's `lost` plus RocketMQ detail: per queue, and each message (topic, queue, keys)."""
-    queues: dict[tuple[str, int], list[MessageRef]] = {}
-    for m in msgs:
-        queues.setdefault((m.topic, m.queue_id), []).append(m)
-    return {
-        "records": len(msgs), "first_offset": msgs[0].physical_offset if msgs else None,
-        "last_offset": msgs[-1].physical_offset if msgs else None, "bytes": sum(m.size for m in msgs),
-        "queues": [{"topic": t, "queue_id": q, "count": len(ms), "first_queue_offset": ms[0].queue_offset,
-                    "last_queue_offset": ms[-1].queue_offset} for (t, q), ms in sorted(queues.items())],
-        "messages": LOST_MESSAGE.dump_each(msgs[:LOST_LISTED]),
-        "messages_listed": min(len(msgs), LOST_LISTED),
-    }
-
-
-def _repair_plan(r: ReplicaOutcome) -> dict[str, Any] | None:
-    """What `repair` writes, when it differs from what the replay leaves (a stalled slave)."""
-    if r.repair_plan is None or r.repair_plan == r.plan:
-        return None
-    return {"truncate_to": r.repair_plan.keep_to, "fetch_from": r.repair_plan.fetch_from,
-            "fetch_to": r.repair_plan.fetch_to, "lost": lost_summary(r.repair_lost)}
-
-
-def _epochs(entries: list[EpochEntry]) -> list[list[int]]:
-    return [[e.epoch, e.start_offset] for e in entries]
-
-
-LOST_MESSAGE = Shape("physical_offset", "size", "topic", "queue_id", "queue_offset",
-                     Field("keys", lambda m: m.user_keys()), "store_timestamp")
-
-REPLICA_OUTCOME = Shape(
-    Field("name", "model.name"), Field("path", "model.path"), "role", "status",
-    Field("log_start_offset_before", "model.min_offset"), Field("log_end_offset_before", "model.max_offset"),
-    Field("high_watermark_before", "model.confirm_offset"), "truncated_to",
-    Field("log_start_offset_after", "min_offset_after"), Field("log_end_offset_after", "max_offset_after"),
-    Field("high_watermark_after", "confirm_after"), "diverged_at",
-    Field("lost", lambda r: lost_summary(r.lost)),
-    Field("fetched", lambda r: {"bytes": r.fetched_bytes, "frames": r.frames}),
-    "stall", Field("findings", lambda r: [f.to_dict() for f in r.findings]), Field("repair_plan", _repair_plan),
-    Field("epochs_before", lambda r: _epochs(r.model.epochs)), Field("epochs_after", lambda r: _epochs(r.epochs_after)),
-    Field("abort_present", "model.abort.present"),
-)
-
-HA_REPLAY_RESULT = Shape(
-    Field("system", lambda _: "rocketmq"), "protocol", Field("leader", "master"),
-    Field("leader_election", lambda r: {"unclean": False, "explanation": r.explanation}),
-    Field("replicas", shape=REPLICA_OUTCOME), Field("events", "transcript.events"),
-)
-
 
 # --- comparison -------------------------------------------------------------------------------
 

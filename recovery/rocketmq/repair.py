@@ -18,7 +18,7 @@ from replog.formats.fileio import mapped
 from replog.formats.findings import Severity
 from replog.recovery.outputs import mark_complete, prepare_output
 from replog.recovery.rocketmq.doctor import diagnose_store
-from replog.recovery.rocketmq.ha import HAReplayResult, Plan, ReplicaOutcome
+from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
 from replog.recovery.rocketmq.recover import Piece, prefix_pieces, write_store
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
 

@@ -15,7 +15,7 @@ from replog.formats.findings import FINDING
 from replog.formats.shape import Field, Shape
 from replog.recovery.kafka.recover import RECOVER_RESULT
 from replog.recovery.kafka.replay import REPLICA_RESULT
-from replog.recovery.rocketmq.ha import REPLICA_OUTCOME
+from replog.recovery.rocketmq.ha_result import REPLICA_OUTCOME
 from replog.toolkit.cli import app
 from replog.toolkit.doctor_view import FINDING_COLUMNS, RECOVER_COLUMNS
 from replog.toolkit.output import Format
