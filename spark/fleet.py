@@ -15,7 +15,6 @@ brokers (offsets and CRCs, never record bytes).
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
 import threading
@@ -28,44 +27,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from replog.formats.discovery import DirKind, find_roots
-from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.fileio import atomic_write, read_small
-from replog.formats.kafka import names
-from replog.formats.kafka.meta_properties import parse_meta_properties
+from replog.formats.fileio import atomic_write
 from replog.formats.shape import Field, Shape
 from replog.recovery import outputs
-from replog.recovery.kafka.logdir import node_id
-from replog.recovery.naming import broker_name
-from replog.spark import remote, schemas
+from replog.spark import schemas
+from replog.spark.inputs import LOG_DIR, LogDir, discover
+from replog.spark.replicas import REPLICA_BATCH_COLUMNS, replicas_frame
 from replog.spark.report import MARKER, fails, load_table, replicas_diverging
 from replog.spark.session import DEFAULT_LOG_LEVEL, get_session, sigint_seen, stop_session
-from replog.spark.tasks import SPLIT_BYTES, Unit, log_dir_units, remote_log_dir_units, run_unit, store_unit
+from replog.spark.tasks import run_unit
+from replog.spark.units import SPLIT_BYTES, Unit
 
 Progress = Callable[[str, int, int], None]   # (step, tasks done, tasks total)
-
-
-@dataclass(frozen=True)
-class LogDir:
-    """A Kafka log dir or a RocketMQ store (`kind` "rocketmq"); `fs` a pyarrow filesystem when remote."""
-
-    broker: str
-    path: str
-    kind: str = "kafka"
-    fs: Any = field(default=None, compare=False, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return LOG_DIR.dump(self)
-
-    def units(self, split_bytes: int | None) -> list[Unit]:
-        if self.kind == "rocketmq":
-            return [store_unit(self.broker, self.path, self.fs)]
-        if self.fs is not None:
-            return remote_log_dir_units(self.broker, self.fs, self.path, split_bytes)
-        return log_dir_units(self.broker, self.path, split_bytes)
-
-
-LOG_DIR = Shape("broker", "path", "kind", Field("remote", lambda d: d.fs is not None))
 
 
 @dataclass
@@ -91,95 +64,6 @@ class FleetScanResult:
 FLEET_SCAN_RESULT = Shape("out_dir", Field("log_dirs", shape=LOG_DIR), "skipped", "units", "rows", "errors",
                           "divergent_replica_sets",
                           Field("seconds", lambda r: round(r.seconds, 3)))
-
-
-# -- discovery ------------------------------------------------------------------------
-
-
-def read_inventory(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
-    """Lines `broker=path` (blank lines and `#` comments ignored)."""
-    out = []
-    for n, line in enumerate(read_small(path).decode("utf-8", "replace").splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        broker, sep, target = line.partition("=")
-        if not sep or not broker.strip() or not target.strip():
-            raise UnreadableInput(f"{path}:{n}: expected `broker=path`, got {line[:80]!r}")
-        out.append((broker.strip(), target.strip()))
-    return out
-
-
-def discover(paths: Sequence[str | os.PathLike[str]], inventory: str | os.PathLike[str] | None = None,
-             filesystem: Any = None) -> tuple[list[LogDir], list[str]]:
-    """Log dirs and stores to scan from paths (log dir, store, folder of them, glob, URI) and an inventory.
-
-    A URI (`file://`, `hdfs://`, `s3://`) is listed through its pyarrow filesystem;
-    `filesystem` reads every path through that filesystem instead (tests, custom stores).
-    """
-    found: dict[tuple[str, str], LogDir] = {}
-    skipped: list[str] = []
-    named = [(None, str(p)) for p in paths] + (read_inventory(inventory) if inventory else [])
-    for broker, raw in named:
-        if filesystem is not None or remote.is_uri(raw):
-            fs, base = (filesystem, raw) if filesystem is not None else remote.from_uri(raw)
-            for kind, path in _remote_roots(fs, base, skipped):
-                found.setdefault(("remote", f"{id(fs)}:{path}"),
-                                 LogDir(broker or _remote_broker_name(fs, path, kind), path, kind, fs))
-            continue
-        matches = sorted(glob.glob(raw)) if glob.has_magic(raw) else [raw]
-        if not matches:
-            raise UnreadableInput(f"{raw}: no such path")
-        for m in matches:
-            for kind, d in _roots_at(Path(m), skipped):
-                found.setdefault(("local", str(d.resolve())),
-                                 LogDir(broker or (broker_name(node_id(d), d.name) if kind == "kafka" else d.name),
-                                        str(d), kind))
-    if not found:
-        raise UnreadableInput("no Kafka log dir or RocketMQ store found under " + ", ".join(r for _, r in named))
-    return sorted(found.values(), key=lambda d: (d.broker, d.path)), skipped
-
-
-_KINDS = {DirKind.KAFKA_LOG_DIR: "kafka", DirKind.ROCKETMQ_STORE: "rocketmq",
-          DirKind.KAFKA_PARTITION_DIR: "partition"}
-
-
-def _roots_at(p: Path, skipped: list[str]) -> list[tuple[str, Path]]:
-    if not p.is_dir():
-        raise UnreadableInput(f"{p}: not a directory")
-    return _keep_roots([(_KINDS[k], r) for k, r in find_roots(p) if k in _KINDS], str(p), skipped)
-
-
-def _remote_roots(fs: Any, base: str, skipped: list[str]) -> list[tuple[str, str]]:
-    if not remote.is_dir(fs, base):
-        raise UnreadableInput(f"{base}: not a directory")
-    return _keep_roots(remote.find_roots(fs, base), base, skipped)
-
-
-def _keep_roots(roots: list[tuple[str, Any]], given: str, skipped: list[str]) -> list[tuple[str, Any]]:
-    """Log dirs and stores; a partition dir given alone is refused, one found loose is skipped."""
-    out = []
-    for kind, root in roots:
-        if kind != "partition":
-            out.append((kind, root))
-        elif str(root).rstrip("/") == given.rstrip("/"):
-            parent = root.parent if isinstance(root, Path) else root.rstrip("/").rsplit("/", 1)[0]
-            raise UnreadableInput(f"{root}: a partition dir; give its broker log dir {parent}")
-        else:
-            skipped.append(f"{root}: a partition dir outside a broker log dir")
-    if not out and not skipped:
-        raise UnreadableInput(f"{given}: neither a Kafka log dir, a RocketMQ store, nor a folder of them")
-    return out
-
-
-def _remote_broker_name(fs: Any, path: str, kind: str) -> str:
-    if kind != "kafka":
-        return remote.base_name(path)
-    try:
-        node = parse_meta_properties(remote.read_small(fs, remote.join(path, names.META_PROPERTIES), 1 << 20)).node_id
-    except (FormatError, UnreadableInput):
-        node = None
-    return broker_name(node, remote.base_name(path))
 
 
 # -- output dir ---------------------------------------------------------------------------
@@ -377,8 +261,6 @@ def _sql_conf(spark: Any, key: str, value: Any) -> Iterator[None]:
             spark.conf.set(key, before)
 
 
-REPLICA_BATCH_COLUMNS = ("broker", "topic", "partition", "base_offset", "last_offset", "crc", "count")
-
 
 def _decode(env: Any, name: str) -> Any:
     from pyspark.sql import functions as F
@@ -398,66 +280,6 @@ def with_split_counts(frame: Any, counts: Any, key: str) -> Any:
     if "damaged" in frame.columns:
         new["damaged"] = (new["errors"] > 0) | (F.col("valid_bytes") < F.col("size"))
     return joined.select(*(new[c].alias(c) if c in new else F.col(c) for c in frame.columns))
-
-
-def replicas_frame(partitions: Any, batches: Any) -> Any:
-    """The `replicas` table: live partitions held by two or more brokers, compared by batch metadata.
-
-    First divergent offset D of a replica set = the smallest base_offset of a kept
-    batch of one replica that another replica's log range [log_start_offset,
-    log_end_offset) covers but which that replica does not hold identically
-    (same base_offset, last_offset and CRC): a different batch, or different
-    batch boundaries, at that offset. Offsets only one replica holds (one log is
-    ahead, or the other's start was deleted by retention) are not divergence.
-    Sides and records at risk: `spark.tasks.assemble_replica_set`.
-    """
-    from pyspark.sql import functions as F
-
-    live = partitions.where(F.col("state") == "live")
-    tp = ["topic", "partition"]
-    multi = live.groupBy(*tp).count().where(F.col("count") >= 2).select(*tp)
-    reps = live.join(multi, tp).select("broker", *tp, "log_start_offset", "log_end_offset",
-                                       "high_watermark", "latest_epoch")
-    kept = batches.join(multi, tp).select(
-        "broker", *tp, "base_offset", "last_offset", "crc", "count")
-    b, o = kept.alias("b"), reps.alias("o")
-    covered = b.join(o, (F.col("b.topic") == F.col("o.topic")) & (F.col("b.partition") == F.col("o.partition"))
-                     & (F.col("b.broker") != F.col("o.broker"))
-                     & (F.col("b.base_offset") >= F.col("o.log_start_offset"))
-                     & (F.col("b.base_offset") < F.col("o.log_end_offset"))).select(
-        F.col("o.broker").alias("other"), "b.topic", "b.partition", "b.base_offset", "b.last_offset", "b.crc")
-    held = kept.select(F.col("broker").alias("other"), *tp, "base_offset", "last_offset", "crc")
-    mismatch = covered.join(held, ["other", *tp, "base_offset", "last_offset", "crc"], "left_anti")
-    div = mismatch.groupBy(*tp).agg(F.min("base_offset").alias("divergent_offset"))
-    k, d = kept.alias("k"), div.alias("d")
-    on_tp = (F.col("k.topic") == F.col("d.topic")) & (F.col("k.partition") == F.col("d.partition"))
-    at_d = k.join(d, on_tp & (F.col("k.base_offset") <= F.col("d.divergent_offset"))
-                  & (F.col("k.last_offset") >= F.col("d.divergent_offset"))).select(
-        "k.broker", "k.topic", "k.partition",
-        F.struct("k.base_offset", "k.last_offset", "k.crc").alias("at_d"))
-    after = (k.join(d, on_tp & (F.col("k.last_offset") >= F.col("d.divergent_offset")))
-             .join(reps.alias("r"), (F.col("r.broker") == F.col("k.broker")) & (F.col("r.topic") == F.col("k.topic"))
-                   & (F.col("r.partition") == F.col("k.partition")))
-             .groupBy("k.broker", "k.topic", "k.partition")
-             .agg(F.sum("k.count").alias("records_from_d"),
-                  F.sum(F.when(F.col("k.base_offset") < F.col("r.high_watermark"), F.col("k.count"))
-                        .otherwise(0)).alias("committed_from_d")))
-    per_replica = (reps.join(div, tp, "left").join(at_d, ["broker", *tp], "left")
-                   .join(after, ["broker", *tp], "left"))
-    grouped = per_replica.groupBy(*tp).agg(F.collect_list(F.struct(
-        "broker", "log_end_offset", "high_watermark", "latest_epoch", "divergent_offset", "at_d",
-        "records_from_d", "committed_from_d")).alias("replicas"))
-    return grouped.mapInArrow(assemble_batches, schemas.spark_schema(schemas.REPLICAS))
-
-
-def assemble_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: grouped per-replica facts -> `replicas` rows."""
-    from replog.spark.tasks import assemble_replica_set
-
-    for rb in batches:
-        rows = [assemble_replica_set(r["topic"], r["partition"], r["replicas"]) for r in rb.to_pylist()]
-        if rows:
-            yield pa.RecordBatch.from_pylist(rows, schema=schemas.REPLICAS)
 
 
 # -- counts --------------------------------------------------------------------------------

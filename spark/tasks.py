@@ -20,15 +20,14 @@ give equal tables.
 
 A unit with `fs` set lives behind a pyarrow filesystem: its files are streamed
 to a scratch dir (`spark.remote`) and scanned there with the same code.
-`assemble_replica_set` turns the per-replica facts Spark has joined into one
-`replicas` row.
+Units are planned in `spark.units`, rows built in `spark.rows`.
 """
 from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Generator, Iterable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Generator, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,145 +39,29 @@ from replog.formats.errors import ReplogError
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding, finding
 from replog.formats.kafka import names
-from replog.formats.kafka.partition_files import live_segment_bases
 from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_segments, doctor
 from replog.recovery.kafka.checks_broker import PartitionOffsets
 from replog.recovery.kafka.logdir import (
-    BrokerCheckpoints,
-    PartitionSummary,
     SegmentSummary,
     SummaryFold,
-    flags,
-    read_broker_checkpoints,
     summarize_partition,
     summary_from_walk,
     use_fast_walk,
 )
 from replog.recovery.kafka.segment_pass import SegmentResult, Walked, segment_blocks
 from replog.spark import remote, schemas
+from replog.spark.rows import (
+    _counts,
+    _where,
+    batch_rows,
+    findings_batch,
+    partition_batch,
+    segments_batch,
+)
+from replog.spark.units import Unit, checkpoints_for
 
 TableBatch = tuple[str, pa.RecordBatch]
-
-SPLIT_BYTES = 256 << 20     # a partition dir above this becomes several units
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One task's input, small enough to ship as JSON.
-
-    `offsets` holds this partition's entries of the root checkpoints read once
-    on the driver: a key per checkpoint file present, its value None when the
-    file does not list the partition.
-    """
-
-    kind: str                  # "partition" | "segments" | "log_dir" | "store"
-    broker: str
-    log_dir: str
-    path: str
-    offsets: dict[str, int | None] = field(default_factory=dict)
-    positions: dict[str, int | None] = field(default_factory=dict)  # of those entries in their files
-    size: int = 0              # bytes on disk, to balance tasks
-    split: bool = False        # a light partition unit: its segments units do the heavy work
-    segments: list[int] | None = None   # a segments unit's base offsets
-    fs: str | None = None      # packed pyarrow filesystem holding `path` (None: a local path)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Unit:
-        return cls(**d)
-
-
-def log_dir_units(broker: str, log_dir: str, split_bytes: int | None = SPLIT_BYTES) -> list[Unit]:
-    """The units of one log dir: one per partition dir (as `ls`/`doctor` list them, split when
-    larger than `split_bytes`; None: never), one for the root."""
-    root = Path(log_dir)
-    cps = read_broker_checkpoints(root)
-    units = [Unit("log_dir", broker, str(root), str(root))]
-    for name in sorted(os.listdir(root)):
-        p = root / name
-        if is_partition_dir(p):
-            units += partition_units(Unit("partition", broker, str(root), str(p), *_offsets_of(cps, name)),
-                                     _file_sizes(p), split_bytes)
-    return units
-
-
-def remote_log_dir_units(broker: str, filesystem: Any, log_dir: str,
-                         split_bytes: int | None = SPLIT_BYTES) -> list[Unit]:
-    """`log_dir_units` of a log dir behind a pyarrow filesystem: listed remotely, root checkpoints
-    streamed to a scratch dir and read with the local reader."""
-    packed = remote.pack(filesystem)
-    infos = remote.listing(filesystem, log_dir)
-    with remote.scratch() as tmp:
-        remote.mirror(filesystem, log_dir, tmp, only=set(names.ROOT_OFFSET_CHECKPOINTS))
-        cps = read_broker_checkpoints(tmp)
-    units = [Unit("log_dir", broker, log_dir, log_dir, fs=packed)]
-    for info in infos:
-        listing = remote.listing(filesystem, info.path)
-        if info.type.name != "Directory" or not remote.is_partition_dir(filesystem, info.path, listing):
-            continue
-        sizes = {i.base_name: i.size or 0 for i in listing if i.type.name == "File"}
-        units += partition_units(Unit("partition", broker, log_dir, info.path,
-                                      *_offsets_of(cps, info.base_name), fs=packed), sizes, split_bytes)
-    return units
-
-
-def _offsets_of(cps: BrokerCheckpoints, name: str) -> tuple[dict[str, int | None], dict[str, int | None]]:
-    parsed = names.parse_partition_dir(name)
-    tp = (parsed.topic, parsed.partition) if parsed else ("", -1)
-    offsets = {attr: getattr(cps, attr).get(tp) for attr in names.ROOT_OFFSET_CHECKPOINTS.values()
-               if getattr(cps, attr) is not None}
-    return offsets, {attr: cps.line_positions.get(attr, {}).get(tp) for attr in offsets}
-
-
-def partition_units(unit: Unit, sizes: dict[str, int], split_bytes: int | None) -> list[Unit]:
-    """One unit, or a light unit plus groups of consecutive segments of about `split_bytes` each."""
-    total = sum(sizes.values())
-    unit = replace(unit, size=total)
-    if split_bytes is None or total <= split_bytes:
-        return [unit]
-    logs = [(base, sizes[names.segment_file_name(base, "log")]) for base in live_segment_bases(sizes)]
-    groups: list[list[int]] = [[]]
-    acc = 0
-    for base, size in logs:
-        if groups[-1] and acc + size > split_bytes:
-            groups.append([])
-            acc = 0
-        groups[-1].append(base)
-        acc += size
-    light = replace(unit, split=True)   # still walks every segment's framing: weigh it fully
-    by_base = dict(logs)
-    return [light] + [replace(unit, kind="segments", segments=g, size=sum(by_base[b] for b in g))
-                      for g in groups if g]
-
-
-def _file_sizes(p: Path) -> dict[str, int]:
-    try:
-        return {e.name: e.stat().st_size for e in os.scandir(p) if e.is_file()}
-    except OSError:
-        return {}
-
-
-def store_unit(broker: str, path: str, filesystem: Any = None) -> Unit:
-    """A RocketMQ store: one unit (its checks need the whole commitlog in order)."""
-    if filesystem is not None:
-        return Unit("store", broker, path, path, size=remote.tree_bytes(filesystem, path),
-                    fs=remote.pack(filesystem))
-    size = sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
-    return Unit("store", broker, path, path, size=size)
-
-
-def checkpoints_for(unit: Unit) -> BrokerCheckpoints:
-    """The broker checkpoints as `summarize_partition` would have read them, for this partition."""
-    parsed = names.parse_partition_dir(Path(unit.path).name)
-    tp = (parsed.topic, parsed.partition) if parsed else ("", -1)
-    offsets: dict[str, Any] = {attr: ({} if v is None else {tp: v}) for attr, v in unit.offsets.items()}
-    cps = BrokerCheckpoints(**offsets)
-    cps.line_positions = {attr: {tp: v} for attr, v in unit.positions.items() if v is not None}
-    return cps
-
 
 def run_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableBatch]:
     """Every table's rows for one unit; damage is data, so bad input never raises here."""
@@ -373,131 +256,3 @@ def log_dir_findings(root: Path) -> list[Finding]:
     return cps.findings + checks_broker.check_root_files(ev, root) + checks_broker.check_membership(parts, cps, root)
 
 
-def _where(unit: Unit) -> dict[str, Any]:
-    parsed = names.parse_partition_dir(Path(unit.path).name) if unit.kind in ("partition", "segments") else None
-    return {"broker": unit.broker, "log_dir": unit.log_dir,
-            "topic": parsed.topic if parsed else None, "partition": parsed.partition if parsed else None}
-
-
-# -- rows ----------------------------------------------------------------------------
-
-
-def _counts(found: Iterable[Finding]) -> dict[str, int]:
-    sev = [f.severity.value for f in found]
-    return {"errors": sev.count("error"), "warnings": sev.count("warning"), "infos": sev.count("info")}
-
-
-def _epochs(entries: Iterable[Any] | None) -> list[dict[str, int]] | None:
-    return None if entries is None else [{"epoch": e.epoch, "start_offset": e.start_offset} for e in entries]
-
-
-def partition_row(unit: Unit, part: PartitionSummary, found: list[Finding]) -> dict[str, Any]:
-    """The `partitions` row: the numbers `ls` shows, the finding counts `doctor` gives."""
-    return {**_where(unit), "path": part.path, "state": part.state, "segments": len(part.segments),
-            "bytes": part.bytes, "log_start_offset": part.log_start_offset,
-            "log_end_offset": part.log_end_offset, "high_watermark": part.high_watermark,
-            "recovery_point": part.recovery_point, "latest_epoch": part.latest_epoch,
-            "epoch_history": _epochs(part.epoch_checkpoint),
-            "batch_epochs": _epochs(e for s in part.segments for e in s.epoch_starts),
-            "first_timestamp": part.first_timestamp, "max_timestamp": part.max_timestamp,
-            **_counts(found), "flags": flags(part)}
-
-
-def partition_batch(unit: Unit, part: PartitionSummary, found: list[Finding]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([partition_row(unit, part, found)], schema=schemas.PARTITIONS)
-
-
-def segments_batch(where: dict[str, Any], part: PartitionSummary, found: list[Finding]) -> pa.RecordBatch:
-    """One row per `.log`; finding counts are doctor's findings located in that file."""
-    rows = []
-    for s in part.segments:
-        counts = _counts(f for f in found if f.path == s.path)
-        rows.append({**where, "path": s.path, "base_offset": s.base_offset, "size": s.size,
-                     "batch_count": s.batch_count, "first_offset": s.first_offset,
-                     "valid_bytes": s.valid_bytes, "valid_next_offset": s.valid_next_offset,
-                     "first_timestamp": s.first_timestamp, "max_timestamp": s.max_timestamp, **counts,
-                     "damaged": counts["errors"] > 0 or s.valid_bytes < s.size})
-    return pa.RecordBatch.from_pylist(rows, schema=schemas.SEGMENTS)
-
-
-def findings_batch(where: dict[str, Any], found: list[Finding]) -> pa.RecordBatch:
-    rows = [{**where, "code": f.code, "severity": f.severity.value, "path": f.path,
-             "position": f.position, "offset": f.offset, "message": f.message} for f in found]
-    return pa.RecordBatch.from_pylist(rows, schema=schemas.FINDINGS)
-
-
-def batch_rows(where: dict[str, Any], walked: Walked) -> pa.RecordBatch:
-    """One block's `batches` rows: where it is, `kept` = recovery keeps the batch, its columns."""
-    chunk = walked.block.to_arrow(str(walked.segment.path))
-    n = chunk.num_rows
-    cols = [pa.repeat(pa.scalar(where[k], schemas.BATCHES.field(k).type), n)
-            for k in ("broker", "log_dir", "topic", "partition")]
-    cols.append(pa.array(walked.kept, pa.bool_()))
-    cols += [chunk.column(i).cast(schemas.BATCHES.field(name).type) for i, name in enumerate(chunk.schema.names)]
-    return pa.RecordBatch.from_arrays(cols, schema=schemas.BATCHES)
-
-
-# -- replica sets ----------------------------------------------------------------------
-
-
-def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, Any]]) -> dict[str, Any]:
-    """One `replicas` row from per-replica facts joined by Spark.
-
-    Each replica dict: broker, log_end_offset, high_watermark, latest_epoch, and
-    when the set diverges: divergent_offset (D, the same for all), at_d (the
-    (base_offset, last_offset, crc) of its kept batch covering D, or None),
-    records_from_d (records in its kept batches ending at or after D) and
-    committed_from_d (those of them in batches starting below its high watermark).
-
-    Sides at D: the replica `replay` would elect (`election.elect`: among those
-    reaching the highest high watermark, the latest leader epoch, then the longest
-    log) is taken as the leader whose log wins.
-    `kept` = replicas holding the leader's batch at D (or, when the leader holds
-    nothing there, those holding nothing); `diverged` = replicas holding another
-    batch there: their log from D on is what follower truncation discards;
-    `behind` = replicas holding nothing at D, which simply lag. records_at_risk is
-    the most records any diverged replica holds from D on; committed_at_risk the
-    most of those below that replica's own high watermark, i.e. records it had
-    reported committed and consumers may have read.
-    """
-    reps = sorted(replicas, key=lambda r: r["broker"])
-    leos = [r["log_end_offset"] for r in reps]
-    hws = [r["high_watermark"] for r in reps]
-    known_hws = [h for h in hws if h is not None]
-    row: dict[str, Any] = {
-        "topic": topic, "partition": partition, "replicas": [r["broker"] for r in reps],
-        "log_end_offsets": leos, "high_watermarks": hws, "latest_epochs": [r["latest_epoch"] for r in reps],
-        "leo_spread": max(leos) - min(leos) if leos else 0,
-        "hw_spread": max(known_hws) - min(known_hws) if known_hws else None,
-        "first_divergent_offset": None, "kept": [], "diverged": [], "behind": [],
-        "records_at_risk": 0, "committed_at_risk": 0}
-    d = next((r.get("divergent_offset") for r in reps if r.get("divergent_offset") is not None), None)
-    if d is None:
-        return row
-    leader = _leader(reps)
-    winner = _key(leader.get("at_d"))
-    diverged = [r for r in reps if _key(r.get("at_d")) != winner and r.get("at_d") is not None]
-    row.update(first_divergent_offset=d,
-               kept=[r["broker"] for r in reps if _key(r.get("at_d")) == winner],
-               diverged=[r["broker"] for r in diverged],
-               behind=[r["broker"] for r in reps if r.get("at_d") is None and winner is not None],
-               records_at_risk=max((r.get("records_from_d") or 0 for r in diverged), default=0),
-               committed_at_risk=max((r.get("committed_from_d") or 0 for r in diverged), default=0))
-    return row
-
-
-def _leader(reps: list[dict[str, Any]]) -> dict[str, Any]:
-    """The replica `replay` would elect from the same facts (`election.elect`; an unknown HW counts as 0)."""
-    from replog.recovery.kafka.election import Candidate, elect
-
-    name = elect([Candidate(r["broker"], r["high_watermark"] or 0, r["log_end_offset"], r["latest_epoch"])
-                  for r in reps]).name
-    return next(r for r in reps if r["broker"] == name)
-
-
-def _key(at_d: Any) -> tuple[int, int, int] | None:
-    if at_d is None:
-        return None
-    if isinstance(at_d, dict):
-        return (at_d["base_offset"], at_d["last_offset"], at_d["crc"])
-    return tuple(at_d)

@@ -61,8 +61,9 @@ def scan_dir(root: Path, log_dir: Path) -> Path:
     schemas = pytest.importorskip("replog.spark.schemas")
     report = pytest.importorskip("replog.spark.report")
     tasks = pytest.importorskip("replog.spark.tasks")
+    units = pytest.importorskip("replog.spark.units")
     tables: dict[str, list] = {name: [] for name in schemas.TABLES}
-    for unit in tasks.log_dir_units("1", str(log_dir)):
+    for unit in units.log_dir_units("1", str(log_dir)):
         for table, batch in tasks.run_unit(unit):
             tables[table].append(batch)
     for name, batches in tables.items():

@@ -15,7 +15,8 @@ from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.doctor import diagnose
 from replog.recovery.kafka import logdir
 from replog.recovery.kafka.logdir import summarize_log_dir
-from replog.spark.tasks import Unit, log_dir_units, run_unit
+from replog.spark.tasks import run_unit
+from replog.spark.units import Unit, log_dir_units
 from replog.toolkit.views import ls_rows
 from tests.recovery.kafka.log_dirs import (
     batches_of,

@@ -10,7 +10,8 @@ import pytest
 
 from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.logdir import summarize_log_dir
-from replog.spark.fleet import MARKER, LogDir, prepare_output
+from replog.spark.fleet import MARKER, prepare_output
+from replog.spark.inputs import LogDir
 from replog.spark.report import fleet_report, load_table
 from replog.toolkit.views import ls_rows
 from tests.spark.fleet_builder import BROKERS, build_fleet

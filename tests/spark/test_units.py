@@ -11,8 +11,9 @@ import pytest
 
 from replog.recovery.rocketmq.doctor import diagnose_store
 from replog.spark import remote, schemas
-from replog.spark.fleet import discover
-from replog.spark.tasks import Unit, apply_split_counts, log_dir_units, remote_log_dir_units, run_unit, store_unit
+from replog.spark.inputs import discover
+from replog.spark.tasks import apply_split_counts, run_unit
+from replog.spark.units import Unit, log_dir_units, remote_log_dir_units, store_unit
 from tests.spark.fleet_builder import build_fleet
 
 

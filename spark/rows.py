@@ -1,0 +1,84 @@
+"""The rows of the fleet tables, built from what one unit's scan found (`spark.schemas` types them)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from replog.formats.findings import Finding
+from replog.formats.kafka import names
+from replog.recovery.kafka.logdir import (
+    PartitionSummary,
+    flags,
+)
+from replog.recovery.kafka.segment_pass import Walked
+from replog.spark import schemas
+from replog.spark.units import Unit
+
+
+def _where(unit: Unit) -> dict[str, Any]:
+    parsed = names.parse_partition_dir(Path(unit.path).name) if unit.kind in ("partition", "segments") else None
+    return {"broker": unit.broker, "log_dir": unit.log_dir,
+            "topic": parsed.topic if parsed else None, "partition": parsed.partition if parsed else None}
+
+
+# -- rows ----------------------------------------------------------------------------
+
+
+def _counts(found: Iterable[Finding]) -> dict[str, int]:
+    sev = [f.severity.value for f in found]
+    return {"errors": sev.count("error"), "warnings": sev.count("warning"), "infos": sev.count("info")}
+
+
+def _epochs(entries: Iterable[Any] | None) -> list[dict[str, int]] | None:
+    return None if entries is None else [{"epoch": e.epoch, "start_offset": e.start_offset} for e in entries]
+
+
+def partition_row(unit: Unit, part: PartitionSummary, found: list[Finding]) -> dict[str, Any]:
+    """The `partitions` row: the numbers `ls` shows, the finding counts `doctor` gives."""
+    return {**_where(unit), "path": part.path, "state": part.state, "segments": len(part.segments),
+            "bytes": part.bytes, "log_start_offset": part.log_start_offset,
+            "log_end_offset": part.log_end_offset, "high_watermark": part.high_watermark,
+            "recovery_point": part.recovery_point, "latest_epoch": part.latest_epoch,
+            "epoch_history": _epochs(part.epoch_checkpoint),
+            "batch_epochs": _epochs(e for s in part.segments for e in s.epoch_starts),
+            "first_timestamp": part.first_timestamp, "max_timestamp": part.max_timestamp,
+            **_counts(found), "flags": flags(part)}
+
+
+def partition_batch(unit: Unit, part: PartitionSummary, found: list[Finding]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([partition_row(unit, part, found)], schema=schemas.PARTITIONS)
+
+
+def segments_batch(where: dict[str, Any], part: PartitionSummary, found: list[Finding]) -> pa.RecordBatch:
+    """One row per `.log`; finding counts are doctor's findings located in that file."""
+    rows = []
+    for s in part.segments:
+        counts = _counts(f for f in found if f.path == s.path)
+        rows.append({**where, "path": s.path, "base_offset": s.base_offset, "size": s.size,
+                     "batch_count": s.batch_count, "first_offset": s.first_offset,
+                     "valid_bytes": s.valid_bytes, "valid_next_offset": s.valid_next_offset,
+                     "first_timestamp": s.first_timestamp, "max_timestamp": s.max_timestamp, **counts,
+                     "damaged": counts["errors"] > 0 or s.valid_bytes < s.size})
+    return pa.RecordBatch.from_pylist(rows, schema=schemas.SEGMENTS)
+
+
+def findings_batch(where: dict[str, Any], found: list[Finding]) -> pa.RecordBatch:
+    rows = [{**where, "code": f.code, "severity": f.severity.value, "path": f.path,
+             "position": f.position, "offset": f.offset, "message": f.message} for f in found]
+    return pa.RecordBatch.from_pylist(rows, schema=schemas.FINDINGS)
+
+
+def batch_rows(where: dict[str, Any], walked: Walked) -> pa.RecordBatch:
+    """One block's `batches` rows: where it is, `kept` = recovery keeps the batch, its columns."""
+    chunk = walked.block.to_arrow(str(walked.segment.path))
+    n = chunk.num_rows
+    cols = [pa.repeat(pa.scalar(where[k], schemas.BATCHES.field(k).type), n)
+            for k in ("broker", "log_dir", "topic", "partition")]
+    cols.append(pa.array(walked.kept, pa.bool_()))
+    cols += [chunk.column(i).cast(schemas.BATCHES.field(name).type) for i, name in enumerate(chunk.schema.names)]
+    return pa.RecordBatch.from_arrays(cols, schema=schemas.BATCHES)
+
+
