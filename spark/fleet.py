@@ -1,22 +1,21 @@
 """`fleet scan`: the per-directory scans of `ls`/`doctor`, distributed with Spark, written as Parquet.
 
-Flow: discover log dirs and RocketMQ stores on the driver (cheap: names,
-meta.properties, root checkpoints; remote dirs listed through pyarrow
-filesystems) -> units (one per partition dir, split by segment when large,
-one per log dir root, one per store) ->
-`parallelize` + `mapInArrow` runs `spark.tasks.run_unit` on the executors,
-which return Arrow record batches, carried through Spark as Arrow IPC blobs
-tagged by table (one scan feeds every table; the result is persisted on the
-executors' disks, as lz4-compressed blobs of bounded size, a few per cache
-batch, so a segment of millions of batches never has to fit in a JVM heap) ->
-each table decoded back with its schema from `spark.schemas` (split
-partitions' counts joined in) and written to OUT/<table>/ -> `replicas` computed by Spark joins of batch metadata across
-brokers (offsets and CRCs, never record bytes).
+Flow: discover log dirs and RocketMQ stores on the driver (cheap: names, meta.properties and store
+configs for their identity, root checkpoints; remote dirs listed through pyarrow filesystems) ->
+units (one per partition dir, split by segment when large, one per log dir root, one per store),
+with a previous scan's record of the sealed segments that look unchanged (`--since`) -> one Spark
+stage whose tasks scan their units and write the tables' Parquet files themselves
+(`spark.job`) -> the driver finishes what needs every task's rows: finding counts of split
+partitions, the `log_dirs` table, the replica sets of each cluster (`spark.replicas`, Spark joins
+of batch metadata, never record bytes) -> the marker says `complete`. `--tail` compares replicas
+from checkpoints and segment tails only (`spark.tail`).
 """
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -26,19 +25,25 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from replog.formats.errors import ReplogError, UnreadableInput
 from replog.formats.fileio import atomic_write
 from replog.formats.shape import Field, Shape
 from replog.recovery import outputs
-from replog.spark import schemas
-from replog.spark.inputs import LOG_DIR, LogDir, discover
-from replog.spark.replicas import REPLICA_BATCH_COLUMNS, replicas_frame
+from replog.spark import cache, schemas
+from replog.spark.inputs import LOG_DIR, LogDir, discover, log_dirs_table
+from replog.spark.job import WORK, JobOptions, deal, task_function, total
+from replog.spark.replicas import replicas_frame
 from replog.spark.report import MARKER, fails, load_table, replicas_diverging
 from replog.spark.session import DEFAULT_LOG_LEVEL, get_session, sigint_seen, stop_session
-from replog.spark.tasks import run_unit
+from replog.spark.sinks import ParquetSink
+from replog.spark.tasks import apply_split_counts
 from replog.spark.units import SPLIT_BYTES, Unit
 
 Progress = Callable[[str, int, int], None]   # (step, tasks done, tasks total)
+TASKS_PER_CORE = 4
+SEGMENT_TABLES = ("partitions", "segments", "findings", "batches", "replicas")   # tables built from segments
 
 
 @dataclass
@@ -51,18 +56,31 @@ class FleetScanResult:
     errors: int = 0
     divergent_replica_sets: int = 0
     seconds: float = 0.0
+    mode: str = "full"                                   # full | tail
+    since: str | None = None                             # the earlier scan replayed from
+    counts: dict[str, int] = field(default_factory=dict)  # segments and bytes read / reused, walks recorded
 
     @property
     def has_errors(self) -> bool:
         """Exit 1 or not: the same rule as `fleet report` on this scan's tables (`report.fails`)."""
         return fails(self.errors, self.divergent_replica_sets)
 
+    @property
+    def reuse(self) -> dict[str, dict[str, int]]:
+        """Per table built from Kafka segments: how many of those segments were replayed from the earlier
+        scan's record and how many were read."""
+        return {name: {"segments_reused": self.counts.get("segments_reused", 0),
+                       "segments_read": self.counts.get("segments_read", 0)}
+                for name in SEGMENT_TABLES if name in self.rows}
+
     def to_dict(self) -> dict[str, Any]:
         return FLEET_SCAN_RESULT.dump(self)
 
 
-FLEET_SCAN_RESULT = Shape("out_dir", Field("log_dirs", shape=LOG_DIR), "skipped", "units", "rows", "errors",
-                          "divergent_replica_sets",
+FLEET_SCAN_RESULT = Shape("out_dir", "mode", Field("log_dirs", shape=LOG_DIR), "skipped", "units", "rows", "errors",
+                          "divergent_replica_sets", "since", "reuse",
+                          Field("bytes_read", lambda r: r.counts.get("bytes_read", 0)),
+                          Field("bytes_reused", lambda r: r.counts.get("bytes_reused", 0)),
                           Field("seconds", lambda r: round(r.seconds, 3)))
 
 
@@ -81,43 +99,14 @@ def _write_marker(out: Path, state: str, info: dict[str, Any]) -> None:
                                           indent=2).encode())
 
 
-# -- executor side ------------------------------------------------------------------------
-
-ENVELOPE = "table string, data binary"
-BLOB_BYTES = 4 << 20    # uncompressed Arrow bytes per blob at most: a block of batch rows goes as several
-ENV_CACHE_ROWS = 16     # blobs per batch of Spark's columnar cache of the scan (its default, 10000, is for small rows)
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")   # batch rows repeat their path, broker, log dir
-
-
-def _ipc(batch: pa.RecordBatch) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema, options=_IPC_OPTIONS) as w:
-        w.write_batch(batch)
-    return sink.getvalue().to_pybytes()
-
-
-def blobs(batch: pa.RecordBatch) -> Iterator[bytes]:
-    """`batch` as Arrow IPC blobs of at most about `BLOB_BYTES` of rows each (at least one row; none for none)."""
-    rows = max(1, batch.num_rows * BLOB_BYTES // max(batch.nbytes, 1))
-    for start in range(0, batch.num_rows, rows):
-        yield _ipc(batch.slice(start, rows))
-
-
-def scan_units(batches: Iterator[pa.RecordBatch], with_batches: bool = True) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: units in, (table, Arrow IPC blob) rows out."""
-    for rb in batches:
-        for text in rb.column("unit").to_pylist():
-            for table, out in run_unit(Unit.from_dict(json.loads(text)), with_batches=with_batches):
-                for blob in blobs(out):
-                    yield pa.RecordBatch.from_arrays([pa.array([table]), pa.array([blob], pa.binary())],
-                                                     names=["table", "data"])
-
-
-def decode_blobs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: IPC blobs of one table back into its record batches."""
-    for rb in batches:
-        for blob in rb.column("data"):
-            yield from pa.ipc.open_stream(blob.as_buffer())
+def check_since(since: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> Path:
+    """The earlier scan a rescan replays from: a finished scan's OUT, not the new OUT (which is cleared)."""
+    path = Path(since)
+    if not (path / MARKER).is_file():
+        raise UnreadableInput(f"--since {since}: not the output of `replog fleet scan` ({MARKER} missing)")
+    if path.resolve() == Path(out_dir).resolve():
+        raise ReplogError(f"--since {since} is also --out: a rescan writes a new output next to the earlier one")
+    return path
 
 
 # -- driver ----------------------------------------------------------------------------------
@@ -152,27 +141,52 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
                master: str | None = None, inventory: str | os.PathLike[str] | None = None,
                batches: bool = False, force: bool = False, progress: Progress | None = None,
                session: Any = None, split_bytes: int | None = SPLIT_BYTES,
-               filesystem: Any = None, log_level: str = DEFAULT_LOG_LEVEL) -> FleetScanResult:
+               filesystem: Any = None, log_level: str = DEFAULT_LOG_LEVEL,
+               since: str | os.PathLike[str] | None = None, tail: bool = False) -> FleetScanResult:
     """Scan every log dir and store found in `paths` with Spark; Parquet tables under `out_dir`.
 
     `session` reuses a SparkSession (tests), left running; otherwise one is started with `master`
     and Spark's logging at `log_level`, and stopped with its JVM however the scan ends. The marker
     file says `running`, then `complete`, `interrupted` (Ctrl-C) or `failed`.
-    A partition dir above `split_bytes` is scanned as several units (None: never split).
-    `filesystem` (a pyarrow filesystem) reads every input path through it.
+    A partition dir above `split_bytes` bytes to read is scanned as several units (None: never split).
+    `filesystem` (a pyarrow filesystem) reads every input path through it. `since`: an earlier scan's
+    OUT whose record of unchanged sealed segments is replayed instead of reading them. `tail`: compare
+    replicas from checkpoints and segment tails only (`spark.tail`).
     """
     started = time.monotonic()
+    if since is not None and tail:
+        raise ReplogError("--since and --tail do not go together: a tail scan reads little to begin with")
+    earlier = check_since(since, out_dir) if since is not None else None
     log_dirs, skipped = discover(paths, inventory, filesystem)
     out = prepare_output(out_dir, log_dirs, force)
-    info = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped}
+    info = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped, "mode": "tail" if tail else "full",
+            "since": str(earlier) if earlier else None}
     _write_marker(out, "running", info)
-    units = sorted((u for d in log_dirs for u in d.units(split_bytes)), key=lambda u: -u.size)
+    result = FleetScanResult(str(out), log_dirs, skipped, mode="tail" if tail else "full",
+                             since=str(earlier) if earlier else None)
     try:
+        index = cache.inherit(earlier, out) if earlier is not None else None
+        if tail:
+            skipped += [f"{d.path}: a RocketMQ store (a tail scan compares Kafka replicas)"
+                        for d in log_dirs if d.kind != "kafka" or d.fs is not None]
+            log_dirs = [d for d in log_dirs if d.kind == "kafka" and d.fs is None]
+        units = [u for d in log_dirs for u in (d.tail_units() if tail else d.units(split_bytes, index))]
+        result.units = len(units)
         with _spark(session, master, out, log_level) as spark:
-            _scan(spark, units, out, batches, progress)
-        result = FleetScanResult(str(out), log_dirs, skipped, len(units), table_rows(out))
-        result.errors = _error_count(out)
-        result.divergent_replica_sets = _divergent_count(out)
+            watcher = _StageWatcher(spark.sparkContext, progress) if progress else None
+            if watcher:
+                watcher.start()
+            try:
+                reports = _run_job(spark, units, out, JobOptions(str(out), batches and not tail, record=not tail,
+                                                                 scan=secrets.token_hex(4)))
+                summed = total(reports)
+                result.errors, result.counts = summed["errors"], {**summed["counts"], "recorded": summed["recorded"]}
+                _finish(spark, out, log_dirs, batches, tail, watcher)
+            finally:
+                if watcher:
+                    watcher.stop()
+        result.rows = table_rows(out)
+        result.divergent_replica_sets = replicas_diverging(load_table(out, "replicas"))
     except KeyboardInterrupt:
         _write_marker(out, "interrupted", info)
         raise
@@ -180,7 +194,8 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
         _write_marker(out, "failed", info)
         raise
     result.seconds = time.monotonic() - started
-    _write_marker(out, "complete", {**info, "rows": result.rows, "units": result.units})
+    _write_marker(out, "complete", {**info, "rows": result.rows, "units": result.units, "reuse": result.reuse,
+                                    "counts": result.counts})
     return result
 
 
@@ -204,82 +219,74 @@ def _spark(session: Any, master: str | None, out: Path, log_level: str) -> Itera
         stop_session(spark)
 
 
-def _scan(spark: Any, units: list[Unit], out: Path, with_batches: bool, progress: Progress | None) -> None:
-    watcher = _StageWatcher(spark.sparkContext, progress) if progress else None
-    if watcher:
-        watcher.start()
-    try:
-        _run_job(spark, units, out, with_batches, watcher)
-    finally:
-        if watcher:
-            watcher.stop()
-
-
-def _run_job(spark: Any, units: list[Unit], out: Path, with_batches: bool, watcher: _StageWatcher | None) -> None:
-    from pyspark import StorageLevel
-
+def _run_job(spark: Any, units: list[Unit], out: Path, options: JobOptions) -> list[dict[str, Any]]:
+    """The scan stage: units dealt into tasks (`job.deal`), each task's report collected."""
     sc = spark.sparkContext
-    n = max(1, min(len(units), sc.defaultParallelism * 4))
-    rdd = sc.parallelize([(json.dumps(u.to_dict()),) for u in units], n)
-    # Disk only: one unit's output is one cache partition, and the memory store, unrolling a 2 GiB segment's
-    # batch rows, ran a 1 GiB heap out of memory. The batch size is read when the cache is declared.
-    with _sql_conf(spark, "spark.sql.inMemoryColumnarStorage.batchSize", ENV_CACHE_ROWS):
-        env = (spark.createDataFrame(rdd, "unit string")
-               .mapInArrow(lambda it: scan_units(it, True), ENVELOPE)
-               .persist(StorageLevel.DISK_ONLY))
+    bins = deal(units, max(1, sc.defaultParallelism * TASKS_PER_CORE))
+    texts = [json.dumps([u.to_dict() for u in b]) for b in bins]
+    return [json.loads(r) for r in sc.parallelize(texts, len(texts)).mapPartitionsWithIndex(
+        task_function(options)).collect()]
+
+
+def _finish(spark: Any, out: Path, log_dirs: list[LogDir], with_batches: bool, tail: bool,
+            watcher: _StageWatcher | None) -> None:
+    """What needs every task's rows: split partitions' counts, the log_dirs table, the replica sets."""
+    _finish_split(out)
+    _write_table(out, "log_dirs", log_dirs_table(log_dirs))
+    if watcher:
+        watcher.step = "replicas"
+    if tail:
+        from replog.spark.tail import tail_replicas
+        _write_table(out, "replicas", tail_replicas(spark, out / "partitions", out / f"{WORK}/tail_batches"))
+    else:
+        _replicas(spark, out, out / ("batches" if with_batches else f"{WORK}/replica_batches"))
+    shutil.rmtree(out / WORK, ignore_errors=True)
+    cache.prune(out)
+
+
+def _write_table(out: Path, name: str, table: pa.Table, part: str = "part-driver") -> None:
+    """Rows the driver writes itself (few: one per log dir, or per split partition)."""
+    folder = out / name
+    folder.mkdir(exist_ok=True)
+    sink = ParquetSink(folder / f"{part}.parquet", schemas.TABLES[name])
     try:
-        tables = {name: _decode(env, name) for name in ("partitions", "segments", "findings", "batches", "stores")}
-        if any(u.split for u in units):
-            counts = _decode(env, "split_counts")
-            tables["partitions"] = with_split_counts(tables["partitions"], counts, "partition_path")
-            tables["segments"] = with_split_counts(tables["segments"], counts, "path")
-        for name in ("partitions", "segments", "findings", "stores") + (("batches",) if with_batches else ()):
-            if watcher:
-                watcher.step = f"scan -> {name}"
-            tables[name].write.mode("overwrite").parquet(str(out / name))
-        if watcher:
-            watcher.step = "replicas"
-        slim = tables["batches"].select(*REPLICA_BATCH_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
-        replicas_frame(spark.read.parquet(str(out / "partitions")), slim) \
-            .write.mode("overwrite").parquet(str(out / "replicas"))
-        slim.unpersist()
-    finally:
-        env.unpersist()
+        for batch in table.to_batches():
+            sink.write(batch)
+        sink.close()
+    except BaseException:
+        sink.discard()
+        raise
 
 
-@contextmanager
-def _sql_conf(spark: Any, key: str, value: Any) -> Iterator[None]:
-    """A session SQL setting changed for a block, then put back as it was (the session may be a caller's)."""
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, str(value))
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
+def _finish_split(out: Path) -> None:
+    """The light units' rows of split partitions, with their segments units' finding counts added."""
+    work = out / WORK
+    if not (work / "split_partitions").is_dir():
+        return
+    parts, segs = _read(work / "split_partitions"), _read(work / "split_segments")
+    counts = _read(work / "split_counts") if (work / "split_counts").is_dir() else schemas.SPLIT_COUNTS.empty_table()
+    parts, segs = apply_split_counts(parts, segs, counts)
+    _write_table(out, "partitions", parts, "part-split")
+    _write_table(out, "segments", segs, "part-split")
 
 
+def _read(folder: Path) -> pa.Table:
+    import pyarrow.dataset as ds
 
-def _decode(env: Any, name: str) -> Any:
-    from pyspark.sql import functions as F
-
-    schema = schemas.SPLIT_COUNTS if name == "split_counts" else schemas.TABLES[name]
-    return env.where(F.col("table") == name).select("data").mapInArrow(decode_blobs, schemas.spark_schema(schema))
+    return ds.dataset(str(folder), format="parquet").to_table()
 
 
-def with_split_counts(frame: Any, counts: Any, key: str) -> Any:
-    """`partitions` or `segments` with the segments units' finding counts added (`tasks.apply_split_counts`)."""
-    from pyspark.sql import functions as F
-
-    extra = counts.groupBy(F.col(key).alias("_key")).agg(
-        *(F.sum(c).alias(f"_{c}") for c in ("errors", "warnings", "infos")))
-    joined = frame.join(F.broadcast(extra), frame["path"] == extra["_key"], "left")
-    new = {c: (F.col(c) + F.coalesce(F.col(f"_{c}"), F.lit(0))).cast("int") for c in ("errors", "warnings", "infos")}
-    if "damaged" in frame.columns:
-        new["damaged"] = (new["errors"] > 0) | (F.col("valid_bytes") < F.col("size"))
-    return joined.select(*(new[c].alias(c) if c in new else F.col(c) for c in frame.columns))
+def _replicas(spark: Any, out: Path, batches: Path) -> None:
+    """The `replicas` table: Spark joins over the partitions and the batch metadata, when some partition
+    has two or more live replicas in one cluster; else an empty table, without a Spark job."""
+    parts = load_table(out, "partitions")
+    live = parts.filter(pc.equal(parts.column("state"), "live"))
+    sets = live.group_by(["cluster", "topic", "partition"]).aggregate([([], "count_all")]) if live.num_rows else None
+    if sets is None or not sets.num_rows or pc.max(sets.column("count_all")).as_py() < 2 or not batches.is_dir():
+        _write_table(out, "replicas", schemas.REPLICAS.empty_table())
+        return
+    replicas_frame(spark.read.parquet(str(out / "partitions")), spark.read.parquet(str(batches))) \
+        .write.mode("overwrite").parquet(str(out / "replicas"))
 
 
 # -- counts --------------------------------------------------------------------------------
@@ -290,17 +297,3 @@ def table_rows(out: Path) -> dict[str, int]:
 
     return {name: ds.dataset(str(out / name), format="parquet").count_rows()
             for name in schemas.TABLES if (out / name).is_dir()}
-
-
-def _error_count(out: Path) -> int:
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
-
-    if not (out / "findings").is_dir():
-        return 0
-    sev = ds.dataset(str(out / "findings"), format="parquet").to_table(columns=["severity"]).column("severity")
-    return int(pc.sum(pc.equal(sev, "error")).as_py() or 0)
-
-
-def _divergent_count(out: Path) -> int:
-    return replicas_diverging(load_table(out, "replicas"))

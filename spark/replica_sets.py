@@ -6,10 +6,12 @@ from typing import Any
 # -- replica sets ----------------------------------------------------------------------
 
 
-def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, Any]]) -> dict[str, Any]:
-    """One `replicas` row from per-replica facts joined by Spark.
+def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, Any]], *, cluster: str = "",
+                         topic_id: str | None = None) -> dict[str, Any]:
+    """One `replicas` row from per-replica facts joined by Spark, for one replica set: the replicas
+    of one partition in one `cluster` (of one `topic_id` when their partition.metadata gives one).
 
-    Each replica dict: broker, log_end_offset, high_watermark, latest_epoch, and
+    Each replica dict: broker, log_dir (optional), log_end_offset, high_watermark, latest_epoch, and
     when the set diverges: divergent_offset (D, the same for all), at_d (the
     (base_offset, last_offset, crc) of its kept batch covering D, or None),
     records_from_d (records in its kept batches ending at or after D) and
@@ -26,12 +28,13 @@ def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, An
     most of those below that replica's own high watermark, i.e. records it had
     reported committed and consumers may have read.
     """
-    reps = sorted(replicas, key=lambda r: r["broker"])
+    reps = sorted(replicas, key=lambda r: (r["broker"], r.get("log_dir") or ""))
     leos = [r["log_end_offset"] for r in reps]
     hws = [r["high_watermark"] for r in reps]
     known_hws = [h for h in hws if h is not None]
     row: dict[str, Any] = {
-        "topic": topic, "partition": partition, "replicas": [r["broker"] for r in reps],
+        "cluster": cluster, "topic": topic, "partition": partition, "topic_id": topic_id,
+        "replicas": [r["broker"] for r in reps], "log_dirs": [r.get("log_dir") for r in reps],
         "log_end_offsets": leos, "high_watermarks": hws, "latest_epochs": [r["latest_epoch"] for r in reps],
         "leo_spread": max(leos) - min(leos) if leos else 0,
         "hw_spread": max(known_hws) - min(known_hws) if known_hws else None,
@@ -56,9 +59,9 @@ def _leader(reps: list[dict[str, Any]]) -> dict[str, Any]:
     """The replica `replay` would elect from the same facts (`election.elect`; an unknown HW counts as 0)."""
     from replog.recovery.kafka.election import Candidate, elect
 
-    name = elect([Candidate(r["broker"], r["high_watermark"] or 0, r["log_end_offset"], r["latest_epoch"])
-                  for r in reps]).name
-    return next(r for r in reps if r["broker"] == name)
+    name = elect([Candidate(str(k), r["high_watermark"] or 0, r["log_end_offset"], r["latest_epoch"])
+                  for k, r in enumerate(reps)]).name
+    return reps[int(name)]
 
 
 def _key(at_d: Any) -> tuple[int, int, int] | None:

@@ -7,8 +7,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import is_regular, read_small
 from replog.formats.findings import Finding
 from replog.formats.kafka import names
+from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.recovery.kafka.logdir import (
     PartitionSummary,
     flags,
@@ -17,11 +20,25 @@ from replog.recovery.kafka.segment_pass import Walked
 from replog.spark import schemas
 from replog.spark.units import Unit
 
+WHERE = ("cluster", "broker", "log_dir", "topic", "partition")
+
 
 def _where(unit: Unit) -> dict[str, Any]:
-    parsed = names.parse_partition_dir(Path(unit.path).name) if unit.kind in ("partition", "segments") else None
-    return {"broker": unit.broker, "log_dir": unit.log_dir,
+    parsed = names.parse_partition_dir(Path(unit.path).name) if unit.kind in ("partition", "segments", "tail") else None
+    return {"cluster": unit.cluster, "broker": unit.broker, "log_dir": unit.log_dir,
             "topic": parsed.topic if parsed else None, "partition": parsed.partition if parsed else None}
+
+
+def topic_id(partition_dir: str) -> str | None:
+    """The topic id in the partition's `partition.metadata` (None when absent or unreadable: doctor's
+    checks report why); replica sets form only among replicas of one topic id."""
+    path = Path(partition_dir) / names.PARTITION_METADATA
+    if not is_regular(path):
+        return None
+    try:
+        return parse_partition_metadata(read_small(path, 1 << 16)).topic_id
+    except (FormatError, UnreadableInput):
+        return None
 
 
 # -- rows ----------------------------------------------------------------------------
@@ -38,7 +55,8 @@ def _epochs(entries: Iterable[Any] | None) -> list[dict[str, int]] | None:
 
 def partition_row(unit: Unit, part: PartitionSummary, found: list[Finding]) -> dict[str, Any]:
     """The `partitions` row: the numbers `ls` shows, the finding counts `doctor` gives."""
-    return {**_where(unit), "path": part.path, "state": part.state, "segments": len(part.segments),
+    return {**_where(unit), "path": part.path, "topic_id": topic_id(part.path), "state": part.state,
+            "segments": len(part.segments),
             "bytes": part.bytes, "log_start_offset": part.log_start_offset,
             "log_end_offset": part.log_end_offset, "high_watermark": part.high_watermark,
             "recovery_point": part.recovery_point, "latest_epoch": part.latest_epoch,
@@ -71,14 +89,25 @@ def findings_batch(where: dict[str, Any], found: list[Finding]) -> pa.RecordBatc
     return pa.RecordBatch.from_pylist(rows, schema=schemas.FINDINGS)
 
 
-def batch_rows(where: dict[str, Any], walked: Walked) -> pa.RecordBatch:
-    """One block's `batches` rows: where it is, `kept` = recovery keeps the batch, its columns."""
-    chunk = walked.block.to_arrow(str(walked.segment.path))
-    n = chunk.num_rows
-    cols = [pa.repeat(pa.scalar(where[k], schemas.BATCHES.field(k).type), n)
-            for k in ("broker", "log_dir", "topic", "partition")]
+def _where_columns(where: dict[str, Any], schema: pa.Schema, n: int) -> list[pa.Array]:
+    return [pa.repeat(pa.scalar(where[k], schema.field(k).type), n) for k in WHERE]
+
+
+def batch_rows(where: dict[str, Any], walked: Walked, chunk: pa.RecordBatch | None = None) -> pa.RecordBatch:
+    """One block's `batches` rows: where it is, `kept` = recovery keeps the batch, its columns
+    (`chunk`: the block already typed by `BatchBlock.to_arrow`)."""
+    chunk = walked.block.to_arrow(str(walked.segment.path)) if chunk is None else chunk
+    cols = _where_columns(where, schemas.BATCHES, chunk.num_rows)
     cols.append(pa.array(walked.kept, pa.bool_()))
     cols += [chunk.column(i).cast(schemas.BATCHES.field(name).type) for i, name in enumerate(chunk.schema.names)]
     return pa.RecordBatch.from_arrays(cols, schema=schemas.BATCHES)
+
+
+def replica_batch_rows(where: dict[str, Any], walked: Walked) -> pa.RecordBatch:
+    """What the replica comparison reads of a block when the batch table is not written."""
+    block, schema = walked.block, schemas.REPLICA_BATCHES
+    cols = _where_columns(where, schema, len(block))
+    cols += [pa.array(block.column(name), schema.field(name).type) for name in schema.names[len(WHERE):]]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 

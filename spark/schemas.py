@@ -15,12 +15,15 @@ import pyarrow as pa
 from replog.formats.kafka.columns import BATCH_SCHEMA
 
 _EPOCH = pa.struct([("epoch", pa.int32()), ("start_offset", pa.int64())])
-_WHERE = [("broker", pa.string()), ("log_dir", pa.string()), ("topic", pa.string()),
+# Every row says where it comes from: the cluster (its id, or the group standing in for it: `spark.identity`),
+# the broker, the log dir's path, and the partition.
+_WHERE = [("cluster", pa.string()), ("broker", pa.string()), ("log_dir", pa.string()), ("topic", pa.string()),
           ("partition", pa.int32())]
 _COUNTS = [("errors", pa.int32()), ("warnings", pa.int32()), ("infos", pa.int32())]
 
 PARTITIONS = pa.schema(_WHERE + [
     ("path", pa.string()),
+    ("topic_id", pa.string()),                   # from partition.metadata; null when absent or unreadable
     ("state", pa.string()),                      # live | delete | future | stray
     ("segments", pa.int32()),
     ("bytes", pa.int64()),
@@ -61,9 +64,12 @@ FINDINGS = pa.schema(_WHERE + [
 ])
 
 REPLICAS = pa.schema([
+    ("cluster", pa.string()),                    # replica sets never span clusters
     ("topic", pa.string()),
     ("partition", pa.int32()),
+    ("topic_id", pa.string()),                   # the replicas' topic id, when partition.metadata gives one
     ("replicas", pa.list_(pa.string())),         # broker names, sorted
+    ("log_dirs", pa.list_(pa.string())),         # each replica's log dir, in the order of `replicas`
     ("log_end_offsets", pa.list_(pa.int64())),   # in the order of `replicas`
     ("high_watermarks", pa.list_(pa.int64())),
     ("latest_epochs", pa.list_(pa.int32())),
@@ -79,7 +85,11 @@ REPLICAS = pa.schema([
 
 
 STORES = pa.schema([
+    ("cluster", pa.string()),                    # brokerClusterName, or the group standing in for it
     ("broker", pa.string()),
+    ("broker_name", pa.string()),                # brokerName: a master and its slaves share it
+    ("broker_id", pa.int64()),
+    ("role", pa.string()),                       # master | slave (null: the store does not say)
     ("store", pa.string()),                      # the store dir's name
     ("path", pa.string()),
     ("commitlog_min_offset", pa.int64()),        # physical offsets
@@ -90,6 +100,18 @@ STORES = pa.schema([
     ("confirm_offset", pa.int64()),
     ("latest_epoch", pa.int32()),
     *_COUNTS,
+])
+
+LOG_DIRS = pa.schema([
+    ("cluster", pa.string()),
+    ("cluster_id", pa.string()),                 # as meta.properties / the store config gives it, else null
+    ("broker", pa.string()),
+    ("node_id", pa.int64()),                     # Kafka node.id / broker.id, RocketMQ brokerId
+    ("role", pa.string()),                       # RocketMQ master | slave
+    ("kind", pa.string()),                       # kafka | rocketmq
+    ("path", pa.string()),
+    ("remote", pa.bool_()),
+    ("flags", pa.list_(pa.string())),            # no-cluster-id: grouped by its inventory line or folder
 ])
 
 # Internal (not written): finding counts a split partition's segment units add to
@@ -104,8 +126,19 @@ def _sparkable(t: pa.DataType) -> pa.DataType:
 BATCHES = pa.schema(_WHERE + [("kept", pa.bool_())]
                     + [pa.field(f.name, _sparkable(f.type)) for f in BATCH_SCHEMA])
 
+# Internal (written only until the replica sets are compared): what the comparison reads of each batch
+# when the batch table is not written.
+REPLICA_BATCHES = pa.schema([f for f in BATCHES if f.name in
+                             ("cluster", "broker", "log_dir", "topic", "partition", "base_offset", "last_offset",
+                              "crc", "count")])
+
+# Internal, a tail scan's: the last batches of each segment (and its first), for the replica comparison.
+TAIL_BATCHES = pa.schema([*(f for f in BATCHES if f.name in ("cluster", "broker", "log_dir", "topic", "partition")),
+                          ("base_offset", pa.int64()), ("last_offset", pa.int64()), ("crc", pa.int64()),
+                          ("partition_leader_epoch", pa.int32())])
+
 TABLES: dict[str, pa.Schema] = {"partitions": PARTITIONS, "segments": SEGMENTS, "findings": FINDINGS,
-                                "replicas": REPLICAS, "batches": BATCHES, "stores": STORES}
+                                "replicas": REPLICAS, "batches": BATCHES, "stores": STORES, "log_dirs": LOG_DIRS}
 
 
 def empty(schema: pa.Schema) -> pa.Table:

@@ -18,6 +18,11 @@ finding counts are added to the light unit's rows afterwards
 (`apply_split_counts`, or the same join in Spark), so split and unsplit scans
 give equal tables.
 
+Walks of sealed segments are recorded for the next scan, and replayed from an
+earlier scan's record instead of read when the segment is unchanged
+(`spark.cache`). Without the batch table, a block gives the few columns the
+replica comparison reads (`replica_batches`, internal).
+
 A unit with `fs` set lives behind a pyarrow filesystem: its files are streamed
 to a scratch dir (`spark.remote`) and scanned there with the same code.
 Units are planned in `spark.units`, rows built in `spark.rows`.
@@ -27,7 +32,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Generator, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,33 +55,58 @@ from replog.recovery.kafka.logdir import (
     use_fast_walk,
 )
 from replog.recovery.kafka.segment_pass import SegmentResult, Walked, segment_blocks
-from replog.spark import remote, schemas
+from replog.spark import cache, remote, schemas
+from replog.spark.identity import read_identity
 from replog.spark.rows import (
     _counts,
     _where,
     batch_rows,
     findings_batch,
     partition_batch,
+    replica_batch_rows,
     segments_batch,
 )
-from replog.spark.units import Unit, checkpoints_for
+from replog.spark.units import Unit, checkpoints_for, file_stats, sealed_stats
 
 TableBatch = tuple[str, pa.RecordBatch]
 
-def run_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableBatch]:
+
+@dataclass
+class Context:
+    """What a task hands every unit it runs: whether the batch table is written, where the walks of
+    sealed segments are recorded for the next scan (`spark.cache`; None: nowhere), the size above which
+    a segment takes the compiled walk (None: doctor's default; a fleet scan gives 0, so every segment
+    is walked by the same kernels), and the counts of segments read and replayed."""
+
+    with_batches: bool = True
+    recorder: cache.Recorder | None = None
+    fast_threshold: int | None = None
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def count(self, seg: SegmentResult) -> None:
+        kind = "reused" if seg.replayed else "read"
+        self.counts[f"segments_{kind}"] += 1
+        self.counts[f"bytes_{kind}"] += seg.size
+
+
+def run_unit(unit: Unit, *, with_batches: bool = True, context: Context | None = None) -> Iterator[TableBatch]:
     """Every table's rows for one unit; damage is data, so bad input never raises here."""
+    context = Context(with_batches) if context is None else context
     where = _where(unit)
     try:
         if unit.fs is not None:
-            yield from run_remote_unit(unit, with_batches=with_batches)
+            yield from run_remote_unit(unit, context)
         elif unit.kind == "log_dir":
             yield "findings", findings_batch(where, log_dir_findings(Path(unit.path)))
         elif unit.kind == "store":
             yield from store_tables(unit)
         elif unit.kind == "segments":
-            yield from segment_group_tables(unit, with_batches)
+            yield from segment_group_tables(unit, context)
+        elif unit.kind == "tail":
+            from replog.spark.tail import tail_tables
+            yield from tail_tables(unit)
         else:
-            yield from partition_tables(unit, with_batches and not unit.split)
+            yield from partition_tables(unit, context)
     except (ReplogError, OSError) as e:
         yield "findings", findings_batch(where, [finding("UNREADABLE_FILE", unit.path, message=str(e))])
     except Exception as e:  # noqa: BLE001 - one bad dir must not fail the fleet job
@@ -84,18 +114,25 @@ def run_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableBatch]:
                                                          message=f"{type(e).__name__}: {e}")])
 
 
-def partition_tables(unit: Unit, with_batches: bool) -> Iterator[TableBatch]:
-    """A partition unit: doctor's pass over each segment (`doctor.partition_pass`; no record decoding
-    when the unit is split), whose blocks also make the `ls` summary and, with `with_batches`, the
-    batch rows; then the partition's `partitions`, `segments` and `findings` rows.
+def partition_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
+    """A partition unit: doctor's pass over each segment (`doctor.partition_pass`; a light unit leaves
+    the record decoding of `covered` segments to its segments units), whose blocks also make the `ls`
+    summary and the batch rows, and are recorded for the next scan; then the partition's
+    `partitions`, `segments` and `findings` rows. Sealed segments the unit brings recorded walks of
+    are replayed when unchanged (`cache.unchanged`), not read.
 
     A segment doctor cannot read gets no summary from the pass: `summarize_partition` then reads it
     itself and raises as `ls` would, so the unit reports it unreadable, as before."""
     where = _where(unit)
     cps = checkpoints_for(unit)
+    covered = set(unit.covered or ())
+    entries = {e["base_offset"]: e for e in unit.reuse or ()}
+    sealed = sealed_stats(file_stats(Path(unit.path))) if context.recorder is not None else {}
     steps = doctor.partition_pass(Evidence(hash_files=False), Path(unit.path), cps, Path(unit.log_dir),
-                                  deep=not unit.split)
+                                  deep=lambda base: base not in covered, fast_threshold=context.fast_threshold,
+                                  recorded=_recorded(entries) if entries else None)
     summaries = PassSummaries()
+    current: SegmentResult | None = None
     while True:
         try:
             step = next(steps)
@@ -103,12 +140,50 @@ def partition_tables(unit: Unit, with_batches: bool) -> Iterator[TableBatch]:
             _, found = done.value
             break
         summaries.feed(step)
-        if with_batches and isinstance(step, Walked):
-            yield "batches", batch_rows(where, step)
+        if isinstance(step, Walked):
+            seg = step.segment
+            if seg is not current:
+                current = seg
+                if context.recorder is not None and seg.base_offset in sealed and seg.base_offset not in covered \
+                        and not seg.replayed:
+                    context.recorder.begin(unit.path, seg.path, sealed[seg.base_offset])
+            if seg.base_offset not in covered:
+                yield from block_tables(where, step, context)
+        else:
+            if step.base_offset not in covered:
+                context.count(step)
+            if context.recorder is not None and step.replayed:
+                context.recorder.carry(entries[step.base_offset])
+            elif context.recorder is not None:
+                context.recorder.end(step)
     part = summarize_partition(unit.path, cps, summaries=summaries.by_base)
     yield "partitions", partition_batch(unit, part, found)
     yield "segments", segments_batch(where, part, found)
     yield "findings", findings_batch(where, found)
+
+
+def _recorded(entries: dict[int, dict[str, Any]]) -> doctor.Recorded:
+    """The unit's recorded walks, each handed to the pass when its segment is sealed and unchanged."""
+
+    def recorded(base: int, path: Path, active: bool) -> cache.CachedWalk | None:
+        entry = entries.get(base)
+        return cache.CachedWalk(entry) if entry is not None and not active and cache.unchanged(entry, path) else None
+
+    return recorded
+
+
+def block_tables(where: dict[str, Any], walked: Walked, context: Context) -> Iterator[TableBatch]:
+    """One block's rows: the batch table's, or (without it) what the replica comparison reads; and the
+    block recorded when its segment is."""
+    recorder = context.recorder
+    recording = recorder is not None and recorder.recording(walked)
+    chunk = walked.block.to_arrow(str(walked.segment.path)) if context.with_batches or recording else None
+    if context.with_batches:
+        yield "batches", batch_rows(where, walked, chunk)
+    else:
+        yield "replica_batches", replica_batch_rows(where, walked)
+    if recording and recorder is not None and chunk is not None:
+        recorder.record(walked, chunk)
 
 
 class PassSummaries:
@@ -138,14 +213,16 @@ def _empty_summary(seg: SegmentResult) -> SegmentSummary:
 # -- split partitions ------------------------------------------------------------------
 
 
-def segment_group_tables(unit: Unit, with_batches: bool) -> Iterator[TableBatch]:
+def segment_group_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
     """A segments unit: doctor's record decoding of its segments (findings and their counts), batch rows."""
     where = _where(unit)
     found: list[Finding] = []
     counts = []
+    sealed = sealed_stats(file_stats(Path(unit.path))) if context.recorder is not None else {}
     for base in unit.segments or []:
         path = Path(unit.path) / names.segment_file_name(base, "log")
-        deep = yield from segment_tables(where, path, base, with_batches)
+        deep = yield from segment_tables(where, path, base, context, unit.path if base in sealed else None,
+                                         sealed.get(base))
         found += deep
         if deep:
             counts.append({"partition_path": unit.path, "path": str(path), **_counts(deep)})
@@ -153,17 +230,39 @@ def segment_group_tables(unit: Unit, with_batches: bool) -> Iterator[TableBatch]
     yield "split_counts", pa.RecordBatch.from_pylist(counts, schema=schemas.SPLIT_COUNTS)
 
 
-def segment_tables(where: dict[str, Any], path: Path, base: int,
-                   with_batches: bool) -> Generator[TableBatch, None, list[Finding]]:
+class _MarkersOnly:
+    """A state feed that keeps nothing: fed, the pass decodes the transaction markers (for the record)."""
+
+    def feed_block(self, block: Any, path: str, markers: Any) -> list[Any]:
+        return []
+
+
+def segment_tables(where: dict[str, Any], path: Path, base: int, context: Context,
+                   partition_path: str | None = None,
+                   stat: cache.Stat | None = None) -> Generator[TableBatch, None, list[Finding]]:
     """One pass over a segment of a split partition: its batch rows, and what doctor's deep pass adds
-    to the light unit's framing walk (`RecordCheck`: every record decoded, same cap), returned."""
+    to the light unit's framing walk (`RecordCheck`: every record decoded, same cap), returned. With
+    `stat` (a sealed segment's metadata before the walk), the walk is recorded for the next scan."""
+    recorder = context.recorder if stat is not None and partition_path is not None else None
     try:
         with mapped(path) as buf:
             records = checks_segments.RecordCheck(buf, str(path))
-            for walked in segment_blocks(buf, path, base, compiled=use_fast_walk(len(buf)), checks=[records]):
-                if with_batches:
-                    yield "batches", batch_rows(where, walked)
-            return records.finish()
+            if recorder is not None and partition_path is not None and stat is not None:
+                recorder.begin(partition_path, path, stat)
+            steps = segment_blocks(buf, path, base, compiled=use_fast_walk(len(buf), context.fast_threshold),
+                                   checks=[records], state=_MarkersOnly() if recorder is not None else None)
+            while True:
+                try:
+                    walked = next(steps)
+                except StopIteration as done:
+                    seg: SegmentResult = done.value
+                    break
+                yield from block_tables(where, walked, context)
+            seg.record_findings = records.finish()
+            context.count(seg)
+            if recorder is not None:
+                recorder.end(seg)
+            return seg.record_findings
     except ReplogError:
         return []   # unreadable: the light unit's pass reports it
 
@@ -194,14 +293,17 @@ def apply_split_counts(partitions: pa.Table, segments: pa.Table, counts: pa.Tabl
 
 
 def store_tables(unit: Unit) -> Iterator[TableBatch]:
-    """A store's `stores` row (from `load_store`) and its findings (from `diagnose_store`)."""
+    """A store's `stores` row (from `load_store`, its identity from its config: `spark.identity`) and its
+    findings (from `diagnose_store`)."""
     from replog.recovery.rocketmq.doctor import diagnose_store
     from replog.recovery.rocketmq.store_model import load_store
 
     where = _where(unit)
     found, _ = diagnose_store(unit.path)
     model = load_store(unit.path, Path(unit.path).name)
-    row = {"broker": unit.broker, "store": model.name, "path": unit.path,
+    ident = read_identity("rocketmq", unit.path)
+    row = {"cluster": unit.cluster, "broker": unit.broker, "broker_name": ident.broker_name,
+           "broker_id": ident.node_id, "role": ident.role, "store": model.name, "path": unit.path,
            "commitlog_min_offset": model.min_offset if model.files else None,
            "commitlog_max_offset": model.max_offset, "messages": len(model.messages), "queues": len(model.queues),
            "abort_present": model.abort.present, "confirm_offset": model.confirm_offset,
@@ -213,9 +315,10 @@ def store_tables(unit: Unit) -> Iterator[TableBatch]:
 # -- remote units ----------------------------------------------------------------------
 
 
-def run_remote_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableBatch]:
+def run_remote_unit(unit: Unit, context: Context) -> Iterator[TableBatch]:
     """Stream the unit's files to scratch (bounded ranged reads), scan the copy, name the remote paths.
-    The scratch copy lives until the unit's last rows are handed out."""
+    The scratch copy lives until the unit's last rows are handed out. Nothing is recorded (a rescan of
+    a remote dir reads it all again)."""
     filesystem = remote.unpack(unit.fs)
     with remote.scratch() as tmp:
         log_dir = tmp / (remote.base_name(unit.log_dir) or "root")
@@ -232,8 +335,10 @@ def run_remote_unit(unit: Unit, *, with_batches: bool = True) -> Iterator[TableB
             only = None if unit.kind != "segments" else {names.segment_file_name(b, "log") for b in unit.segments or []}
             remote.mirror(filesystem, unit.path, local, only=only)
         copy = replace(unit, fs=None, log_dir=str(log_dir), path=str(local))
-        for table, batch in run_unit(copy, with_batches=with_batches):
+        local_context = replace(context, recorder=None)
+        for table, batch in run_unit(copy, context=local_context):
             yield table, _renamed(batch, str(log_dir), unit.log_dir)
+        context.counts.update(local_context.counts)
 
 
 def _renamed(batch: pa.RecordBatch, local: str, remote_root: str) -> pa.RecordBatch:

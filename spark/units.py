@@ -5,7 +5,9 @@ one broker, small enough to ship as JSON. A partition dir larger than
 `split_bytes` becomes one light `partition` unit and `segments` units, groups
 of consecutive segments (`spark.tasks` says what each does). The root
 checkpoints are read once per log dir here and each unit carries its
-partition's entries.
+partition's entries. With a previous scan's cache (`spark.cache`), a partition
+unit also carries the recorded walks of its sealed segments whose file metadata
+still match; it is weighed, and split, by the bytes left to read.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from replog.recovery.kafka.logdir import (
     BrokerCheckpoints,
     read_broker_checkpoints,
 )
-from replog.spark import remote
+from replog.spark import cache, remote
 
 SPLIT_BYTES = 256 << 20     # a partition dir above this becomes several units
 
@@ -45,6 +47,9 @@ class Unit:
     split: bool = False        # a light partition unit: its segments units do the heavy work
     segments: list[int] | None = None   # a segments unit's base offsets
     fs: str | None = None      # packed pyarrow filesystem holding `path` (None: a local path)
+    cluster: str = ""          # replica sets form within one cluster (`spark.identity`)
+    covered: list[int] | None = None     # a light unit's segments whose records its segments units decode
+    reuse: list[dict[str, Any]] | None = None   # recorded walks of sealed segments that look unchanged
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,22 +59,26 @@ class Unit:
         return cls(**d)
 
 
-def log_dir_units(broker: str, log_dir: str, split_bytes: int | None = SPLIT_BYTES) -> list[Unit]:
+def log_dir_units(broker: str, log_dir: str, split_bytes: int | None = SPLIT_BYTES, *, cluster: str = "",
+                  index: cache.Index | None = None) -> list[Unit]:
     """The units of one log dir: one per partition dir (as `ls`/`doctor` list them, split when
-    larger than `split_bytes`; None: never), one for the root."""
+    larger than `split_bytes`; None: never), one for the root. `index`: a previous scan's cache."""
     root = Path(log_dir)
     cps = read_broker_checkpoints(root)
-    units = [Unit("log_dir", broker, str(root), str(root))]
+    units = [Unit("log_dir", broker, str(root), str(root), cluster=cluster)]
     for name in sorted(os.listdir(root)):
         p = root / name
         if is_partition_dir(p):
-            units += partition_units(Unit("partition", broker, str(root), str(p), *_offsets_of(cps, name)),
-                                     _file_sizes(p), split_bytes)
+            stats = file_stats(p)
+            reuse = cache.candidates(index, str(p), sealed_stats(stats)) if index else []
+            units += partition_units(Unit("partition", broker, str(root), str(p), *_offsets_of(cps, name),
+                                          cluster=cluster),
+                                     {n: st[0] for n, st in stats.items()}, split_bytes, reuse)
     return units
 
 
 def remote_log_dir_units(broker: str, filesystem: Any, log_dir: str,
-                         split_bytes: int | None = SPLIT_BYTES) -> list[Unit]:
+                         split_bytes: int | None = SPLIT_BYTES, *, cluster: str = "") -> list[Unit]:
     """`log_dir_units` of a log dir behind a pyarrow filesystem: listed remotely, root checkpoints
     streamed to a scratch dir and read with the local reader."""
     packed = remote.pack(filesystem)
@@ -77,14 +86,15 @@ def remote_log_dir_units(broker: str, filesystem: Any, log_dir: str,
     with remote.scratch() as tmp:
         remote.mirror(filesystem, log_dir, tmp, only=set(names.ROOT_OFFSET_CHECKPOINTS))
         cps = read_broker_checkpoints(tmp)
-    units = [Unit("log_dir", broker, log_dir, log_dir, fs=packed)]
+    units = [Unit("log_dir", broker, log_dir, log_dir, fs=packed, cluster=cluster)]
     for info in infos:
         listing = remote.listing(filesystem, info.path)
         if info.type.name != "Directory" or not remote.is_partition_dir(filesystem, info.path, listing):
             continue
         sizes = {i.base_name: i.size or 0 for i in listing if i.type.name == "File"}
         units += partition_units(Unit("partition", broker, log_dir, info.path,
-                                      *_offsets_of(cps, info.base_name), fs=packed), sizes, split_bytes)
+                                      *_offsets_of(cps, info.base_name), fs=packed, cluster=cluster),
+                                 sizes, split_bytes)
     return units
 
 
@@ -96,41 +106,55 @@ def _offsets_of(cps: BrokerCheckpoints, name: str) -> tuple[dict[str, int | None
     return offsets, {attr: cps.line_positions.get(attr, {}).get(tp) for attr in offsets}
 
 
-def partition_units(unit: Unit, sizes: dict[str, int], split_bytes: int | None) -> list[Unit]:
-    """One unit, or a light unit plus groups of consecutive segments of about `split_bytes` each."""
-    total = sum(sizes.values())
-    unit = replace(unit, size=total)
-    if split_bytes is None or total <= split_bytes:
-        return [unit]
+def partition_units(unit: Unit, sizes: dict[str, int], split_bytes: int | None,
+                    reuse: list[dict[str, Any]] | None = None) -> list[Unit]:
+    """One unit, or a light unit plus groups of consecutive segments of about `split_bytes` each, counting
+    only the segments to read (`reuse`: recorded walks of the others, which the light unit replays)."""
+    reuse = reuse or []
+    reused = {e["base_offset"] for e in reuse}
     logs = [(base, sizes[names.segment_file_name(base, "log")]) for base in live_segment_bases(sizes)]
+    to_read = sum(sizes.values()) - sum(size for base, size in logs if base in reused)
+    unit = replace(unit, size=to_read, reuse=reuse or None)
+    if split_bytes is None or to_read <= split_bytes:
+        return [unit]
     groups: list[list[int]] = [[]]
     acc = 0
     for base, size in logs:
+        if base in reused:
+            continue
         if groups[-1] and acc + size > split_bytes:
             groups.append([])
             acc = 0
         groups[-1].append(base)
         acc += size
-    light = replace(unit, split=True)   # still walks every segment's framing: weigh it fully
+    groups = [g for g in groups if g]
+    light = replace(unit, split=True, covered=[b for g in groups for b in g])  # walks all it reads: weigh fully
     by_base = dict(logs)
-    return [light] + [replace(unit, kind="segments", segments=g, size=sum(by_base[b] for b in g))
-                      for g in groups if g]
+    return [light] + [replace(unit, kind="segments", segments=g, size=sum(by_base[b] for b in g), reuse=None)
+                      for g in groups]
 
 
-def _file_sizes(p: Path) -> dict[str, int]:
+def file_stats(p: Path) -> dict[str, cache.Stat]:
+    """Size, mtime and inode of every file in a partition dir (what a cached walk is matched on)."""
     try:
-        return {e.name: e.stat().st_size for e in os.scandir(p) if e.is_file()}
+        return {e.name: cache.file_stat(e.stat()) for e in os.scandir(p) if e.is_file()}
     except OSError:
         return {}
 
 
-def store_unit(broker: str, path: str, filesystem: Any = None) -> Unit:
+def sealed_stats(stats: dict[str, cache.Stat]) -> dict[int, cache.Stat]:
+    """The sealed segments' file metadata by base offset: every live `.log` but the last (the active one)."""
+    bases = live_segment_bases(list(stats))
+    return {base: stats[names.segment_file_name(base, "log")] for base in bases[:-1]}
+
+
+def store_unit(broker: str, path: str, filesystem: Any = None, *, cluster: str = "") -> Unit:
     """A RocketMQ store: one unit (its checks need the whole commitlog in order)."""
     if filesystem is not None:
         return Unit("store", broker, path, path, size=remote.tree_bytes(filesystem, path),
-                    fs=remote.pack(filesystem))
+                    fs=remote.pack(filesystem), cluster=cluster)
     size = sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
-    return Unit("store", broker, path, path, size=size)
+    return Unit("store", broker, path, path, size=size, cluster=cluster)
 
 
 def checkpoints_for(unit: Unit) -> BrokerCheckpoints:

@@ -319,21 +319,28 @@ def fleet_scan(
     spark_log_level: Annotated[str, typer.Option(
         "--spark-log-level", metavar="LEVEL",
         help="Spark's own logging on stderr: ERROR (default), WARN, INFO, DEBUG, OFF")] = "ERROR",
+    since: Annotated[Path | None, typer.Option(
+        "--since", metavar="DIR",
+        help="an earlier scan's --out: sealed segments unchanged since are not read again")] = None,
+    tail: Annotated[bool, typer.Option(
+        "--tail", help="compare replicas from checkpoints, epoch files and segment tails only (fast)")] = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Scan every partition of every log dir with Spark; Parquet tables partitions, segments,
-    findings, replicas (and batches) under --out.
+    findings, replicas, log_dirs, stores (and batches) under --out.
 
     Examples:
 
       replog fleet scan /data/fleet --out /tmp/fleet-scan
+
+      replog fleet scan /data/fleet --out /tmp/fleet-scan-2 --since /tmp/fleet-scan
 
       replog fleet scan '/mnt/kafka-*/logs' --out scan --master spark://head:7077 --batches
     """
     from replog.toolkit.fleet_view import run_fleet_scan
 
     raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, split_bytes, fmt,
-                                    spark_log_level))
+                                    spark_log_level, since=since, tail=tail))
 
 
 @fleet_app.command("report", cls=ReplogCommand)

@@ -34,7 +34,7 @@ def stage_progress() -> Iterator[Callable[[str, int, int], None] | None]:
 
 def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventory: Path | None,
                    batches: bool, force: bool, split_bytes: int, fmt: Format | None,
-                   spark_log_level: str = "ERROR") -> int:
+                   spark_log_level: str = "ERROR", *, since: Path | None = None, tail: bool = False) -> int:
     """Scan, print what was written; exit 1 on the rule `fleet report` applies to the same tables."""
     from replog.spark.fleet import scan_fleet
     from replog.spark.session import check_log_level
@@ -43,15 +43,26 @@ def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventor
 
     with stage_progress() as progress:
         result = scan_fleet(list(paths), out, master=master, inventory=inventory, batches=batches,
-                            force=force, progress=progress, split_bytes=split_bytes, log_level=spark_log_level)
+                            force=force, progress=progress, split_bytes=split_bytes, log_level=spark_log_level,
+                            since=since, tail=tail)
     for note in result.skipped:
         stderr.print(f"[yellow]replog: skipped[/] {note}")
 
     def show(console: Console) -> None:
-        """Three lines, not a table: what was scanned, the rows written, and the next command."""
-        console.print(f"scanned {len(result.log_dirs)} log dirs ({result.units} units) in {result.seconds:.1f} s "
-                      f"-> {result.out_dir}")
+        """A few lines, not a table: what was scanned, the rows written, what was read and what
+        replayed from the earlier scan, and the next command."""
+        mode = " (tail: checkpoints, epoch files and segment tails)" if result.mode == "tail" else ""
+        console.print(f"scanned {len(result.log_dirs)} log dirs ({result.units} units) in {result.seconds:.1f} s"
+                      f"{mode} -> {result.out_dir}")
         console.print("  " + ", ".join(f"{k}: {v:,}" for k, v in result.rows.items()))
+        if result.mode == "full":
+            console.print(f"  segments read: {result.counts.get('segments_read', 0):,} "
+                          f"({result.counts.get('bytes_read', 0):,} bytes)"
+                          + (f"; replayed from {result.since}: {result.counts.get('segments_reused', 0):,} "
+                             f"({result.counts.get('bytes_reused', 0):,} bytes)" if result.since else ""))
+            if result.since:
+                console.print("  " + "; ".join(f"{name}: {r['segments_reused']:,} reused, {r['segments_read']:,} read"
+                                               for name, r in result.reuse.items()))
         console.print(f"next: replog fleet report {result.out_dir}")
 
     render(resolve(fmt), result.to_dict(), show)

@@ -105,6 +105,14 @@ class BatchBlock:
     def rows(self) -> Iterator[BatchInfo]:
         return (self.row(i) for i in range(len(self)))
 
+    @classmethod
+    def from_arrow(cls, batch: pa.RecordBatch) -> BatchBlock:
+        """The block `to_arrow` made (its `path` column, when present, is not part of a block)."""
+        cols = np.empty((len(FIELDS), batch.num_rows), dtype=np.int64)
+        for k, name in enumerate(FIELDS):
+            cols[k] = batch.column(name).to_numpy(zero_copy_only=False)
+        return cls(cols)
+
     def to_arrow(self, path: str) -> pa.RecordBatch:
         """The block typed as `BATCH_SCHEMA` (a `path` column first)."""
         n = len(self)

@@ -82,6 +82,25 @@ def split_slots(buf, entry_size: int, sink: FindingSink) -> tuple[int, int]:
     return data_slots, tail
 
 
+def last_entry(buf, base_offset: int) -> OffsetIndexEntry | None:
+    """The last entry of a `.index` without reading the whole file: the last slot before the zero
+    padding, found by bisection over slots (entries only grow and padding is all zero, so slots are
+    data then padding; slot 0 is data even when zero). On a damaged index the answer may be any slot:
+    a caller checks it against the `.log`. None for an empty file."""
+    slots = len(buf) // ENTRY_SIZE
+    if not slots:
+        return None
+    lo, hi = 0, slots   # slot lo holds data; slots from hi on are padding
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ENTRY_STRUCT.unpack_from(buf, mid * ENTRY_SIZE) == (0, 0):
+            hi = mid
+        else:
+            lo = mid
+    rel, pos = ENTRY_STRUCT.unpack_from(buf, lo * ENTRY_SIZE)
+    return OffsetIndexEntry(base_offset + rel, pos)
+
+
 def read_offset_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
     """Entries of a `.index`, the padding slot count, and what is wrong with it."""
     sink = FindingSink(path)

@@ -27,9 +27,11 @@ from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state, segment_pass
 from replog.recovery.kafka.checks_broker import PartitionOffsets
 from replog.recovery.kafka.logdir import BrokerCheckpoints, use_fast_walk
-from replog.recovery.kafka.segment_pass import SegmentResult, Walked
+from replog.recovery.kafka.segment_pass import RecordedWalk, SegmentResult, Walked
 
 PartitionStep = Walked | SegmentResult   # a block of the pass, or the end of a segment's pass
+# An earlier pass's record of a segment, when the caller has one it trusts: (base offset, path, active)
+Recorded = Callable[[int, Path, bool], RecordedWalk | None]
 
 
 def check_log_dir(ev: Evidence, log_dir: Path) -> tuple[list[Finding], list[PartitionOffsets]]:
@@ -70,10 +72,17 @@ def check_partition(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None,
 
 
 def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_dir: Path,
-                   deep: bool = True) -> Generator[PartitionStep, None, tuple[PartitionOffsets, list[Finding]]]:
+                   deep: bool | Callable[[int], bool] = True, *, fast_threshold: int | None = None,
+                   recorded: Recorded | None = None,
+                   ) -> Generator[PartitionStep, None, tuple[PartitionOffsets, list[Finding]]]:
     """`check_partition`, handing out every block of each segment's one pass (`Walked`), then that
     segment's `SegmentResult` (none for a segment it cannot read): a fleet scan builds its summary
-    and batch table from the very blocks the checks read."""
+    and batch table from the very blocks the checks read.
+
+    `deep` may say per segment (by base offset) whether its records are decoded here; segments above
+    `fast_threshold` bytes take the compiled walk (`use_fast_walk`). `recorded` may give a segment's
+    walk as an earlier pass recorded it: that segment is then replayed (`segment_pass.replay_blocks`),
+    not read, and every check downstream of the walk runs on the replayed blocks."""
     parsed = names.parse_partition_dir(pdir.name)
     if parsed is None:
         raise UnreadableInput(f"{pdir}: not a topic-partition directory name")
@@ -89,7 +98,11 @@ def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_
                                       epoch_positions, log_start, _snapshots(ev, inv, out))
     leo, prev = log_start, None
     for i, base in enumerate(bases):
-        seg, found = yield from _segment(ev, inv, base, state, active=i == len(bases) - 1, deep=deep)
+        active = i == len(bases) - 1
+        replay = recorded(base, inv.files.logs[base], active) if recorded is not None else None
+        seg, found = yield from _segment(ev, inv, base, state, active=active,
+                                         deep=deep(base) if callable(deep) else deep,
+                                         fast_threshold=fast_threshold, replay=replay)
         out += found
         if seg is None:
             continue
@@ -109,22 +122,31 @@ def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_
 
 
 def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: checks_state.StateChecker,
-             active: bool, deep: bool = True) -> Generator[Walked, None, tuple[SegmentResult | None, list[Finding]]]:
-    """One pass over a segment: its walk, records, epochs and producers, and indexes (its blocks handed out)."""
+             active: bool, deep: bool = True, fast_threshold: int | None = None, replay: RecordedWalk | None = None,
+             ) -> Generator[Walked, None, tuple[SegmentResult | None, list[Finding]]]:
+    """One pass over a segment: its walk, records, epochs and producers, and indexes (its blocks handed
+    out); from `replay` (the walk and record decode an earlier pass recorded) instead of the bytes."""
     path = inv.files.logs[base]
     kinds = {k: inv.files.indexes[(base, k)] for k in ("index", "timeindex", "txnindex")
              if (base, k) in inv.files.indexes}
-    try:
-        with ev.mapped(path) as buf:
-            indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=len(buf),
-                                                        active=active)
-            records = checks_segments.RecordCheck(buf, str(path)) if deep else None
-            checks: list[segment_pass.BlockCheck] = [indexes] if records is None else [records, indexes]
-            seg = yield from segment_pass.segment_blocks(buf, path, base, compiled=use_fast_walk(len(buf)),
-                                                         checks=checks, state=state)
-            found = seg.findings + (records.finish() if records is not None else [])
-    except UnreadableInput as e:
-        return None, [from_unreadable(e, str(path))]
+    if replay is not None:
+        indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=replay.size, active=active)
+        seg = yield from segment_pass.replay_blocks(replay, path, base, checks=[indexes], state=state)
+        found = seg.findings + seg.record_findings
+    else:
+        try:
+            with ev.mapped(path) as buf:
+                indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=len(buf),
+                                                            active=active)
+                records = checks_segments.RecordCheck(buf, str(path)) if deep else None
+                checks: list[segment_pass.BlockCheck] = [indexes] if records is None else [records, indexes]
+                seg = yield from segment_pass.segment_blocks(buf, path, base,
+                                                             compiled=use_fast_walk(len(buf), fast_threshold),
+                                                             checks=checks, state=state)
+                seg.record_findings = records.finish() if records is not None else []
+                found = seg.findings + seg.record_findings
+        except UnreadableInput as e:
+            return None, [from_unreadable(e, str(path))]
     found.sort(key=lambda f: (f.position if f.position is not None else -1))
     if not seg.batch_count and not found:
         found.append(finding("KAFKA_SEGMENT_EMPTY", str(path), position=0, offset=base))

@@ -8,11 +8,15 @@ index checks. What the pass keeps of the batches is a handful of numbers
 (`SegmentResult`), so memory does not grow with the segment. `segment_blocks`
 is the same pass handing each block out too (`Walked`), for a caller that
 builds more from the batches (a fleet scan's summary and batch table) without
-walking the segment again.
+walking the segment again. `replay_blocks` is that pass fed from a walk an
+earlier pass recorded (`RecordedWalk`: its blocks, transaction markers and
+outcome) instead of from the segment's bytes: every check downstream sees the
+same blocks in the same order, so it reports the same findings, while the
+segment itself is not read (a fleet rescan of a sealed, unchanged segment).
 """
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -53,6 +57,8 @@ class SegmentResult:
     max_last_offset: int | None = None    # highest last offset of any framed batch
     next_offset: int | None = None        # last offset + 1 of the last batch recovery keeps
     aborted: list[AbortedTxn] = field(default_factory=list)  # ABORT markers met, as the .txnindex holds them
+    record_findings: list[Finding] = field(default_factory=list)  # the record decode's (`RecordCheck`), if run
+    replayed: bool = False                # fed from a recorded walk: the segment was not read
 
 
 @dataclass
@@ -67,11 +73,36 @@ class Walked:
     segment: SegmentResult   # still being filled: its path, base offset and size are known
     block: BatchBlock
     valid_bytes: int
+    markers: dict[int, tuple[int, int] | None] = field(default_factory=dict)  # of its marker rows, by position
 
     @property
     def kept(self) -> np.ndarray:
         """Per row: the broker's recovery keeps this batch (it ends within `valid_bytes`)."""
         return self.block.end <= self.valid_bytes
+
+
+Markers = dict[int, tuple[int, int] | None]
+
+
+class RecordedWalk(Protocol):
+    """What an earlier pass over an unchanged segment recorded: its blocks in file order, the
+    (control type, coordinator epoch) of its transaction markers by batch position, and the walk's
+    outcome; `record_findings` is what the record decode found (`RecordCheck`)."""
+
+    @property
+    def size(self) -> int: ...
+    @property
+    def valid_bytes(self) -> int: ...
+    @property
+    def end_position(self) -> int: ...
+    @property
+    def findings(self) -> list[Finding]: ...
+    @property
+    def record_findings(self) -> list[Finding]: ...
+    @property
+    def markers(self) -> Markers: ...
+
+    def blocks(self) -> Iterator[BatchBlock]: ...
 
 
 def segment_blocks(buf: memoryview | bytes, path: Path, base_offset: int, *, compiled: bool,
@@ -80,19 +111,45 @@ def segment_blocks(buf: memoryview | bytes, path: Path, base_offset: int, *, com
     """`scan_segment`, handing out every block after `checks` and `state` have read it; returns the result."""
     walk, blocks = walk_blocks(buf, str(path), base_offset, compiled)
     seg = SegmentResult(path, base_offset, len(buf))
+    yield from _feed(seg, blocks, lambda: walk.valid_bytes, lambda sound: markers(buf, sound), checks, state)
+    seg.valid_bytes, seg.end_position, seg.findings = walk.valid_bytes, walk.end_position, list(walk.findings)
+    return seg
+
+
+def replay_blocks(recorded: RecordedWalk, path: Path, base_offset: int, *, checks: Iterable[BlockCheck] = (),
+                  state: StateFeed | None = None) -> Generator[Walked, None, SegmentResult]:
+    """`segment_blocks` fed from `recorded` instead of the segment's bytes: the same blocks to the same
+    checks, the same result (and the record decode's findings as recorded)."""
+    seg = SegmentResult(path, base_offset, recorded.size, replayed=True)
+
+    def recorded_markers(sound: BatchBlock) -> Markers:
+        rows = marker_rows(sound)
+        return {i: recorded.markers.get(p) for i, p in zip(rows.tolist(), sound.position[rows].tolist(), strict=True)}
+
+    yield from _feed(seg, recorded.blocks(), lambda: recorded.valid_bytes, recorded_markers, checks, state)
+    seg.valid_bytes, seg.end_position = recorded.valid_bytes, recorded.end_position
+    seg.findings, seg.record_findings = list(recorded.findings), list(recorded.record_findings)
+    return seg
+
+
+def _feed(seg: SegmentResult, blocks: Iterable[BatchBlock], valid_bytes: Callable[[], int],
+          markers_of: Callable[[BatchBlock], Markers], checks: Iterable[BlockCheck],
+          state: StateFeed | None) -> Generator[Walked, None, None]:
+    """Every block to `checks`, its sound batches (with their markers) to `state`, then out as `Walked`."""
     checks = list(checks)
     for block in blocks:
-        walked = Walked(seg, block, walk.valid_bytes)
+        walked = Walked(seg, block, valid_bytes())
         _account(seg, walked)
         for check in checks:
             check.feed(block)
         if state is not None:
             ok = (block.crc_valid == 1) & (block.magic >= 0) & (block.magic <= 2)
             sound = block if ok.all() else block[ok]  # the common case: no copy
-            seg.aborted += state.feed_block(sound, str(path), markers(buf, sound))
+            found = markers_of(sound)
+            if found:
+                walked.markers = {int(sound.position[i]): m for i, m in found.items()}
+            seg.aborted += state.feed_block(sound, str(seg.path), found)
         yield walked
-    seg.valid_bytes, seg.end_position, seg.findings = walk.valid_bytes, walk.end_position, list(walk.findings)
-    return seg
 
 
 def scan_segment(buf: memoryview | bytes, path: Path, base_offset: int, *, compiled: bool,
@@ -133,13 +190,17 @@ def markers(buf: memoryview | bytes, sound: BatchBlock) -> dict[int, tuple[int, 
     out: dict[int, tuple[int, int] | None] = {}
     if not sound.is_control.any():
         return out
-    rows = np.flatnonzero((sound.is_control == 1) & (sound.magic == 2) & (sound.producer_id >= 0))
-    for i in rows.tolist():
+    for i in marker_rows(sound).tolist():
         try:
             out[i] = marker_of(batch_records(buf, sound.row(i)))
         except FormatError:
             out[i] = None
     return out
+
+
+def marker_rows(sound: BatchBlock) -> np.ndarray:
+    """The rows of a block of sound batches that are transaction markers (control, v2, with a producer)."""
+    return np.flatnonzero((sound.is_control == 1) & (sound.magic == 2) & (sound.producer_id >= 0))
 
 
 def check_continuity(prev: SegmentResult, seg: SegmentResult) -> list[Finding]:

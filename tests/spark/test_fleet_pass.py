@@ -152,20 +152,3 @@ def test_split_partition_walks_each_segment_once_per_unit(damaged: Path, monkeyp
         by_kind.setdefault(unit.kind, Counter()).update(counts.walked - before)
     assert by_kind["partition"] == by_kind["segments"] == Counter(dict.fromkeys(logs, 1))
     assert counts.opened == Counter(dict.fromkeys(logs, 2))
-
-
-def test_blobs_are_bounded_and_decode_to_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A block of batch rows crosses Spark as several compressed blobs, none above the bound, rows intact."""
-    from replog.spark import fleet
-
-    monkeypatch.setattr(fleet, "BLOB_BYTES", 64 << 10)
-    n = 20_000
-    batch = pa.RecordBatch.from_pydict({"path": ["/data/kafka/t-0/00000000000000000000.log"] * n,
-                                        "position": pa.array(range(n), pa.int64())})
-    blobs = list(fleet.blobs(batch))
-    decoded = [pa.ipc.open_stream(b).read_next_batch() for b in blobs]
-    assert len(blobs) > 10 and max(d.nbytes for d in decoded) <= 64 << 10
-    assert sum(len(b) for b in blobs) < batch.nbytes / 5
-    envelope = pa.RecordBatch.from_pydict({"data": pa.array(blobs, pa.binary())})
-    assert pa.Table.from_batches(fleet.decode_blobs(iter([envelope]))).equals(pa.Table.from_batches([batch]))
-    assert not list(fleet.blobs(batch.slice(0, 0)))

@@ -180,7 +180,7 @@ def test_remote_store_and_discovery(fleet: Path) -> None:
     assert sorted((d.kind, d.path) for d in dirs)[:2] == [("kafka", "fx/broker-1"), ("kafka", "fx/broker-2")]
     assert {d.broker for d in dirs} == {"broker-1", "broker-2", "broker-3", "master", "slave", "damaged"}
     remote_t = tables_of([d.units(None)[0] for d in dirs if d.broker == "damaged"])
-    local_t = tables_of([store_unit("damaged", str(fleet / "rmq" / "damaged"))])
+    local_t = tables_of([store_unit("damaged", str(fleet / "rmq" / "damaged"), cluster="folder rmq")])
     [r], [loc] = remote_t["stores"].to_pylist(), local_t["stores"].to_pylist()
     assert r["path"] == "rmq/damaged" and {**r, "path": None} == {**loc, "path": None}
 

@@ -1,0 +1,296 @@
+"""What a scan keeps of each sealed segment so that the next scan need not read it again.
+
+Every Kafka segment but the active one is immutable once rolled (the broker appends to the active
+segment only; kafka.md §2). A scan records, for every sealed segment it walks, the walk itself: its
+batch columns (the blocks every check reads), the transaction markers among them, its outcome
+(valid bytes, end position, the walk's findings) and the record decode's findings. A later scan
+given this one's output (`fleet scan --since DIR`) replays that record (`segment_pass.replay_blocks`)
+instead of reading the segment, when the segment is unchanged: same path, size, mtime and inode,
+and the same CRC in the first and last batch headers (read from the file: two headers, not the
+segment). Everything downstream of the walk (epochs, producer state, indexes, summaries, batch
+rows) runs again on the replayed blocks, so a rescan's tables are those of a full scan.
+
+On disk, under OUT/_cache/: per task, `blocks-<scan>-<task>.arrow` (Arrow IPC file, zstd: a record
+batch per block of one segment, read back by index) and `index-<task>.parquet` (one row per recorded
+segment, `INDEX`). The driver of the next scan reads the index and hands each unit the entries of
+its partition whose file metadata still match (`candidates`); the executor checks the CRCs. A rescan
+hard-links the earlier block files into its own cache (`inherit`) and indexes the segments it
+replayed again (`Recorder.carry`), so each scan's cache is complete on its own and the earlier scan
+may be deleted; block files no entry refers to any more are removed (`prune`).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from replog.formats.errors import ReplogError
+from replog.formats.fileio import mapped
+from replog.formats.findings import Finding, Severity
+from replog.formats.kafka.blocks import BatchBlock
+from replog.formats.kafka.columns import BATCH_SCHEMA
+from replog.formats.kafka.segment import SegmentWalk
+from replog.recovery.kafka.segment_pass import Markers, SegmentResult, Walked
+from replog.spark.sinks import IpcSink, ParquetSink
+
+CACHE_DIR = "_cache"
+BLOCK_SCHEMA = pa.schema([f for f in BATCH_SCHEMA if f.name != "path"])
+_FINDING = pa.struct([("code", pa.string()), ("severity", pa.string()), ("path", pa.string()),
+                      ("position", pa.int64()), ("offset", pa.int64()), ("message", pa.string()),
+                      ("details", pa.string())])
+_MARKER = pa.struct([("position", pa.int64()), ("control_type", pa.int32()), ("coordinator_epoch", pa.int32())])
+INDEX = pa.schema([
+    ("partition_path", pa.string()), ("path", pa.string()), ("base_offset", pa.int64()),
+    ("size", pa.int64()), ("mtime_ns", pa.int64()), ("inode", pa.int64()),
+    ("first_crc", pa.int64()), ("last_crc", pa.int64()), ("last_position", pa.int64()),   # null: no batch
+    ("file", pa.string()), ("first_block", pa.int32()), ("block_count", pa.int32()),
+    ("valid_bytes", pa.int64()), ("end_position", pa.int64()),
+    ("findings", pa.list_(_FINDING)), ("record_findings", pa.list_(_FINDING)), ("markers", pa.list_(_MARKER)),
+])
+Stat = tuple[int, int, int]   # size, mtime_ns, inode
+Index = dict[str, dict[int, dict[str, Any]]]   # partition path -> base offset -> index row
+
+
+def file_stat(st: os.stat_result) -> Stat:
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+# -- findings and markers as cache rows --------------------------------------------------------
+
+
+def _finding_row(f: Finding) -> dict[str, Any]:
+    return {"code": f.code, "severity": f.severity.value, "path": f.path, "position": f.position,
+            "offset": f.offset, "message": f.message,
+            "details": json.dumps(f.details, default=str) if f.details else None}
+
+
+def _finding(row: dict[str, Any]) -> Finding:
+    return Finding(row["code"], row["path"], row["position"], row["offset"], row["message"],
+                   Severity(row["severity"]), json.loads(row["details"]) if row["details"] else {})
+
+
+def _marker_rows(markers: Markers) -> list[dict[str, Any]]:
+    return [{"position": pos, "control_type": None if m is None else m[0],
+             "coordinator_epoch": None if m is None else m[1]} for pos, m in sorted(markers.items())]
+
+
+def _markers(rows: list[dict[str, Any]]) -> Markers:
+    return {r["position"]: (None if r["control_type"] is None else (r["control_type"], r["coordinator_epoch"]))
+            for r in rows}
+
+
+# -- recording (executors) ------------------------------------------------------------------------
+
+
+@dataclass
+class _Open:
+    """The segment being recorded: its file metadata, first block and markers so far."""
+
+    partition_path: str
+    stat: Stat
+    first_block: int
+    blocks: int = 0
+    first_crc: int | None = None
+    last: tuple[int, int] | None = None     # (position, crc) of the last batch seen
+    markers: Markers = field(default_factory=dict)
+
+
+class Recorder:
+    """One task's cache files: `record` the blocks of each sealed segment as its pass walks them, `end`
+    the segment with its outcome; `close` commits both files (nothing when nothing was recorded)."""
+
+    def __init__(self, out: Path, task: int, scan: str) -> None:
+        self.dir, self.task = out / CACHE_DIR, task
+        self.blocks_path = self.dir / f"blocks-{scan}-{task:05d}.arrow"
+        self._blocks: IpcSink | None = None
+        self._index: ParquetSink | None = None
+        self._open: dict[str, _Open] = {}
+        self.rows = 0
+
+    def begin(self, partition_path: str, path: Path, stat: Stat) -> None:
+        """A sealed segment whose walk is about to be recorded (with its metadata before the walk)."""
+        if self._blocks is None:
+            self.dir.mkdir(exist_ok=True)
+            self._blocks = IpcSink(self.blocks_path, BLOCK_SCHEMA)
+        self._open[str(path)] = _Open(partition_path, stat, self._blocks.batches)
+
+    def recording(self, walked: Walked) -> bool:
+        """Whether the segment of this block is being recorded here."""
+        return str(walked.segment.path) in self._open
+
+    def record(self, walked: Walked, chunk: pa.RecordBatch) -> None:
+        """One block of a segment begun here (`chunk`: its rows typed as the batch table's, with `path`)."""
+        seg = self._open.get(str(walked.segment.path))
+        if seg is None or self._blocks is None or not len(walked.block):
+            return
+        self._blocks.write(chunk.drop_columns(["path"]))
+        seg.blocks += 1
+        if seg.first_crc is None:
+            seg.first_crc = int(walked.block.crc[0])
+        seg.last = (int(walked.block.position[-1]), int(walked.block.crc[-1]))
+        seg.markers.update(walked.markers)
+
+    def end(self, result: SegmentResult) -> None:
+        """The segment's pass is over: index it (unless it was replayed or not begun here)."""
+        seg = self._open.pop(str(result.path), None)
+        if seg is None or result.replayed:
+            return
+        size, mtime, inode = seg.stat
+        self._write({
+            "partition_path": seg.partition_path, "path": str(result.path), "base_offset": result.base_offset,
+            "size": size, "mtime_ns": mtime, "inode": inode, "first_crc": seg.first_crc,
+            "last_crc": seg.last[1] if seg.last else None, "last_position": seg.last[0] if seg.last else None,
+            "file": self.blocks_path.name, "first_block": seg.first_block, "block_count": seg.blocks,
+            "valid_bytes": result.valid_bytes, "end_position": result.end_position,
+            "findings": [_finding_row(f) for f in result.findings],
+            "record_findings": [_finding_row(f) for f in result.record_findings],
+            "markers": _marker_rows(seg.markers)})
+
+    def carry(self, entry: dict[str, Any]) -> None:
+        """Index again a segment replayed from `entry` (its blocks stay in the file they are in)."""
+        self._write({**entry, "file": _relative(Path(entry["file"]), self.dir)})
+
+    def _write(self, row: dict[str, Any]) -> None:
+        if self._index is None:
+            self.dir.mkdir(exist_ok=True)
+            self._index = ParquetSink(self.dir / f"index-{self.task:05d}.parquet", INDEX)
+        self._index.write(pa.RecordBatch.from_pylist([row], schema=INDEX))
+        self.rows += 1
+
+    def close(self) -> None:
+        for sink in (self._blocks, self._index):
+            if sink is not None:
+                sink.close()
+
+    def discard(self) -> None:
+        for sink in (self._blocks, self._index):
+            if sink is not None:
+                sink.discard()
+
+
+# -- replaying (executors) ------------------------------------------------------------------------
+
+
+@dataclass
+class CachedWalk:
+    """A recorded walk (`segment_pass.RecordedWalk`) read back from the cache files."""
+
+    entry: dict[str, Any]
+
+    @property
+    def size(self) -> int:
+        return int(self.entry["size"])
+
+    @property
+    def valid_bytes(self) -> int:
+        return int(self.entry["valid_bytes"])
+
+    @property
+    def end_position(self) -> int:
+        return int(self.entry["end_position"])
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [_finding(r) for r in self.entry["findings"]]
+
+    @property
+    def record_findings(self) -> list[Finding]:
+        return [_finding(r) for r in self.entry["record_findings"]]
+
+    @cached_property
+    def markers(self) -> Markers:
+        return _markers(self.entry["markers"])
+
+    def blocks(self) -> Iterator[BatchBlock]:
+        with pa.memory_map(self.entry["file"]) as source:
+            reader = pa.ipc.open_file(source)
+            start = self.entry["first_block"]
+            for i in range(start, start + self.entry["block_count"]):
+                yield BatchBlock.from_arrow(reader.get_batch(i))
+
+
+def unchanged(entry: dict[str, Any], path: Path) -> bool:
+    """The segment at `path` is the one `entry` recorded: same size, mtime and inode, and the same CRC in
+    the headers of its first and last batches (read at the recorded positions)."""
+    try:
+        if file_stat(os.stat(path)) != (entry["size"], entry["mtime_ns"], entry["inode"]):
+            return False
+        if entry["last_position"] is None:
+            return True
+        with mapped(path) as buf:
+            walk = SegmentWalk(buf, str(path))
+            first, last = walk.read_at(0, len(buf)), walk.read_at(entry["last_position"], len(buf))
+    except (OSError, ReplogError):
+        return False
+    return (first is not None and last is not None and first.crc == entry["first_crc"]
+            and last.crc == entry["last_crc"])
+
+
+# -- planning (driver) --------------------------------------------------------------------------
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """A block file's name when it is in `folder` (the index's own), else its full path."""
+    return path.name if path.parent == folder else str(path)
+
+
+def load_index(folder: Path) -> Index:
+    """The recorded segments of the cache in `folder` (each `file` resolved against it): partition path ->
+    base offset -> index row. Entries whose block file is gone are left out."""
+    files = sorted(folder.glob("index-*.parquet")) if folder.is_dir() else []
+    out: Index = {}
+    for f in files:
+        for row in pq.read_table(f, schema=INDEX).to_pylist():
+            row["file"] = str(folder / row["file"])
+            if Path(row["file"]).is_file():
+                out.setdefault(row["partition_path"], {})[row["base_offset"]] = row
+    return out
+
+
+def inherit(since: Path, out: Path) -> Index:
+    """A rescan's start: the earlier scan's block files hard-linked into OUT's cache (where a link
+    cannot be made, the entries keep pointing into the earlier scan), and its index read."""
+    old, new = since / CACHE_DIR, out / CACHE_DIR
+    index = load_index(old)
+    new.mkdir(parents=True, exist_ok=True)
+    moved: dict[str, str] = {}
+    for blocks in sorted(old.glob("blocks-*.arrow")) if old.is_dir() else []:
+        try:
+            os.link(blocks, new / blocks.name)
+            moved[str(blocks)] = str(new / blocks.name)
+        except OSError:
+            continue
+    for rows in index.values():
+        for row in rows.values():
+            row["file"] = moved.get(row["file"], row["file"])
+    return index
+
+
+def prune(out: Path) -> int:
+    """Remove the block files of OUT's cache that no entry of its index refers to; how many."""
+    folder = out / CACHE_DIR
+    used = {Path(row["file"]).name for rows in load_index(folder).values() for row in rows.values()
+            if Path(row["file"]).parent == folder}
+    removed = 0
+    for blocks in sorted(folder.glob("blocks-*.arrow")) if folder.is_dir() else []:
+        if blocks.name not in used:
+            blocks.unlink()
+            removed += 1
+    return removed
+
+
+def candidates(index: Index, partition_path: str,
+               stats: dict[int, Stat]) -> list[dict[str, Any]]:
+    """The recorded segments of a partition that look unchanged (`stats`: base offset -> file metadata of
+    its sealed segments, the active one left out); the executor checks their CRCs (`unchanged`)."""
+    recorded = index.get(partition_path, {})
+    return [recorded[base] for base, stat in sorted(stats.items())
+            if base in recorded and (recorded[base]["size"], recorded[base]["mtime_ns"],
+                                     recorded[base]["inode"]) == stat]

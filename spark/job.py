@@ -1,0 +1,139 @@
+"""The scan job: one Spark stage whose tasks scan their units and write their own table files.
+
+Units are dealt into as many bins as there are tasks, largest first, each to the lightest bin, so
+that tasks take about as long as each other (`deal`). A task runs its units (`tasks.run_unit`),
+writes each table's rows to OUT/<table>/part-<task>.parquet itself (`spark.sinks`: one pass over
+the data, no shuffle, no cache of the scan in Spark), records the walks of sealed segments for the
+next scan (`spark.cache`) and returns a small report: rows per table, error findings, segments
+read and replayed. Rows the driver still has to finish go under OUT/_work/: the light units' rows of
+split partitions, before their segments units' finding counts are added (`split_partitions`,
+`split_segments`, `split_counts`), and, without the batch table, what the replica comparison reads
+(`replica_batches`), and in a tail scan the segments' tail batches (`tail_batches`).
+"""
+from __future__ import annotations
+
+import heapq
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from replog.spark import cache, schemas
+from replog.spark.sinks import ParquetSink
+from replog.spark.tasks import Context, run_unit
+from replog.spark.units import Unit
+
+WORK = "_work"
+PENDING = {"partitions": "split_partitions", "segments": "split_segments"}   # a light unit's rows, unfinished
+INTERNAL = {"split_partitions": schemas.PARTITIONS, "split_segments": schemas.SEGMENTS,
+            "split_counts": schemas.SPLIT_COUNTS, "replica_batches": schemas.REPLICA_BATCHES,
+            "tail_batches": schemas.TAIL_BATCHES}
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """What every task of a scan is told: where OUT is, whether the batch table is written, whether
+    sealed segments' walks are recorded (under which scan token), and the compiled-walk threshold."""
+
+    out: str
+    with_batches: bool = False
+    record: bool = True
+    scan: str = "scan"
+    fast_threshold: int | None = 0
+
+
+def deal(units: list[Unit], bins: int) -> list[list[Unit]]:
+    """Units into `bins` groups of about equal bytes: largest first, each to the lightest group."""
+    groups: list[list[Unit]] = [[] for _ in range(max(1, min(bins, len(units))))]
+    heap = [(0, k) for k in range(len(groups))]
+    for unit in sorted(units, key=lambda u: -u.size):
+        load, k = heapq.heappop(heap)
+        groups[k].append(unit)
+        heapq.heappush(heap, (load + max(unit.size, 1), k))
+    return groups
+
+
+class TaskFiles:
+    """One task's table files, opened as rows come, committed together (or all discarded)."""
+
+    def __init__(self, out: Path, task: int) -> None:
+        self.out, self.task = out, task
+        self.sinks: dict[str, ParquetSink] = {}
+        self.errors = 0
+
+    def write(self, table: str, batch: pa.RecordBatch) -> None:
+        if not batch.num_rows:
+            return
+        if table == "findings":
+            self.errors += int(pc.sum(pc.equal(batch.column("severity"), "error")).as_py() or 0)
+        sink = self.sinks.get(table)
+        if sink is None:
+            folder = self.out / (f"{WORK}/{table}" if table in INTERNAL else table)
+            folder.mkdir(parents=True, exist_ok=True)
+            schema = INTERNAL[table] if table in INTERNAL else schemas.TABLES[table]
+            sink = self.sinks[table] = ParquetSink(folder / f"part-{self.task:05d}.parquet", schema)
+        sink.write(batch)
+
+    def close(self) -> dict[str, int]:
+        for sink in self.sinks.values():
+            sink.close()
+        return {table: sink.rows for table, sink in self.sinks.items()}
+
+    def discard(self) -> None:
+        for sink in self.sinks.values():
+            sink.discard()
+
+
+def run_task(task: int, units: Iterable[Unit], options: JobOptions) -> dict[str, Any]:
+    """Scan `units`, write their rows and their record; the task's report."""
+    out = Path(options.out)
+    files = TaskFiles(out, task)
+    recorder = cache.Recorder(out, task, options.scan) if options.record else None
+    context = Context(options.with_batches, recorder, options.fast_threshold)
+    count = 0
+    try:
+        for unit in units:
+            count += 1
+            for table, batch in run_unit(unit, context=context):
+                files.write(PENDING.get(table, table) if unit.split else table, batch)
+        rows = files.close()
+        if recorder is not None:
+            recorder.close()
+    except BaseException:
+        files.discard()
+        if recorder is not None:
+            recorder.discard()
+        raise
+    return {"task": task, "units": count, "rows": rows, "errors": files.errors,
+            "counts": dict(context.counts), "recorded": recorder.rows if recorder is not None else 0}
+
+
+def task_function(options: JobOptions) -> Any:
+    """What `mapPartitionsWithIndex` runs: the bin of units (as JSON) of one task -> its report."""
+    opts = asdict(options)
+
+    def run(index: int, bins: Iterator[str]) -> Iterator[str]:
+        from replog.spark.job import JobOptions, run_task
+        from replog.spark.units import Unit
+
+        for text in bins:
+            units = [Unit.from_dict(d) for d in json.loads(text)]
+            yield json.dumps(run_task(index, units, JobOptions(**opts)))
+
+    return run
+
+
+def total(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tasks' reports added up."""
+    rows: Counter[str] = Counter()
+    counts: Counter[str] = Counter()
+    for r in reports:
+        rows.update(r["rows"])
+        counts.update(r["counts"])
+    return {"rows": dict(rows), "counts": dict(counts), "errors": sum(r["errors"] for r in reports),
+            "recorded": sum(r["recorded"] for r in reports), "units": sum(r["units"] for r in reports)}

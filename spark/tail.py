@@ -1,0 +1,233 @@
+"""`fleet scan --tail`: replicas compared from what stays small whatever the log holds: checkpoints,
+leader-epoch files and the last batches of each segment, in seconds per thousand partitions.
+
+Per partition replica (a task, `tail_tables`): the root checkpoints (log start, high watermark,
+recovery point, read once per log dir by the driver), its leader-epoch-checkpoint and
+partition.metadata, and of every segment its first batch and its tail: from the last entry of its
+offset index to the end of the file, walked with CRCs (`tail_start`). The broker adds an index entry
+for the batch it appends once `index.interval.bytes` (4 KiB by default) have gone by since the last
+one (`LogSegment.append`, storage/.../LogSegment.java; the entry's offset is the batch's last offset),
+so a tail is a few KiB. An index without entries, or whose last entry does not point at a batch
+ending at the indexed offset, gets its segment walked whole. The log end offset is the end of the
+last valid batch of the active segment's tail, as recovery would leave it when the damage is there.
+
+Per replica set (the driver, `tail_replicas`): the replica the controller could elect
+(`election.elect`, as `replay` and the full scan), and for each other replica where the brokers'
+own truncation leaves it (`protocol.truncation_on_fetch`: the KIP-595 DivergingEpoch rounds, from
+the epoch caches and log ends alone; the models carry no batches, their log end is all they have
+of a log). A replica the protocol truncates below its log end has diverged there;
+`records_at_risk` then counts the offsets it loses (an upper bound of records: compaction and
+control batches take offsets without records). Tail batches two replicas both hold (same base and
+last offset) below that point must have the same CRC: the lowest that does not is divergence the
+epochs cannot see.
+
+What a tail scan does not see: damage before a segment's last indexed batch, records, producer
+state, index contents, batch counts (null in its `segments` rows). The full scan does.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from replog.formats.errors import UnreadableInput
+from replog.formats.fileio import is_regular, mapped
+from replog.formats.findings import Finding, from_unreadable
+from replog.formats.kafka.offset_index import last_entry
+from replog.formats.kafka.partition_files import list_partition_files
+from replog.formats.kafka.segment import BatchInfo, SegmentWalk
+from replog.recovery.kafka import protocol
+from replog.recovery.kafka.election import Candidate, elect
+from replog.recovery.kafka.epoch_cache import EpochCache
+from replog.recovery.kafka.logdir import RisingEpochs, SegmentSummary, summarize_partition, summary_from_walk
+from replog.recovery.kafka.replica import Replica
+from replog.spark import schemas
+from replog.spark.rows import _where, findings_batch, partition_batch, segments_batch
+from replog.spark.units import Unit, checkpoints_for
+
+TableBatch = tuple[str, pa.RecordBatch]
+
+
+# -- one replica (tasks) ---------------------------------------------------------------------------
+
+
+def tail_start(buf: memoryview, path: Path, base: int, index: Path | None) -> int:
+    """Where the tail of a segment starts: the batch its offset index names last, when that batch is
+    there and ends at the indexed offset; else 0 (the whole segment)."""
+    if index is None or not is_regular(index):
+        return 0
+    try:
+        with mapped(index) as ibuf:
+            entry = last_entry(ibuf, base)
+    except UnreadableInput:
+        return 0
+    if entry is None or not 0 < entry.position < len(buf):
+        return 0
+    info = SegmentWalk(buf, str(path), base).read_at(entry.position, len(buf))
+    return entry.position if info is not None and info.last_offset == entry.offset else 0
+
+
+def segment_tail(path: Path, base: int, index: Path | None) -> tuple[SegmentSummary, list[BatchInfo]]:
+    """A segment's summary as far as its first batch and its tail tell (`batch_count` is not known:
+    0), and the valid batches of the tail (with the first one)."""
+    with mapped(path) as buf:
+        summary = SegmentSummary(str(path), base, len(buf))
+        start = tail_start(buf, path, base, index)
+        first = SegmentWalk(buf, str(path), base).read_at(0, len(buf)) if start and len(buf) else None
+        walk = SegmentWalk(buf[start:], str(path), base)
+        tail = [_at_file_position(b, start) for b in walk.batches()]
+        kept = [b for b in tail if b.end <= start + walk.valid_bytes]
+        findings = [_shifted(f, start) for f in walk.findings]
+    batches = ([first] if first is not None and first.crc_valid else []) + kept
+    epochs = RisingEpochs()
+    for b in batches:
+        if b.magic == 2:
+            epochs.feed(b.partition_leader_epoch, b.base_offset)
+    summary.epoch_starts = epochs.starts
+    stamps = [b.max_timestamp for b in batches if b.max_timestamp >= 0]
+    summary.max_timestamp = max(stamps) if stamps else None
+    head = first if first is not None else (tail[0] if tail else None)
+    if head is not None and head.max_timestamp >= 0:
+        summary.first_timestamp = head.first_timestamp if head.first_timestamp >= 0 else head.max_timestamp
+    if kept:
+        summary.valid_next_offset = kept[-1].next_offset
+    elif start == 0:
+        summary.valid_next_offset = None
+    summary_from_walk(summary, 0, head.base_offset if head is not None else None, start + walk.valid_bytes,
+                      findings)
+    return summary, batches
+
+
+def _at_file_position(b: BatchInfo, start: int) -> BatchInfo:
+    """A batch of a walk begun at `start`, at its position in the file."""
+    return b._replace(position=b.position + start) if start else b
+
+
+def _shifted(f: Finding, start: int) -> Finding:
+    return dataclasses.replace(f, position=f.position + start) if start and f.position is not None else f
+
+
+def tail_tables(unit: Unit) -> Iterator[TableBatch]:
+    """A partition replica's rows in a tail scan: `partitions` and `segments` as far as its checkpoints
+    and segment tails tell, the findings of what was read, and its tail batches (internal)."""
+    where = _where(unit)
+    cps = checkpoints_for(unit)
+    pdir = Path(unit.path)
+    files = list_partition_files(pdir)
+    summaries: dict[int, SegmentSummary] = {}
+    tails: list[dict[str, Any]] = []
+    found: list[Finding] = []
+    for base, path in files.logs.items():
+        try:
+            summary, batches = segment_tail(path, base, files.indexes.get((base, "index")))
+        except UnreadableInput as e:
+            summary, batches = SegmentSummary(str(path), base, 0, findings=[from_unreadable(e, str(path))]), []
+        summaries[base] = summary
+        found += summary.findings
+        tails += [{**where, "base_offset": b.base_offset, "last_offset": b.last_offset, "crc": b.crc,
+                   "partition_leader_epoch": b.partition_leader_epoch} for b in batches]
+    part = summarize_partition(unit.path, cps, summaries=summaries)
+    found = part.findings + found
+    yield "partitions", partition_batch(unit, part, found)
+    segs = segments_batch(where, part, found)
+    yield "segments", segs.set_column(segs.schema.get_field_index("batch_count"), "batch_count",
+                                      pa.nulls(segs.num_rows, pa.int64()))
+    yield "findings", findings_batch(where, found)
+    yield "tail_batches", pa.RecordBatch.from_pylist(tails, schema=schemas.TAIL_BATCHES)
+
+
+# -- replica sets (driver) ----------------------------------------------------------------------------
+
+
+def _model(rep: dict[str, Any], tail: list[dict[str, Any]]) -> Replica:
+    """A replica as the protocol sees it, without batches: its epoch cache (the checkpoint's, then any
+    higher epoch its tail batches start, as the broker assigns one on append), log start, high
+    watermark and log end."""
+    cache = EpochCache((e["epoch"], e["start_offset"]) for e in rep["epoch_history"] or [])
+    for b in sorted(tail, key=lambda b: b["base_offset"]):
+        epoch = b["partition_leader_epoch"]
+        if epoch >= 0 and (cache.latest_epoch is None or epoch > cache.latest_epoch):
+            cache.assign(epoch, b["base_offset"])
+    return Replica(rep["log_dir"], rep["path"], rep["topic"], rep["partition"], epochs=cache,
+                   log_start_offset=rep["log_start_offset"], high_watermark=rep["high_watermark"] or 0,
+                   truncated_end=rep["log_end_offset"])
+
+
+def _crc_mismatch(a: list[dict[str, Any]], b: list[dict[str, Any]], below: int) -> int | None:
+    """The lowest base offset below `below` of a batch both tails hold (same offsets) with other CRCs."""
+    theirs = {(x["base_offset"], x["last_offset"]): x["crc"] for x in b}
+    hits = [x["base_offset"] for x in a if x["base_offset"] < below
+            and theirs.get((x["base_offset"], x["last_offset"]), x["crc"]) != x["crc"]]
+    return min(hits) if hits else None
+
+
+def compare_set(reps: list[dict[str, Any]], tails: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """One `replicas` row of a tail scan from the set's partition rows and tail batches (by log dir)."""
+    reps = sorted(reps, key=lambda r: (r["broker"], r["log_dir"]))
+    first = reps[0]
+    leos = [r["log_end_offset"] for r in reps]
+    hws = [r["high_watermark"] for r in reps]
+    known_hws = [h for h in hws if h is not None]
+    row: dict[str, Any] = {
+        "cluster": first["cluster"], "topic": first["topic"], "partition": first["partition"],
+        "topic_id": first["set_topic_id"] or None, "replicas": [r["broker"] for r in reps],
+        "log_dirs": [r["log_dir"] for r in reps], "log_end_offsets": leos, "high_watermarks": hws,
+        "latest_epochs": [r["latest_epoch"] for r in reps], "leo_spread": max(leos) - min(leos),
+        "hw_spread": max(known_hws) - min(known_hws) if known_hws else None,
+        "first_divergent_offset": None, "kept": [], "diverged": [], "behind": [],
+        "records_at_risk": 0, "committed_at_risk": 0}
+    models = [_model(r, tails.get(r["log_dir"], [])) for r in reps]
+    k = int(elect([Candidate(str(i), r["high_watermark"] or 0, r["log_end_offset"], r["latest_epoch"])
+                   for i, r in enumerate(reps)]).name)
+    leader = models[k].copy()
+    protocol.become_leader(leader, [m for i, m in enumerate(models) if i != k])
+    diverged_at: dict[int, int] = {}
+    for i, (rep, model) in enumerate(zip(reps, models, strict=True)):
+        if i == k:
+            continue
+        end = protocol.truncation_on_fetch(leader, model) if model.has_epochs and leader.has_epochs \
+            else rep["log_end_offset"]
+        mismatch = _crc_mismatch(tails.get(rep["log_dir"], []), tails.get(reps[k]["log_dir"], []),
+                                 min(end, reps[k]["log_end_offset"]))
+        at = min(x for x in (end if end < rep["log_end_offset"] else None, mismatch) if x is not None) \
+            if end < rep["log_end_offset"] or mismatch is not None else None
+        if at is not None:
+            diverged_at[i] = at
+    if not diverged_at:
+        row["kept"] = [r["broker"] for r in reps]
+        return row
+    first_d = min(diverged_at.values())
+    row.update(
+        first_divergent_offset=first_d,
+        diverged=[reps[i]["broker"] for i in sorted(diverged_at)],
+        behind=[r["broker"] for i, r in enumerate(reps) if i not in diverged_at and r["log_end_offset"] <= first_d],
+        kept=[r["broker"] for i, r in enumerate(reps) if i not in diverged_at and r["log_end_offset"] > first_d],
+        records_at_risk=max(reps[i]["log_end_offset"] - at for i, at in diverged_at.items()),
+        committed_at_risk=max(max(0, min(reps[i]["high_watermark"] or 0, reps[i]["log_end_offset"]) - at)
+                              for i, at in diverged_at.items()))
+    return row
+
+
+def tail_replicas(spark: Any, partitions: Path, tail_batches: Path) -> pa.Table:
+    """The `replicas` table of a tail scan: the sets (`replicas.replica_sets`, the one rule for what a
+    set is) collected to the driver with their tail batches, each compared (`compare_set`)."""
+    import pyarrow.dataset as ds
+
+    from replog.spark.replicas import SET, replica_sets
+
+    rows = [r.asDict(recursive=True) for r in replica_sets(spark.read.parquet(str(partitions))).collect()]
+    tails: dict[str, list[dict[str, Any]]] = {}
+    if rows and tail_batches.is_dir():
+        for b in ds.dataset(str(tail_batches), format="parquet").to_table().to_pylist():
+            tails.setdefault(f"{b['log_dir']}\0{b['topic']}\0{b['partition']}", []).append(b)
+    sets: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        sets.setdefault(tuple(r[c] for c in SET), []).append(r)
+    out = []
+    for reps in sets.values():
+        by_dir = {r["log_dir"]: tails.get(f"{r['log_dir']}\0{r['topic']}\0{r['partition']}", []) for r in reps}
+        out.append(compare_set(reps, by_dir))
+    return pa.Table.from_pylist(out, schema=schemas.REPLICAS)
