@@ -181,7 +181,8 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
                                                                  scan=secrets.token_hex(4)))
                 summed = total(reports)
                 result.errors, result.counts = summed["errors"], {**summed["counts"], "recorded": summed["recorded"]}
-                _finish(spark, out, log_dirs, batches, tail, watcher)
+                _finish(spark, out, log_dirs, batches, tail, watcher,
+                        summed["rows"].get("batches", 0) + summed["rows"].get("replica_batches", 0))
             finally:
                 if watcher:
                     watcher.stop()
@@ -229,7 +230,7 @@ def _run_job(spark: Any, units: list[Unit], out: Path, options: JobOptions) -> l
 
 
 def _finish(spark: Any, out: Path, log_dirs: list[LogDir], with_batches: bool, tail: bool,
-            watcher: _StageWatcher | None) -> None:
+            watcher: _StageWatcher | None, batch_rows: int) -> None:
     """What needs every task's rows: split partitions' counts, the log_dirs table, the replica sets."""
     _finish_split(out)
     _write_table(out, "log_dirs", log_dirs_table(log_dirs))
@@ -239,7 +240,10 @@ def _finish(spark: Any, out: Path, log_dirs: list[LogDir], with_batches: bool, t
         from replog.spark.tail import tail_replicas
         _write_table(out, "replicas", tail_replicas(spark, out / "partitions", out / f"{WORK}/tail_batches"))
     else:
-        _replicas(spark, out, out / ("batches" if with_batches else f"{WORK}/replica_batches"))
+        _replicas(spark, out, out / ("batches" if with_batches else f"{WORK}/replica_batches"), batch_rows)
+    for name in schemas.TABLES:   # every table there, empty or not, for whoever reads OUT next
+        if not (out / name).is_dir() and (name != "batches" or with_batches) and (name != "stores" or not tail):
+            _write_table(out, name, schemas.TABLES[name].empty_table())
     shutil.rmtree(out / WORK, ignore_errors=True)
     cache.prune(out)
 
@@ -276,17 +280,46 @@ def _read(folder: Path) -> pa.Table:
     return ds.dataset(str(folder), format="parquet").to_table()
 
 
-def _replicas(spark: Any, out: Path, batches: Path) -> None:
+SMALL_JOIN_ROWS = 2_000_000   # batch rows under which the replica joins run without adaptive planning
+
+
+def _replicas(spark: Any, out: Path, batches: Path, batch_rows: int) -> None:
     """The `replicas` table: Spark joins over the partitions and the batch metadata, when some partition
-    has two or more live replicas in one cluster; else an empty table, without a Spark job."""
+    has two or more live replicas in one cluster; else an empty table, without a Spark job.
+
+    The tables are read with their declared schemas (no job to infer them). Under `SMALL_JOIN_ROWS`
+    batch rows, the query's dozen joins run without adaptive re-planning and whole-stage code
+    generation, whose fixed costs (a plan per stage, a compiled class per operator) were most of the
+    time of a small fleet's scan; larger inputs keep Spark's defaults."""
     parts = load_table(out, "partitions")
     live = parts.filter(pc.equal(parts.column("state"), "live"))
     sets = live.group_by(["cluster", "topic", "partition"]).aggregate([([], "count_all")]) if live.num_rows else None
     if sets is None or not sets.num_rows or pc.max(sets.column("count_all")).as_py() < 2 or not batches.is_dir():
         _write_table(out, "replicas", schemas.REPLICAS.empty_table())
         return
-    replicas_frame(spark.read.parquet(str(out / "partitions")), spark.read.parquet(str(batches))) \
-        .write.mode("overwrite").parquet(str(out / "replicas"))
+    schema = schemas.BATCHES if batches.name == "batches" else schemas.REPLICA_BATCHES
+    small = {"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false",
+             "spark.sql.shuffle.partitions": str(max(2, spark.sparkContext.defaultParallelism))}
+    with _sql_conf(spark, small if batch_rows < SMALL_JOIN_ROWS else {}):
+        replicas_frame(spark.read.schema(schemas.spark_schema(schemas.PARTITIONS)).parquet(str(out / "partitions")),
+                       spark.read.schema(schemas.spark_schema(schema)).parquet(str(batches))) \
+            .write.mode("overwrite").parquet(str(out / "replicas"))
+
+
+@contextmanager
+def _sql_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """Session SQL settings changed for a block, then put back as they were (the session may be a caller's)."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 # -- counts --------------------------------------------------------------------------------

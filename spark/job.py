@@ -114,10 +114,51 @@ def run_task(task: int, units: Iterable[Unit], options: JobOptions) -> dict[str,
 
 
 def task_function(options: JobOptions) -> Any:
-    """What `mapPartitionsWithIndex` runs: the bin of units (as JSON) of one task -> its report."""
+    """What `mapPartitionsWithIndex` runs: the bin of units (as JSON) of one task -> its report.
+
+    The function is shipped by value and imports replog only when it runs, after `stable_code`: on a
+    cluster, replog reaches the executors as a zip (`session.project_zip`) that Spark puts in a folder
+    of its own for every application, and numba keys its cache of compiled kernels by the folder of
+    their source, so every executor compiled them again on every scan. Extracted once per host into
+    a folder named by the zip's content hash (`REPLOG_CODE_CACHE`, else ~/.cache/replog/code, else the
+    temp dir), the code has the same path on every scan and its kernels load from numba's cache.
+    """
     opts = asdict(options)
 
+    def stable_code() -> None:
+        import os
+        import shutil
+        import sys
+        import tempfile
+        import zipfile
+
+        shipped = [p for p in sys.path if os.path.basename(p).startswith("replog-") and p.endswith(".zip")]
+        if "replog" in sys.modules or not shipped:
+            return   # the installed package (local mode), or this worker imported it already
+        name = os.path.basename(shipped[0])[:-len(".zip")]
+        for root in (os.environ.get("REPLOG_CODE_CACHE"),
+                     os.path.join(os.path.expanduser("~"), ".cache", "replog", "code"),
+                     os.path.join(tempfile.gettempdir(), f"replog-code-{os.getuid()}")):
+            if not root:
+                continue
+            target = os.path.join(root, name)
+            try:
+                if not os.path.isdir(target):
+                    os.makedirs(root, exist_ok=True)
+                    tmp = tempfile.mkdtemp(prefix=".extract-", dir=root)
+                    with zipfile.ZipFile(shipped[0]) as zf:
+                        zf.extractall(tmp)
+                    try:
+                        os.rename(tmp, target)
+                    except OSError:   # another worker of this host was first
+                        shutil.rmtree(tmp, ignore_errors=True)
+            except OSError:
+                continue
+            sys.path.insert(0, target)
+            return
+
     def run(index: int, bins: Iterator[str]) -> Iterator[str]:
+        stable_code()
         from replog.spark.job import JobOptions, run_task
         from replog.spark.units import Unit
 

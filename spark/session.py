@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import importlib
 import logging
 import os
@@ -187,7 +188,7 @@ def get_session(master: str | None = None, app_name: str = "replog-fleet", log_l
     if _jvm is not None:
         _jvm.watch_sigint()
     if not is_local(master):
-        spark.sparkContext.addPyFile(str(project_zip(Path(tempfile.mkdtemp(prefix="replog-ship-")))))
+        spark.sparkContext.addPyFile(str(project_zip(ship_dir())))
     return spark
 
 
@@ -353,13 +354,34 @@ def held_sigint() -> Iterator[Callable[[], bool]]:
 
 
 def project_zip(out_dir: Path) -> Path:
-    """A zip of the packages executors import, for `addPyFile` (or `spark-submit --py-files`)."""
+    """A zip of the packages executors import, for `addPyFile` (or `spark-submit --py-files`), named by
+    a hash of its content (`replog-<sha>.zip`) and written only when missing: the same code ships as
+    the same file, which an executor extracts once per host (`job.task_function`)."""
+    files = [(f"replog/{pkg}/{path.relative_to(root).as_posix()}", path.read_bytes())
+             for pkg in PACKAGES
+             for root in [Path(importlib.import_module(f"replog.{pkg}").__path__[0])]
+             for path in sorted(root.rglob("*.py"))]
+    digest = hashlib.sha256()
+    for name, data in files:
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    target = out_dir / f"replog-{digest.hexdigest()[:16]}.zip"
+    if target.is_file():
+        return target
     out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / "replog.zip"
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.mkdir("replog")  # zipimport finds the `replog` namespace only by its directory entry
-        for pkg in PACKAGES:
-            root = Path(importlib.import_module(f"replog.{pkg}").__path__[0])
-            for path in sorted(root.rglob("*.py")):
-                zf.write(path, f"replog/{pkg}/{path.relative_to(root).as_posix()}")
+    tmp = Path(tempfile.mkstemp(prefix=".replog-", suffix=".zip", dir=out_dir)[1])
+    try:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.mkdir("replog")  # zipimport finds the `replog` namespace only by its directory entry
+            for name, data in files:
+                zf.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
     return target
+
+
+def ship_dir() -> Path:
+    """Where the driver keeps the zips it ships (`REPLOG_CACHE`, else ~/.cache/replog): one per version
+    of the code, not one per run."""
+    root = os.environ.get("REPLOG_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "replog")
+    return Path(root) / "ship"

@@ -218,7 +218,8 @@ def tail_replicas(spark: Any, partitions: Path, tail_batches: Path) -> pa.Table:
 
     from replog.spark.replicas import SET, replica_sets
 
-    rows = [r.asDict(recursive=True) for r in replica_sets(spark.read.parquet(str(partitions))).collect()]
+    frame = spark.read.schema(schemas.spark_schema(schemas.PARTITIONS)).parquet(str(partitions))
+    rows = [r.asDict(recursive=True) for r in replica_sets(frame).collect()]
     tails: dict[str, list[dict[str, Any]]] = {}
     if rows and tail_batches.is_dir():
         for b in ds.dataset(str(tail_batches), format="parquet").to_table().to_pylist():

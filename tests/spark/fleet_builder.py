@@ -118,3 +118,26 @@ def build_divergent_fleet(root: Path) -> tuple[str, int]:
         atomic_write(log_dir / names.META_PROPERTIES, build_meta_properties(
             MetaProperties.of(0, "fleet-test", int(broker)), when="Mon Jan 01 00:00:00 UTC 2024"))
     return tp
+
+
+CLUSTERS = {"alpha": "AlphaClusterId-0000001", "beta": "BetaClusterId-00000002", "old": None}
+
+
+def build_clusters(root: Path) -> dict[str, list[Path]]:
+    """Three groups of two brokers, `1` and `2`, each holding `fx.orders-0`: clusters alpha and beta (their
+    own cluster.id, the same broker ids and topic, other data at the same offsets), and `old`, whose
+    meta.properties names no cluster (a ZooKeeper broker before cluster.id). Within a group the two
+    replicas agree. Returns the log dirs by group."""
+    out: dict[str, list[Path]] = {}
+    for k, (group, cluster_id) in enumerate(CLUSTERS.items()):
+        for broker in (1, 2):
+            log_dir = root / group / f"broker-{broker}"
+            batches = [data_batch(i * PER, PER, epoch=0) if k == 0 else _other_batch(i * PER) if k == 1
+                       else data_batch(i * PER, PER, epoch=2) for i in range(6)]
+            w = write_partition(log_dir / "fx.orders-0", batches, segment_bytes=400)
+            atomic_write(log_dir / names.REPLICATION_OFFSET_CHECKPOINT,
+                         checkpoint.build_offset_checkpoint({("fx.orders", 0): w.log_end_offset}))
+            atomic_write(log_dir / names.META_PROPERTIES, build_meta_properties(
+                MetaProperties.of(0, cluster_id, broker), when="Mon Jan 01 00:00:00 UTC 2024"))
+            out.setdefault(group, []).append(log_dir)
+    return out

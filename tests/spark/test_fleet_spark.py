@@ -2,6 +2,7 @@
 and against single-process `ls` (summarize_partition) and `doctor` (diagnose) on the same dirs."""
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -14,7 +15,7 @@ from replog.spark.fleet import MARKER, prepare_output
 from replog.spark.inputs import LogDir
 from replog.spark.report import fleet_report, load_table
 from replog.toolkit.views import ls_rows
-from tests.spark.fleet_builder import BROKERS, build_fleet
+from tests.spark.fleet_builder import BROKERS, CLUSTERS, build_clusters, build_fleet
 
 pytestmark = pytest.mark.spark
 LS_FIELDS = ("topic", "partition", "state", "segments", "bytes", "log_start_offset", "log_end_offset",
@@ -59,7 +60,7 @@ def test_scan_wrote_every_table(scan, session) -> None:
     out, result, *_ = scan
     assert (out / MARKER).is_file()
     assert session.conf.get("spark.sql.inMemoryColumnarStorage.batchSize", None) is None  # put back as it was
-    assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches", "stores"}
+    assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches", "stores", "log_dirs"}
     assert result.rows["partitions"] == len(load_table(out, "partitions")) > 30
     assert result.errors > 0 and len(result.log_dirs) == 6
 
@@ -196,3 +197,54 @@ def test_force_replaces_only_a_previous_scan(scan, tmp_path: Path) -> None:
     assert (shared / MARKER).is_file()
     with pytest.raises(Exception, match="overlap"):
         prepare_output(Path(result.log_dirs[0].path) / "x", [LogDir("1", result.log_dirs[0].path)], force=False)
+
+
+def test_replica_sets_never_span_clusters(session, tmp_path: Path) -> None:
+    """Three clusters holding one topic-partition on brokers of the same ids, with other data: three sets of
+    two, none divergent (one set of six would diverge at offset 0); the group without a cluster id flagged."""
+    from replog.spark.fleet import scan_fleet
+
+    groups = build_clusters(tmp_path / "fleet")
+    result = scan_fleet([tmp_path / "fleet"], tmp_path / "out", session=session)
+    reps = load_table(tmp_path / "out", "replicas").to_pylist()
+    assert sorted(r["cluster"] for r in reps) == sorted(c or f"folder {(tmp_path / 'fleet' / 'old').resolve()}"
+                                                        for c in CLUSTERS.values())
+    for r in reps:
+        group = Path(r["log_dirs"][0]).parent.name
+        assert r["log_dirs"] == [str(d) for d in groups[group]] and r["replicas"] == ["broker-1", "broker-2"]
+        assert r["first_divergent_offset"] is None and r["leo_spread"] == 0
+    assert result.divergent_replica_sets == 0
+    flagged = [r["path"] for r in load_table(tmp_path / "out", "log_dirs").to_pylist() if r["flags"]]
+    assert flagged == [str(d) for d in groups["old"]]
+
+
+def test_rescan_of_an_unchanged_fleet_reads_only_active_segments(scan, session, tmp_path: Path) -> None:
+    from replog.spark.fleet import scan_fleet
+
+    out, first, *_ = scan
+    again = scan_fleet([], tmp_path / "again", inventory=out.parent / "inventory.txt", batches=True,
+                       session=session, since=out)
+    segs = load_table(out, "segments").to_pylist()
+    last = {}
+    for s in segs:
+        key = str(Path(s["path"]).parent)
+        last[key] = max(last.get(key, -1), s["base_offset"])
+    sealed = [s for s in segs if s["base_offset"] != last[str(Path(s["path"]).parent)] and s["batch_count"]]
+    assert again.counts["segments_reused"] == len(sealed) > 50
+    assert again.counts["segments_read"] == len(segs) - len(sealed)
+    assert again.reuse["findings"] == {"segments_reused": len(sealed), "segments_read": len(segs) - len(sealed)}
+    for name in ("partitions", "segments", "findings", "batches", "replicas", "log_dirs"):
+        assert _rows(load_table(out, name)) == _rows(load_table(tmp_path / "again", name)), name
+    assert json.loads((tmp_path / "again" / MARKER).read_text())["since"] == str(out)
+
+
+def test_tail_scan_compares_replicas_by_epochs(scan, session, tmp_path: Path) -> None:
+    from replog.spark.fleet import scan_fleet
+
+    out, _, _, planted, _ = scan
+    tail = scan_fleet([out.parent / "fx"], tmp_path / "tail", session=session, tail=True)
+    reps = {(r["topic"], r["partition"]): r for r in load_table(tmp_path / "tail", "replicas").to_pylist()}
+    assert tail.mode == "tail" and len(reps) == 12 and "batches" not in tail.rows
+    orders = reps[("fx.orders", 1)]
+    assert (orders["first_divergent_offset"], orders["diverged"]) == (30, ["broker-3"])
+    assert reps[next(iter(planted.lag))]["leo_spread"] == 39

@@ -166,3 +166,18 @@ def test_all_real_indexes_are_clean_and_rebuild_byte_exact():
         assert oi.sanity_check(data, base) == []
         assert oi.write_offset_index(read.entries, base) == data
         assert all(e.position > 0 for e in read.entries), os.fspath(path)
+
+
+@given(st.lists(st.integers(1, 1000), min_size=1, max_size=60), st.integers(0, 200), st.booleans())
+def test_last_entry_bisects_past_the_padding(steps: list[int], padding: int, zero_first: bool) -> None:
+    """The last entry of an index of growing entries and a zero tail, found without reading it all."""
+    from replog.formats.kafka.offset_index import ENTRY_STRUCT, last_entry
+
+    rel = pos = 0 if zero_first else 5
+    entries = []
+    for step in steps:
+        entries.append((rel, pos))
+        rel, pos = rel + step, pos + 3 * step
+    data = b"".join(ENTRY_STRUCT.pack(*e) for e in entries) + b"\0" * (8 * padding)
+    assert last_entry(data, 100) == (100 + entries[-1][0], entries[-1][1])
+    assert last_entry(b"", 100) is None
