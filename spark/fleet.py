@@ -142,7 +142,8 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
                batches: bool = False, force: bool = False, progress: Progress | None = None,
                session: Any = None, split_bytes: int | None = SPLIT_BYTES,
                filesystem: Any = None, log_level: str = DEFAULT_LOG_LEVEL,
-               since: str | os.PathLike[str] | None = None, tail: bool = False) -> FleetScanResult:
+               since: str | os.PathLike[str] | None = None, tail: bool = False,
+               conf: dict[str, str] | None = None) -> FleetScanResult:
     """Scan every log dir and store found in `paths` with Spark; Parquet tables under `out_dir`.
 
     `session` reuses a SparkSession (tests), left running; otherwise one is started with `master`
@@ -151,7 +152,8 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
     A partition dir above `split_bytes` bytes to read is scanned as several units (None: never split).
     `filesystem` (a pyarrow filesystem) reads every input path through it. `since`: an earlier scan's
     OUT whose record of unchanged sealed segments is replayed instead of reading them. `tail`: compare
-    replicas from checkpoints and segment tails only (`spark.tail`).
+    replicas from checkpoints and segment tails only (`spark.tail`). `conf`: Spark settings for a
+    session started here (`--conf`), over ours.
     """
     started = time.monotonic()
     if since is not None and tail:
@@ -172,7 +174,7 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
             log_dirs = [d for d in log_dirs if d.kind == "kafka" and d.fs is None]
         units = [u for d in log_dirs for u in (d.tail_units() if tail else d.units(split_bytes, index))]
         result.units = len(units)
-        with _spark(session, master, out, log_level) as spark:
+        with _spark(session, master, out, log_level, conf or {}) as spark:
             watcher = _StageWatcher(spark.sparkContext, progress) if progress else None
             if watcher:
                 watcher.start()
@@ -201,7 +203,7 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
 
 
 @contextmanager
-def _spark(session: Any, master: str | None, out: Path, log_level: str) -> Iterator[Any]:
+def _spark(session: Any, master: str | None, out: Path, log_level: str, conf: dict[str, str]) -> Iterator[Any]:
     """The caller's session as it is, or one of our own, stopped with its JVM on every way out.
 
     Our session's app name carries OUT, so the JVM's command line tells which scan it belongs to.
@@ -209,7 +211,7 @@ def _spark(session: Any, master: str | None, out: Path, log_level: str) -> Itera
     if session is not None:
         yield session
         return
-    spark = get_session(master, f"replog-fleet {out}", log_level)
+    spark = get_session(master, f"replog-fleet {out}", log_level, conf=conf)
     try:
         yield spark
     except Exception as e:

@@ -1,8 +1,9 @@
 """`fleet report`: a fleet scan's health from its Parquet tables, with pyarrow alone (no Spark, instant).
 
-Totals, findings per broker, the worst partitions, divergent replica sets with
+Totals, findings per broker of each cluster, the worst partitions, divergent replica sets with
 their divergence points, lagging replica sets, damaged segments, where a
-broker's checkpoints disagree with its logs, and the RocketMQ stores.
+broker's checkpoints disagree with its logs, the RocketMQ stores, and the log
+dirs flagged at discovery (no cluster id: grouped by their inventory line or folder).
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ class FleetReport:
     checkpoint_disagreements: list[dict[str, Any]] = field(default_factory=list)
     stores: list[dict[str, Any]] = field(default_factory=list)      # RocketMQ stores, worst first
     finding_codes: dict[str, int] = field(default_factory=dict)
+    mode: str = "full"                                              # full | tail (`fleet scan --tail`)
+    flagged_log_dirs: list[dict[str, Any]] = field(default_factory=list)   # e.g. no cluster id: grouped by folder
 
     @property
     def has_errors(self) -> bool:
@@ -83,12 +86,15 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
         raise UnreadableInput(f"{out}: not the output of `replog fleet scan` ({MARKER} or partitions/ missing)")
     parts, segs = load_table(out, "partitions"), load_table(out, "segments")
     finds, reps = load_table(out, "findings"), load_table(out, "replicas")
-    stores = load_table(out, "stores")
-    rep = FleetReport(str(out))
+    stores, dirs = load_table(out, "stores"), load_table(out, "log_dirs")
+    rep = FleetReport(str(out), mode=_mode(out))
     sev = finds.column("severity")
     rep.totals = {
-        "brokers": len(set(parts.column("broker").to_pylist()) | set(stores.column("broker").to_pylist())),
-        "log_dirs": len(pc.unique(parts.column("log_dir"))) if parts.num_rows else 0,
+        "clusters": len(set(parts.column("cluster").to_pylist()) | set(stores.column("cluster").to_pylist())),
+        "brokers": len(set(zip(parts.column("cluster").to_pylist(), parts.column("broker").to_pylist(), strict=True))
+                       | set(zip(stores.column("cluster").to_pylist(), stores.column("broker").to_pylist(),
+                                 strict=True))),
+        "log_dirs": dirs.num_rows or (len(pc.unique(parts.column("log_dir"))) if parts.num_rows else 0),
         "partitions": parts.num_rows, "segments": segs.num_rows,
         "bytes": int(pc.sum(parts.column("bytes")).as_py() or 0),
         "replica_sets": reps.num_rows,
@@ -96,24 +102,36 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
         "damaged_segments": int(pc.sum(segs.column("damaged")).as_py() or 0),
         "stores": stores.num_rows,
         "errors": _count(sev, "error"), "warnings": _count(sev, "warning"), "infos": _count(sev, "info")}
-    rep.stores = sorted(stores.to_pylist(), key=lambda r: (-r["errors"], -r["warnings"], r["broker"], r["path"]))
+    rep.stores = sorted(stores.to_pylist(), key=lambda r: (-r["errors"], -r["warnings"], r["cluster"],
+                                                           r["broker_name"] or "", r["broker"], r["path"]))
+    rep.flagged_log_dirs = [r for r in dirs.to_pylist() if r["flags"]][:limit * 5]
     rep.brokers = _brokers(parts, finds)
     rep.topics = _topics(parts, reps)
     rep.finding_codes = dict(sorted(_group_count(finds, "code").items(), key=lambda kv: -kv[1]))
     rep.worst_partitions = _worst(parts, limit)
     rows = reps.to_pylist()
     rep.divergent = sorted((r for r in rows if r["first_divergent_offset"] is not None),
-                           key=lambda r: (-r["records_at_risk"], r["topic"], r["partition"]))[:limit]
+                           key=lambda r: (-r["records_at_risk"], r["cluster"], r["topic"], r["partition"]))[:limit]
     rep.lagging = sorted((r for r in rows if r["first_divergent_offset"] is None and r["leo_spread"]),
-                         key=lambda r: (-r["leo_spread"], r["topic"], r["partition"]))[:limit]
+                         key=lambda r: (-r["leo_spread"], r["cluster"], r["topic"], r["partition"]))[:limit]
     damaged = segs.filter(segs.column("damaged"))
-    rep.damaged_segments = sorted(damaged.select(["broker", "topic", "partition", "path", "size", "valid_bytes",
-                                                  "errors", "warnings"]).to_pylist(),
+    rep.damaged_segments = sorted(damaged.select(["cluster", "broker", "topic", "partition", "path", "size",
+                                                  "valid_bytes", "errors", "warnings"]).to_pylist(),
                                   key=lambda r: (-r["errors"], r["broker"], r["path"]))[:limit]
     cp = finds.filter(pc.is_in(finds.column("code"), pa.array(sorted(CHECKPOINT_CODES))))
-    rep.checkpoint_disagreements = cp.select(["broker", "topic", "partition", "code", "severity", "path",
+    rep.checkpoint_disagreements = cp.select(["cluster", "broker", "topic", "partition", "code", "severity", "path",
                                               "offset", "message"]).to_pylist()[:limit * 5]
     return rep
+
+
+def _mode(out: Path) -> str:
+    """The scan's mode as its marker records it (`full` for a scan that predates tail scans)."""
+    import json
+
+    try:
+        return str(json.loads((out / MARKER).read_text()).get("mode") or "full")
+    except (OSError, ValueError, AttributeError):
+        return "full"
 
 
 def _count(col: pa.ChunkedArray, value: str) -> int:
@@ -128,20 +146,24 @@ def _group_count(t: pa.Table, key: str) -> dict[Any, int]:
 
 
 def _brokers(parts: pa.Table, finds: pa.Table) -> list[dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+    """Per broker of each cluster (one broker id in two clusters is two brokers)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def row(cluster: str, broker: str) -> dict[str, Any]:
+        return out.setdefault((cluster, broker), {"cluster": cluster, "broker": broker, "log_dirs": 0,
+                                                  "partitions": 0, "bytes": 0, "errors": 0, "warnings": 0,
+                                                  "infos": 0})
+
     if parts.num_rows:
-        g = parts.group_by("broker").aggregate([("partition", "count"), ("bytes", "sum"),
-                                                ("log_dir", "count_distinct")])
+        g = parts.group_by(["cluster", "broker"]).aggregate([("partition", "count"), ("bytes", "sum"),
+                                                             ("log_dir", "count_distinct")])
         for r in g.to_pylist():
-            out[r["broker"]] = {"broker": r["broker"], "log_dirs": r["log_dir_count_distinct"],
-                                "partitions": r["partition_count"], "bytes": r["bytes_sum"],
-                                "errors": 0, "warnings": 0, "infos": 0}
+            row(r["cluster"], r["broker"]).update(log_dirs=r["log_dir_count_distinct"],
+                                                  partitions=r["partition_count"], bytes=r["bytes_sum"])
     if finds.num_rows:
-        g = finds.group_by(["broker", "severity"]).aggregate([([], "count_all")])
+        g = finds.group_by(["cluster", "broker", "severity"]).aggregate([([], "count_all")])
         for r in g.to_pylist():
-            row = out.setdefault(r["broker"], {"broker": r["broker"], "log_dirs": 0, "partitions": 0, "bytes": 0,
-                                               "errors": 0, "warnings": 0, "infos": 0})
-            row[r["severity"] + "s"] = r["count_all"]
+            row(r["cluster"], r["broker"])[r["severity"] + "s"] = r["count_all"]
     return [out[k] for k in sorted(out)]
 
 
@@ -164,7 +186,8 @@ def _topics(parts: pa.Table, reps: pa.Table) -> list[dict[str, Any]]:
 
 
 def _worst(parts: pa.Table, limit: int) -> list[dict[str, Any]]:
-    cols = ["broker", "topic", "partition", "log_end_offset", "high_watermark", "errors", "warnings", "flags"]
+    cols = ["cluster", "broker", "topic", "partition", "log_end_offset", "high_watermark", "errors", "warnings",
+            "flags"]
     bad = parts.filter(pc.greater(pc.add(parts.column("errors"), parts.column("warnings")), 0))
     rows = bad.select(cols).to_pylist()
     return sorted(rows, key=lambda r: (-r["errors"], -r["warnings"], r["topic"], r["partition"],

@@ -38,9 +38,11 @@ from replog.formats.errors import ReplogError
 from replog.spark.java import java_problem
 
 PACKAGES = ("formats", "recovery", "spark")  # what executors import, under `replog.`
+SHIPPED = ("*.py", "__pycache__/*.nbi", "__pycache__/*.nbc")   # the code and numba's compiled kernels
 LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")   # log4j's, quietest first
 DEFAULT_LOG_LEVEL = "ERROR"
 STOP_SECONDS = 20.0   # for the context to stop, then as long again for the JVM to exit before it is killed
+LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"   # `spark_conf` says why
 
 # Lines the JVM prints outside Spark's logging (the JDK, the REPL hints of Spark's launcher): never shown.
 NOISE = re.compile(r"WARNING: Using incubator modules|Using Spark's default log4j profile"
@@ -160,7 +162,7 @@ def check_log_level(level: str) -> str:
 
 
 def get_session(master: str | None = None, app_name: str = "replog-fleet", log_level: str = DEFAULT_LOG_LEVEL,
-                sink: Sink | None = None) -> Any:
+                sink: Sink | None = None, conf: dict[str, str] | None = None) -> Any:
     """A configured SparkSession; raises ReplogError when Java or pyspark is missing.
 
     `log_level` is Spark's (log4j) level; the JVM's output goes line by line to `sink` (default stderr).
@@ -181,7 +183,7 @@ def get_session(master: str | None = None, app_name: str = "replog-fleet", log_l
     if is_local(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")   # no "hostname resolves to a loopback address"
     with held_sigint() as interrupted:   # on its own thread: pyspark puts its SIGINT handler only on the main one
-        spark = on_own_thread(lambda: _start(SparkSession, master, app_name, level, sink))
+        spark = on_own_thread(lambda: _start(SparkSession, master, app_name, level, sink, conf or {}))
     if interrupted():
         stop_session(spark)
         raise KeyboardInterrupt
@@ -192,17 +194,34 @@ def get_session(master: str | None = None, app_name: str = "replog-fleet", log_l
     return spark
 
 
-def _start(session_class: Any, master: str | None, app_name: str, level: str, sink: Sink | None) -> Any:
+def spark_conf(master: str | None, app_name: str, log4j: Path, given: dict[str, str]) -> dict[str, str]:
+    """The session's settings: ours, then the user's (`--conf`), which win; our log4j file is added to
+    any driver Java options given.
+
+    An embedded (local) JVM that is given no Java options of the user's runs its JIT's first tier only
+    and the serial collector: a fleet scan's JVM mostly schedules tasks and plans a few queries, the
+    Python tasks do the reading, and on two cores the optimizing compiler and the parallel collector's
+    threads took more CPU than the scan (user CPU of a sample-fleet scan 32 s -> 19 s here)."""
+    conf = {"spark.app.name": app_name, "spark.master": master or "local[*]",
+            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.execution.arrow.pyspark.enabled": "true", "spark.sql.adaptive.enabled": "true"}
+    if is_local(master):
+        conf["spark.sql.shuffle.partitions"] = str(max(2, 2 * (os.cpu_count() or 2)))
+    java = given.get("spark.driver.extraJavaOptions")
+    if java is None and is_local(master):
+        java = LOCAL_JVM_OPTIONS
+    conf.update(given)
+    conf["spark.driver.extraJavaOptions"] = f"{java or ''} -Dlog4j2.configurationFile={log4j}".strip()
+    return conf
+
+
+def _start(session_class: Any, master: str | None, app_name: str, level: str, sink: Sink | None,
+           given: dict[str, str]) -> Any:
     """The JVM (unless one runs already) and the session in it, at `level`."""
     conf_dir = Path(tempfile.mkdtemp(prefix="replog-spark-"))
     atexit.register(shutil.rmtree, conf_dir, True)
     (conf_dir / "log4j2.properties").write_text(log4j2_properties(level))
-    conf = {"spark.app.name": app_name, "spark.master": master or "local[*]",
-            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.execution.arrow.pyspark.enabled": "true", "spark.sql.adaptive.enabled": "true",
-            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={conf_dir / 'log4j2.properties'}"}
-    if is_local(master):
-        conf["spark.sql.shuffle.partitions"] = str(max(2, 2 * (os.cpu_count() or 2)))
+    conf = spark_conf(master, app_name, conf_dir / "log4j2.properties", given)
     try:
         _launch_jvm(conf, conf_dir, level, sink or _write_stderr)
         builder = session_class.builder
@@ -356,11 +375,15 @@ def held_sigint() -> Iterator[Callable[[], bool]]:
 def project_zip(out_dir: Path) -> Path:
     """A zip of the packages executors import, for `addPyFile` (or `spark-submit --py-files`), named by
     a hash of its content (`replog-<sha>.zip`) and written only when missing: the same code ships as
-    the same file, which an executor extracts once per host (`job.task_function`)."""
+    the same file, which an executor extracts once per host (`job.task_function`).
+
+    With the code go the kernels numba compiled here, as they are in the packages' `__pycache__`
+    (its in-tree cache): an executor whose CPU matches loads them instead of compiling its own
+    (numba checks the source's content and the machine before it uses an entry)."""
     files = [(f"replog/{pkg}/{path.relative_to(root).as_posix()}", path.read_bytes())
              for pkg in PACKAGES
              for root in [Path(importlib.import_module(f"replog.{pkg}").__path__[0])]
-             for path in sorted(root.rglob("*.py"))]
+             for path in sorted(p for pattern in SHIPPED for p in root.rglob(pattern))]
     digest = hashlib.sha256()
     for name, data in files:
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())

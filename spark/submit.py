@@ -1,7 +1,7 @@
 """Driver for `spark-submit`, for clusters where replog is not installed on the driver host.
 
-    python -m replog.spark.submit --make-zip /tmp            # writes /tmp/replog.zip (formats, recovery, spark)
-    spark-submit --master spark://head:7077 --py-files /tmp/replog.zip spark/submit.py \\
+    python -m replog.spark.submit --make-zip /tmp   # writes and prints /tmp/replog-<sha>.zip (formats, recovery, spark)
+    spark-submit --master spark://head:7077 --py-files /tmp/replog-<sha>.zip spark/submit.py \\
         --out /shared/scan /shared/kafka-logs/broker-*
 
 Executors need Python with pyarrow and the packages in pyproject's dependency list; the
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inventory", help="file of broker=path lines")
     parser.add_argument("--batches", action="store_true", help="also write the per-batch table")
     parser.add_argument("--force", action="store_true", help="replace a previous scan's output")
-    parser.add_argument("--make-zip", metavar="DIR", help="only write DIR/replog.zip for --py-files")
+    parser.add_argument("--make-zip", metavar="DIR", help="only write DIR/replog-<sha>.zip for --py-files")
     args = parser.parse_args(argv)
     if args.make_zip:
         from replog.spark.session import project_zip

@@ -306,9 +306,10 @@ def samples_generate(
 @fleet_app.command("scan", cls=ReplogCommand)
 @guarded
 def fleet_scan(
-    paths: Annotated[list[str], typer.Argument(
-        metavar="PATH...", help="broker log dirs, folders of them, globs, or file:// hdfs:// s3:// URIs")],
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="directory for the Parquet tables")],
+    paths: Annotated[list[str] | None, typer.Argument(
+        metavar="PATH...", help="broker log dirs, folders of them, globs, or file:// hdfs:// s3:// URIs "
+                                  "(none when --inventory names them)")] = None,
     master: Annotated[str | None, typer.Option(
         metavar="URL", help="Spark master URL (default: embedded local[*])")] = None,
     inventory: Annotated[Path | None, typer.Option(metavar="FILE", help="file of `broker=path` lines")] = None,
@@ -324,6 +325,8 @@ def fleet_scan(
         help="an earlier scan's --out: sealed segments unchanged since are not read again")] = None,
     tail: Annotated[bool, typer.Option(
         "--tail", help="compare replicas from checkpoints, epoch files and segment tails only (fast)")] = False,
+    conf: Annotated[list[str] | None, typer.Option(
+        "--conf", metavar="KEY=VALUE", help="a Spark setting, as spark-submit takes it (repeatable)")] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Scan every partition of every log dir with Spark; Parquet tables partitions, segments,
@@ -336,11 +339,21 @@ def fleet_scan(
       replog fleet scan /data/fleet --out /tmp/fleet-scan-2 --since /tmp/fleet-scan
 
       replog fleet scan '/mnt/kafka-*/logs' --out scan --master spark://head:7077 --batches
+
+      replog fleet scan --inventory brokers.txt --out scan --master yarn --conf spark.executor.instances=50
     """
     from replog.toolkit.fleet_view import run_fleet_scan
 
-    raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, split_bytes, fmt,
-                                    spark_log_level, since=since, tail=tail))
+    if not paths and inventory is None:
+        raise typer.BadParameter("give at least one PATH, or --inventory FILE", param_hint="PATH...")
+    settings = {}
+    for item in conf or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--conf")
+        settings[key.strip()] = value
+    raise typer.Exit(run_fleet_scan(paths or [], out, master, inventory, batches, force, split_bytes, fmt,
+                                    spark_log_level, since=since, tail=tail, conf=settings))
 
 
 @fleet_app.command("report", cls=ReplogCommand)

@@ -34,7 +34,8 @@ def stage_progress() -> Iterator[Callable[[str, int, int], None] | None]:
 
 def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventory: Path | None,
                    batches: bool, force: bool, split_bytes: int, fmt: Format | None,
-                   spark_log_level: str = "ERROR", *, since: Path | None = None, tail: bool = False) -> int:
+                   spark_log_level: str = "ERROR", *, since: Path | None = None, tail: bool = False,
+                   conf: dict[str, str] | None = None) -> int:
     """Scan, print what was written; exit 1 on the rule `fleet report` applies to the same tables."""
     from replog.spark.fleet import scan_fleet
     from replog.spark.session import check_log_level
@@ -44,7 +45,7 @@ def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventor
     with stage_progress() as progress:
         result = scan_fleet(list(paths), out, master=master, inventory=inventory, batches=batches,
                             force=force, progress=progress, split_bytes=split_bytes, log_level=spark_log_level,
-                            since=since, tail=tail)
+                            since=since, tail=tail, conf=conf)
     for note in result.skipped:
         stderr.print(f"[yellow]replog: skipped[/] {note}")
 
@@ -100,17 +101,19 @@ def _partition(d: dict[str, Any]) -> str:
 
 
 BROKERS = Columns(
-    Column("broker", "broker"), Column("log dirs", "log_dirs"), Column("partitions", "partitions"),
+    Column("cluster", "cluster"), Column("broker", "broker"), Column("log dirs", "log_dirs"),
+    Column("partitions", "partitions"),
     Column("bytes", "bytes", thousands), Column("errors", "errors"), Column("warnings", "warnings"),
 )
 DIVERGENT = Columns(
-    Column("partition", _partition), Column("diverges at", "first_divergent_offset"),
+    Column("cluster", "cluster"), Column("partition", _partition), Column("diverges at", "first_divergent_offset"),
     Column("kept", "kept", _names), Column("diverged", "diverged", _names), Column("behind", "behind", _names),
     Column("log ends", _leos), Column("records at risk", "records_at_risk"),
     Column("committed at risk", "committed_at_risk"),
 )
 LAGGING = Columns(
-    Column("partition", _partition), Column("log ends", _leos), Column("high watermarks", _hws),
+    Column("cluster", "cluster"), Column("partition", _partition), Column("log ends", _leos),
+    Column("high watermarks", _hws),
     Column("LEO spread", "leo_spread"),
 )
 WORST_PARTITIONS = Columns(
@@ -123,7 +126,7 @@ DAMAGED_SEGMENTS = Columns(
     Column("valid bytes", "valid_bytes", thousands), Column("errors", "errors"),
 )
 STORES = Columns(
-    Column("broker", "broker"), Column("store", "store"),
+    Column("cluster", "cluster"), Column("broker", "broker"), Column("role", "role"), Column("store", "store"),
     Column("commitlog min..max", span("commitlog_min_offset", "commitlog_max_offset")),
     Column("messages", "messages"), Column("queues", "queues"), Column("confirm", "confirm_offset"),
     Column("epoch", "latest_epoch"), Column("abort", "abort_present", lambda present: "present" if present else "-"),
@@ -133,6 +136,9 @@ CHECKPOINTS = Columns(
     Column("broker", "broker"), Column("code", "code"), Column("partition", _partition), Column("message", "message"),
 )
 FINDING_CODES = Columns(Column("code", "code"), Column("count", "count"))
+FLAGGED_LOG_DIRS = Columns(
+    Column("log dir", "path"), Column("grouped as cluster", "cluster"), Column("flags", "flags", words),
+)
 
 # (title, report member, columns): the sections a person reads, in this order, on the terminal and in the page
 SECTIONS = (
@@ -142,20 +148,33 @@ SECTIONS = (
     ("damaged segments", "damaged_segments", DAMAGED_SEGMENTS),
     ("RocketMQ stores", "stores", STORES),
     ("checkpoints disagreeing with logs", "checkpoint_disagreements", CHECKPOINTS),
+    ("log dirs without a cluster id (replica sets formed within their group)", "flagged_log_dirs", FLAGGED_LOG_DIRS),
 )
 
 
 def print_report(r: dict[str, Any], console: Console) -> None:
     """The totals line, the brokers, then every section that has rows."""
     t = r["totals"]
-    console.print(f"[bold]fleet scan[/] {r['out_dir']}: {t['brokers']} brokers, {t['partitions']:,} partition "
-                  f"replicas, {t['segments']:,} segments, {t['bytes']:,} bytes; "
+    tail = " (tail scan: checkpoints, epoch files and segment tails)" if r.get("mode") == "tail" else ""
+    console.print(f"[bold]fleet scan[/]{tail} {r['out_dir']}: {words_of(t.get('clusters', 1), 'cluster')}, "
+                  f"{t['brokers']} brokers, {t['partitions']:,} partition replicas, {t['segments']:,} segments, "
+                  f"{t['bytes']:,} bytes; "
                   f"[red]{t['errors']} errors[/], [yellow]{t['warnings']} warnings[/], "
                   f"{t['divergent_replica_sets']} divergent replica sets of {t['replica_sets']}")
-    console.print(BROKERS.table(r["brokers"], "brokers"))
+    one = t.get("clusters", 1) <= 1
+    console.print((_one_cluster(BROKERS) if one else BROKERS).table(r["brokers"], "brokers"))
     for title, member, columns in SECTIONS:
         if r.get(member):
-            console.print(columns.table(r[member], title))
+            console.print((_one_cluster(columns) if one else columns).table(r[member], title))
+
+
+def words_of(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _one_cluster(columns: Columns) -> Columns:
+    """The columns without `cluster`, for a scan of one cluster (every row would say the same)."""
+    return Columns(*(c for c in columns.columns if c.field != "cluster"))
 
 
 # -- HTML ----------------------------------------------------------------------------------------

@@ -216,6 +216,8 @@ def test_replica_sets_never_span_clusters(session, tmp_path: Path) -> None:
     assert result.divergent_replica_sets == 0
     flagged = [r["path"] for r in load_table(tmp_path / "out", "log_dirs").to_pylist() if r["flags"]]
     assert flagged == [str(d) for d in groups["old"]]
+    report = fleet_report(tmp_path / "out")
+    assert [d["path"] for d in report.flagged_log_dirs] == flagged and report.totals["clusters"] == 3
 
 
 def test_rescan_of_an_unchanged_fleet_reads_only_active_segments(scan, session, tmp_path: Path) -> None:
@@ -248,3 +250,33 @@ def test_tail_scan_compares_replicas_by_epochs(scan, session, tmp_path: Path) ->
     orders = reps[("fx.orders", 1)]
     assert (orders["first_divergent_offset"], orders["diverged"]) == (30, ["broker-3"])
     assert reps[next(iter(planted.lag))]["leo_spread"] == 39
+
+
+def test_scan_on_a_standalone_cluster_equals_local(scan, tmp_path: Path) -> None:
+    """`replog fleet scan --master spark://...` against a master and a worker started from pyspark's
+    spark-class: the test builder's fleet gives the tables the module's local[2] scan gave it."""
+    import subprocess
+    import sys
+
+    from tests.spark.standalone import QUICK_JVM, cluster_env, standalone_cluster
+
+    out, *_ = scan
+    inventory = tmp_path / "inventory.txt"
+    inventory.write_text("".join(line + "\n" for line in (out.parent / "inventory.txt").read_text().splitlines()
+                                 if line.startswith("b")))
+    with standalone_cluster(tmp_path / "cluster") as url:
+        run = subprocess.run([str(Path(sys.executable).with_name("replog")), "fleet", "scan", "--inventory",
+                              str(inventory), "--batches", "--out", str(tmp_path / "scan"), "--master", url,
+                              "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM}",
+                              "--conf", f"spark.driver.extraJavaOptions={QUICK_JVM}",
+                              "--format", "json"], capture_output=True, text=True, timeout=240,
+                             env=cluster_env(tmp_path / "cluster"))
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert json.loads(run.stdout)["divergent_replica_sets"] == 2
+    for name in ("partitions", "segments", "findings", "batches", "replicas", "log_dirs"):
+        local = load_table(out, name)
+        if "broker" in local.column_names:
+            local = local.filter(pa_compute().starts_with(local.column("broker"), "b"))
+        else:
+            local = local.filter(pa_compute().starts_with(local.column("topic"), "fx."))
+        assert _rows(local) == _rows(load_table(tmp_path / "scan", name)), name
