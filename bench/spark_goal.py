@@ -113,7 +113,8 @@ def build_scale_fleet(root: Path) -> None:
     clusters, brokers, per_broker = SCALE
     count = brokers * per_broker // 3
     for c in range(clusters):
-        template = root / f".template-{c}" / "t-0"
+        template = root.with_name(f"{root.name}.template-{c}") / "t-0"   # beside the fleet: not scanned
+        shutil.rmtree(template.parent, ignore_errors=True)
         partitions.build_partition(template, inputs.SHAPES[1], 48 * 1024, segment_bytes=16 * 1024, seed=100 + c)
         leo = _leo(template)
         files = [f for f in template.iterdir() if f.is_file()]

@@ -10,8 +10,9 @@ and the same CRC in the first and last batch headers (read from the file: two he
 segment). Everything downstream of the walk (epochs, producer state, indexes, summaries, batch
 rows) runs again on the replayed blocks, so a rescan's tables are those of a full scan.
 
-On disk, under OUT/_cache/: per task, `blocks-<scan>-<task>.arrow` (Arrow IPC file, zstd: a record
-batch per block of one segment, read back by index) and `index-<task>.parquet` (one row per recorded
+On disk, under OUT/_cache/: per task, `blocks-<scan>-<task>.arrow` (Arrow IPC file, zstd: the
+recorded batch rows in record batches of about `ROWS` rows, a segment's rows consecutive from a given
+row of a given record batch, read back by index) and `index-<task>.parquet` (one row per recorded
 segment, `INDEX`). The driver of the next scan reads the index and hands each unit the entries of
 its partition whose file metadata still match (`candidates`); the executor checks the CRCs. A rescan
 hard-links the earlier block files into its own cache (`inherit`) and indexes the segments it
@@ -50,11 +51,12 @@ INDEX = pa.schema([
     ("partition_path", pa.string()), ("path", pa.string()), ("base_offset", pa.int64()),
     ("size", pa.int64()), ("mtime_ns", pa.int64()), ("inode", pa.int64()),
     ("first_crc", pa.int64()), ("last_crc", pa.int64()), ("last_position", pa.int64()),   # null: no batch
-    ("file", pa.string()), ("first_block", pa.int32()), ("block_count", pa.int32()),
+    ("file", pa.string()), ("first_batch", pa.int32()), ("first_row", pa.int32()), ("rows", pa.int64()),
     ("valid_bytes", pa.int64()), ("end_position", pa.int64()),
     ("findings", pa.list_(_FINDING)), ("record_findings", pa.list_(_FINDING)), ("markers", pa.list_(_MARKER)),
 ])
 Stat = tuple[int, int, int]   # size, mtime_ns, inode
+ROWS = 1 << 16                # batch rows per record batch of a block file (small segments share one)
 Index = dict[str, dict[int, dict[str, Any]]]   # partition path -> base offset -> index row
 
 
@@ -95,8 +97,9 @@ class _Open:
 
     partition_path: str
     stat: Stat
-    first_block: int
-    blocks: int = 0
+    first_batch: int = 0
+    first_row: int = 0
+    rows: int = 0
     first_crc: int | None = None
     last: tuple[int, int] | None = None     # (position, crc) of the last batch seen
     markers: Markers = field(default_factory=dict)
@@ -112,6 +115,9 @@ class Recorder:
         self._blocks: IpcSink | None = None
         self._index: ParquetSink | None = None
         self._open: dict[str, _Open] = {}
+        self._pending: list[pa.RecordBatch] = []   # rows for the next record batch of the block file
+        self._pending_rows = 0
+        self._index_rows: list[dict[str, Any]] = []
         self.rows = 0
 
     def begin(self, partition_path: str, path: Path, stat: Stat) -> None:
@@ -119,7 +125,7 @@ class Recorder:
         if self._blocks is None:
             self.dir.mkdir(exist_ok=True)
             self._blocks = IpcSink(self.blocks_path, BLOCK_SCHEMA)
-        self._open[str(path)] = _Open(partition_path, stat, self._blocks.batches)
+        self._open[str(path)] = _Open(partition_path, stat)
 
     def recording(self, walked: Walked) -> bool:
         """Whether the segment of this block is being recorded here."""
@@ -130,8 +136,15 @@ class Recorder:
         seg = self._open.get(str(walked.segment.path))
         if seg is None or self._blocks is None or not len(walked.block):
             return
-        self._blocks.write(chunk.drop_columns(["path"]))
-        seg.blocks += 1
+        if self._pending_rows and self._pending_rows + chunk.num_rows > ROWS:
+            self._flush_blocks()
+        if not seg.rows:
+            seg.first_batch, seg.first_row = self._blocks.batches, self._pending_rows
+        self._pending.append(chunk.drop_columns(["path"]))
+        self._pending_rows += chunk.num_rows
+        seg.rows += chunk.num_rows
+        if self._pending_rows >= ROWS:
+            self._flush_blocks()
         if seg.first_crc is None:
             seg.first_crc = int(walked.block.crc[0])
         seg.last = (int(walked.block.position[-1]), int(walked.block.crc[-1]))
@@ -147,7 +160,8 @@ class Recorder:
             "partition_path": seg.partition_path, "path": str(result.path), "base_offset": result.base_offset,
             "size": size, "mtime_ns": mtime, "inode": inode, "first_crc": seg.first_crc,
             "last_crc": seg.last[1] if seg.last else None, "last_position": seg.last[0] if seg.last else None,
-            "file": self.blocks_path.name, "first_block": seg.first_block, "block_count": seg.blocks,
+            "file": self.blocks_path.name, "first_batch": seg.first_batch, "first_row": seg.first_row,
+            "rows": seg.rows,
             "valid_bytes": result.valid_bytes, "end_position": result.end_position,
             "findings": [_finding_row(f) for f in result.findings],
             "record_findings": [_finding_row(f) for f in result.record_findings],
@@ -158,13 +172,29 @@ class Recorder:
         self._write({**entry, "file": _relative(Path(entry["file"]), self.dir)})
 
     def _write(self, row: dict[str, Any]) -> None:
+        self._index_rows.append(row)
+        self.rows += 1
+        if len(self._index_rows) >= 4096:
+            self._flush_index()
+
+    def _flush_blocks(self) -> None:
+        if self._pending and self._blocks is not None:
+            batches = pa.Table.from_batches(self._pending, BLOCK_SCHEMA).combine_chunks().to_batches()
+            self._blocks.write(batches[0] if len(batches) == 1 else pa.concat_batches(batches))
+        self._pending, self._pending_rows = [], 0
+
+    def _flush_index(self) -> None:
+        if not self._index_rows:
+            return
         if self._index is None:
             self.dir.mkdir(exist_ok=True)
             self._index = ParquetSink(self.dir / f"index-{self.task:05d}.parquet", INDEX)
-        self._index.write(pa.RecordBatch.from_pylist([row], schema=INDEX))
-        self.rows += 1
+        self._index.write(pa.RecordBatch.from_pylist(self._index_rows, schema=INDEX))
+        self._index_rows = []
 
     def close(self) -> None:
+        self._flush_blocks()
+        self._flush_index()
         for sink in (self._blocks, self._index):
             if sink is not None:
                 sink.close()
@@ -209,11 +239,15 @@ class CachedWalk:
         return _markers(self.entry["markers"])
 
     def blocks(self) -> Iterator[BatchBlock]:
+        """The recorded rows, a block per record batch they lie in (at most `ROWS` rows each)."""
         with pa.memory_map(self.entry["file"]) as source:
             reader = pa.ipc.open_file(source)
-            start = self.entry["first_block"]
-            for i in range(start, start + self.entry["block_count"]):
-                yield BatchBlock.from_arrow(reader.get_batch(i))
+            batch, skip, left = self.entry["first_batch"], self.entry["first_row"], self.entry["rows"]
+            while left > 0:
+                part = reader.get_batch(batch).slice(skip, left)
+                yield BatchBlock.from_arrow(part)
+                left -= part.num_rows
+                batch, skip = batch + 1, 0
 
 
 def unchanged(entry: dict[str, Any], path: Path) -> bool:

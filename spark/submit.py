@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inventory", help="file of broker=path lines")
     parser.add_argument("--batches", action="store_true", help="also write the per-batch table")
     parser.add_argument("--force", action="store_true", help="replace a previous scan's output")
+    parser.add_argument("--since", metavar="DIR", help="an earlier scan's --out: unchanged sealed segments not read")
+    parser.add_argument("--tail", action="store_true", help="checkpoints, epoch files and segment tails only")
     parser.add_argument("--make-zip", metavar="DIR", help="only write DIR/replog-<sha>.zip for --py-files")
     args = parser.parse_args(argv)
     if args.make_zip:
@@ -35,9 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     from replog.spark.fleet import scan_fleet
     session = SparkSession.builder.appName("replog-fleet").getOrCreate()  # master comes from spark-submit
     result = scan_fleet(args.paths, args.out, inventory=args.inventory, batches=args.batches, force=args.force,
-                        session=session)
+                        session=session, since=args.since, tail=args.tail)
     print(json.dumps(result.to_dict(), indent=2))
-    return 1 if result.errors else 0
+    return 1 if result.has_errors else 0
 
 
 if __name__ == "__main__":

@@ -246,11 +246,12 @@ def segment_tables(where: dict[str, Any], path: Path, base: int, context: Contex
     recorder = context.recorder if stat is not None and partition_path is not None else None
     try:
         with mapped(path) as buf:
-            records = checks_segments.RecordCheck(buf, str(path))
+            fast = use_fast_walk(len(buf), context.fast_threshold)
+            records = checks_segments.RecordCheck(buf, str(path), fast if context.fast_threshold is not None else None)
             if recorder is not None and partition_path is not None and stat is not None:
                 recorder.begin(partition_path, path, stat)
-            steps = segment_blocks(buf, path, base, compiled=use_fast_walk(len(buf), context.fast_threshold),
-                                   checks=[records], state=_MarkersOnly() if recorder is not None else None)
+            steps = segment_blocks(buf, path, base, compiled=fast, checks=[records],
+                                   state=_MarkersOnly() if recorder is not None else None)
             while True:
                 try:
                     walked = next(steps)

@@ -80,7 +80,8 @@ def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_
     and batch table from the very blocks the checks read.
 
     `deep` may say per segment (by base offset) whether its records are decoded here; segments above
-    `fast_threshold` bytes take the compiled walk (`use_fast_walk`). `recorded` may give a segment's
+    `fast_threshold` bytes take the compiled walk and record check (`use_fast_walk`; default: each
+    its own threshold). `recorded` may give a segment's
     walk as an earlier pass recorded it: that segment is then replayed (`segment_pass.replay_blocks`),
     not read, and every check downstream of the walk runs on the replayed blocks."""
     parsed = names.parse_partition_dir(pdir.name)
@@ -138,11 +139,12 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
             with ev.mapped(path) as buf:
                 indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=len(buf),
                                                             active=active)
-                records = checks_segments.RecordCheck(buf, str(path)) if deep else None
+                fast = use_fast_walk(len(buf), fast_threshold)
+                records = checks_segments.RecordCheck(buf, str(path), fast if fast_threshold is not None else None) \
+                    if deep else None
                 checks: list[segment_pass.BlockCheck] = [indexes] if records is None else [records, indexes]
-                seg = yield from segment_pass.segment_blocks(buf, path, base,
-                                                             compiled=use_fast_walk(len(buf), fast_threshold),
-                                                             checks=checks, state=state)
+                seg = yield from segment_pass.segment_blocks(buf, path, base, compiled=fast, checks=checks,
+                                                             state=state)
                 seg.record_findings = records.finish() if records is not None else []
                 found = seg.findings + seg.record_findings
         except UnreadableInput as e:
