@@ -14,7 +14,8 @@
 - scale: 3 clusters x 20 brokers x 300 partitions (small segments, hard links of one partition per
   cluster; the clusters use the same topic names and broker ids with other data) scanned by the
   `replog fleet scan` command in local[2] under the RSS cap: it finishes, every replica set holds the
-  three replicas of one cluster, none diverges.
+  three replicas of one cluster, none diverges. The same fleet with `--tail`: seconds per thousand
+  partition replicas (reported).
 The work tree is hard links of the kept inputs; the appended files are copies, so the inputs stay as
 they were built.
 """
@@ -266,6 +267,12 @@ def scale(root: Path, cap: int) -> dict[str, Any]:
         result["met"] = (not mixed and result["replica_sets"] == result["expected"] and not result["divergent"])
     else:
         result["met"] = False
+    shutil.rmtree(out, ignore_errors=True)
+    tail = replog_run(["fleet", "scan", str(source), "--out", str(out), "--force", "--master", "local[2]", "--tail",
+                       "--format", "json"], cap)
+    clusters, brokers, per_broker = SCALE
+    result["tail"] = {"command": tail.to_dict(),
+                      "seconds_per_1000_partitions": round(tail.seconds * 1000 / (clusters * brokers * per_broker), 2)}
     shutil.rmtree(out, ignore_errors=True)
     return result
 

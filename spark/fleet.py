@@ -239,8 +239,10 @@ def _finish(spark: Any, out: Path, log_dirs: list[LogDir], with_batches: bool, t
     if watcher:
         watcher.step = "replicas"
     if tail:
-        from replog.spark.tail import tail_replicas
-        _write_table(out, "replicas", tail_replicas(spark, out / "partitions", out / f"{WORK}/tail_batches"))
+        from replog.spark.tail import tail_replicas_frame
+        if (out / WORK / "tail_batches").is_dir():
+            tail_replicas_frame(spark, out / "partitions", out / WORK / "tail_batches") \
+                .write.mode("overwrite").parquet(str(out / "replicas"))
     else:
         _replicas(spark, out, out / ("batches" if with_batches else f"{WORK}/replica_batches"), batch_rows)
     for name in schemas.TABLES:   # every table there, empty or not, for whoever reads OUT next

@@ -11,7 +11,7 @@ so a tail is a few KiB. An index without entries, or whose last entry does not p
 ending at the indexed offset, gets its segment walked whole. The log end offset is the end of the
 last valid batch of the active segment's tail, as recovery would leave it when the damage is there.
 
-Per replica set (the driver, `tail_replicas`): the replica the controller could elect
+Per replica set (a Spark task, `tail_replicas_frame`, then `compare_set`): the replica the controller could elect
 (`election.elect`, as `replay` and the full scan), and for each other replica where the brokers'
 own truncation leaves it (`protocol.truncation_on_fetch`: the KIP-595 DivergingEpoch rounds, from
 the epoch caches and log ends alone; the models carry no batches, their log end is all they have
@@ -211,24 +211,29 @@ def compare_set(reps: list[dict[str, Any]], tails: dict[str, list[dict[str, Any]
     return row
 
 
-def tail_replicas(spark: Any, partitions: Path, tail_batches: Path) -> pa.Table:
-    """The `replicas` table of a tail scan: the sets (`replicas.replica_sets`, the one rule for what a
-    set is) collected to the driver with their tail batches, each compared (`compare_set`)."""
-    import pyarrow.dataset as ds
+def tail_replicas_frame(spark: Any, partitions: Path, tail_batches: Path) -> Any:
+    """The `replicas` table of a tail scan, in Spark: the sets (`replicas.replica_sets`, the one rule for
+    what a set is), each replica with its tail batches, each set compared (`compare_set`) in a Python
+    task; nothing of the fleet gathers on the driver."""
+    from pyspark.sql import functions as F
 
     from replog.spark.replicas import SET, replica_sets
 
-    frame = spark.read.schema(schemas.spark_schema(schemas.PARTITIONS)).parquet(str(partitions))
-    rows = [r.asDict(recursive=True) for r in replica_sets(frame).collect()]
-    tails: dict[str, list[dict[str, Any]]] = {}
-    if rows and tail_batches.is_dir():
-        for b in ds.dataset(str(tail_batches), format="parquet").to_table().to_pylist():
-            tails.setdefault(f"{b['log_dir']}\0{b['topic']}\0{b['partition']}", []).append(b)
-    sets: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for r in rows:
-        sets.setdefault(tuple(r[c] for c in SET), []).append(r)
-    out = []
-    for reps in sets.values():
-        by_dir = {r["log_dir"]: tails.get(f"{r['log_dir']}\0{r['topic']}\0{r['partition']}", []) for r in reps}
-        out.append(compare_set(reps, by_dir))
-    return pa.Table.from_pylist(out, schema=schemas.REPLICAS)
+    parts = spark.read.schema(schemas.spark_schema(schemas.PARTITIONS)).parquet(str(partitions))
+    tails = spark.read.schema(schemas.spark_schema(schemas.TAIL_BATCHES)).parquet(str(tail_batches))
+    per_replica = tails.groupBy("log_dir", "topic", "partition").agg(F.collect_list(F.struct(
+        "base_offset", "last_offset", "crc", "partition_leader_epoch")).alias("tail"))
+    reps = replica_sets(parts).join(per_replica, ["log_dir", "topic", "partition"], "left")
+    grouped = reps.groupBy(*SET).agg(F.collect_list(F.struct(
+        "cluster", "broker", "log_dir", "path", "topic", "partition", "set_topic_id", "epoch_history",
+        "log_start_offset", "log_end_offset", "high_watermark", "latest_epoch", "tail")).alias("replicas"))
+    return grouped.mapInArrow(compare_batches, schemas.spark_schema(schemas.REPLICAS))
+
+
+def compare_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: a set's replicas with their tails -> its `replicas` row."""
+    for rb in batches:
+        rows = [compare_set(r["replicas"], {rep["log_dir"]: rep["tail"] or [] for rep in r["replicas"]})
+                for r in rb.to_pylist()]
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, schema=schemas.REPLICAS)
