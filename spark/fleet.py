@@ -59,6 +59,7 @@ class FleetScanResult:
     mode: str = "full"                                   # full | tail
     since: str | None = None                             # the earlier scan replayed from
     counts: dict[str, int] = field(default_factory=dict)  # segments and bytes read / reused, walks recorded
+    task_seconds: float = 0.0                            # the scan tasks' wall seconds, added up
 
     @property
     def has_errors(self) -> bool:
@@ -183,6 +184,7 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
                                                                  scan=secrets.token_hex(4)))
                 summed = total(reports)
                 result.errors, result.counts = summed["errors"], {**summed["counts"], "recorded": summed["recorded"]}
+                result.task_seconds = summed["task_seconds"]
                 _finish(spark, out, log_dirs, batches, tail, watcher,
                         summed["rows"].get("batches", 0) + summed["rows"].get("replica_batches", 0))
             finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -24,14 +25,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replog.spark import cache, schemas
-from replog.spark.sinks import ParquetSink
+from replog.spark.sinks import COMPRESSION, FAST, ParquetSink
 from replog.spark.tasks import Context, run_unit
 from replog.spark.units import Unit
 
 WORK = "_work"
 PENDING = {"partitions": "split_partitions", "segments": "split_segments"}   # a light unit's rows, unfinished
 INTERNAL = {"split_partitions": schemas.PARTITIONS, "split_segments": schemas.SEGMENTS,
-            "split_counts": schemas.SPLIT_COUNTS, "replica_batches": schemas.REPLICA_BATCHES,
+            "split_counts": schemas.SPLIT_COUNTS, "replica_batches": schemas.REPLICA_BATCHES_WRITTEN,
             "tail_batches": schemas.TAIL_BATCHES}
 
 
@@ -76,7 +77,8 @@ class TaskFiles:
             folder = self.out / (f"{WORK}/{table}" if table in INTERNAL else table)
             folder.mkdir(parents=True, exist_ok=True)
             schema = INTERNAL[table] if table in INTERNAL else schemas.TABLES[table]
-            sink = self.sinks[table] = ParquetSink(folder / f"part-{self.task:05d}.parquet", schema)
+            sink = self.sinks[table] = ParquetSink(folder / f"part-{self.task:05d}.parquet", schema,
+                                                   FAST if table in INTERNAL else COMPRESSION)
         sink.write(batch)
 
     def close(self) -> dict[str, int]:
@@ -91,6 +93,7 @@ class TaskFiles:
 
 def run_task(task: int, units: Iterable[Unit], options: JobOptions) -> dict[str, Any]:
     """Scan `units`, write their rows and their record; the task's report."""
+    started, cpu = time.monotonic(), time.process_time()
     out = Path(options.out)
     files = TaskFiles(out, task)
     recorder = cache.Recorder(out, task, options.scan) if options.record else None
@@ -110,7 +113,8 @@ def run_task(task: int, units: Iterable[Unit], options: JobOptions) -> dict[str,
             recorder.discard()
         raise
     return {"task": task, "units": count, "rows": rows, "errors": files.errors,
-            "counts": dict(context.counts), "recorded": recorder.rows if recorder is not None else 0}
+            "counts": dict(context.counts), "recorded": recorder.rows if recorder is not None else 0,
+            "seconds": round(time.monotonic() - started, 3), "cpu_seconds": round(time.process_time() - cpu, 3)}
 
 
 def task_function(options: JobOptions) -> Any:
@@ -177,4 +181,6 @@ def total(reports: list[dict[str, Any]]) -> dict[str, Any]:
         rows.update(r["rows"])
         counts.update(r["counts"])
     return {"rows": dict(rows), "counts": dict(counts), "errors": sum(r["errors"] for r in reports),
-            "recorded": sum(r["recorded"] for r in reports), "units": sum(r["units"] for r in reports)}
+            "recorded": sum(r["recorded"] for r in reports), "units": sum(r["units"] for r in reports),
+            "task_seconds": round(sum(r.get("seconds", 0) for r in reports), 3),
+            "task_cpu_seconds": round(sum(r.get("cpu_seconds", 0) for r in reports), 3)}

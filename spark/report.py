@@ -40,6 +40,7 @@ class FleetReport:
     stores: list[dict[str, Any]] = field(default_factory=list)      # RocketMQ stores, worst first
     finding_codes: dict[str, int] = field(default_factory=dict)
     mode: str = "full"                                              # full | tail (`fleet scan --tail`)
+    store_groups: list[dict[str, Any]] = field(default_factory=list)   # RocketMQ master and slaves of a broker
     flagged_log_dirs: list[dict[str, Any]] = field(default_factory=list)   # e.g. no cluster id: grouped by folder
 
     @property
@@ -68,7 +69,8 @@ def replicas_diverging(replicas: pa.Table) -> int:
 
 
 def load_table(out_dir: str | Path, name: str) -> pa.Table:
-    """One table of a scan, with its declared schema (empty when the scan wrote no rows)."""
+    """One table of a scan, with its declared schema (empty when the scan wrote no rows). A column an
+    older scan did not write (`cluster`, `log_dir` lists, ...) reads as nulls."""
     path = Path(out_dir) / name
     schema = schemas.TABLES[name]
     if not path.is_dir():
@@ -76,7 +78,11 @@ def load_table(out_dir: str | Path, name: str) -> pa.Table:
     files = [str(p) for p in sorted(path.glob("*.parquet"))]
     if not files:
         return schema.empty_table()
-    return ds.dataset(files, format="parquet").to_table().select(schema.names).cast(schema)
+    table = ds.dataset(files, format="parquet").to_table()
+    for f in schema:
+        if f.name not in table.column_names:
+            table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
+    return table.select(schema.names).cast(schema)
 
 
 def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
@@ -105,6 +111,7 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
     rep.stores = sorted(stores.to_pylist(), key=lambda r: (-r["errors"], -r["warnings"], r["cluster"],
                                                            r["broker_name"] or "", r["broker"], r["path"]))
     rep.flagged_log_dirs = [r for r in dirs.to_pylist() if r["flags"]][:limit * 5]
+    rep.store_groups = store_groups(rep.stores)[:limit]
     rep.brokers = _brokers(parts, finds)
     rep.topics = _topics(parts, reps)
     rep.finding_codes = dict(sorted(_group_count(finds, "code").items(), key=lambda kv: -kv[1]))
@@ -122,6 +129,23 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
     rep.checkpoint_disagreements = cp.select(["cluster", "broker", "topic", "partition", "code", "severity", "path",
                                               "offset", "message"]).to_pylist()[:limit * 5]
     return rep
+
+
+def store_groups(stores: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stores of each RocketMQ broker (one broker name in one cluster): the master and its slaves,
+    how far their commit logs end apart. Stores whose config names no broker stand alone."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in stores:
+        groups.setdefault((r["cluster"], r["broker_name"] or r["path"]), []).append(r)
+    out = []
+    for (cluster, name), members in groups.items():
+        members = sorted(members, key=lambda r: (r["role"] != "master", r["broker_id"] or 0, r["path"]))
+        ends = [r["commitlog_max_offset"] for r in members]
+        out.append({"cluster": cluster, "broker_name": name, "stores": [r["broker"] for r in members],
+                    "roles": [r["role"] for r in members], "commitlog_max_offsets": ends,
+                    "max_offset_spread": max(ends) - min(ends) if ends else 0,
+                    "errors": sum(r["errors"] for r in members)})
+    return sorted(out, key=lambda g: (-g["max_offset_spread"], -g["errors"], g["cluster"], g["broker_name"]))
 
 
 def _mode(out: Path) -> str:

@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from replog.formats.errors import FormatError, UnreadableInput
@@ -104,9 +105,14 @@ def batch_rows(where: dict[str, Any], walked: Walked, chunk: pa.RecordBatch | No
 
 
 def replica_batch_rows(where: dict[str, Any], walked: Walked) -> pa.RecordBatch:
-    """What the replica comparison reads of a block when the batch table is not written."""
-    block, schema = walked.block, schemas.REPLICA_BATCHES
-    cols = _where_columns(where, schema, len(block))
+    """What the replica comparison reads of a block when the batch table is not written (the where
+    columns as dictionaries: one value per block)."""
+    block, schema = walked.block, schemas.REPLICA_BATCHES_WRITTEN
+    zeros = pa.array(np.zeros(len(block), dtype=np.int32))
+    cols: list[pa.Array] = [
+        pa.DictionaryArray.from_arrays(zeros, pa.array([where[k]], schema.field(k).type.value_type))
+        if pa.types.is_dictionary(schema.field(k).type) else pa.repeat(pa.scalar(where[k], schema.field(k).type),
+                                                                        len(block)) for k in WHERE]
     cols += [pa.array(block.column(name), schema.field(name).type) for name in schema.names[len(WHERE):]]
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 

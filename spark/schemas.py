@@ -132,6 +132,10 @@ REPLICA_BATCHES = pa.schema([f for f in BATCHES if f.name in
                              ("cluster", "broker", "log_dir", "topic", "partition", "base_offset", "last_offset",
                               "crc", "count")])
 
+# How a task writes it: the where columns dictionary-encoded (one value per block, not one string per row).
+REPLICA_BATCHES_WRITTEN = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if pa.types.is_string(f.type)
+                                     else f for f in REPLICA_BATCHES])
+
 # Internal, a tail scan's: the last batches of each segment (and its first), for the replica comparison.
 TAIL_BATCHES = pa.schema([*(f for f in BATCHES if f.name in ("cluster", "broker", "log_dir", "topic", "partition")),
                           ("base_offset", pa.int64()), ("last_offset", pa.int64()), ("crc", pa.int64()),

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 from replog.formats.filecopy import OutputFile
 
 ROWS = 1 << 16
-COMPRESSION = "zstd"
+COMPRESSION = "zstd"   # the tables: written once, read by whoever queries them
+FAST = "lz4"           # files the scan itself reads back (its work files, its cache): cheaper to write and read
 
 
 class _Stream(io.RawIOBase):
@@ -60,9 +61,12 @@ class _Sink:
 class ParquetSink(_Sink):
     """Buffered Parquet writer: row groups of up to `ROWS` rows."""
 
-    def __init__(self, path: Path, schema: pa.Schema) -> None:
+    def __init__(self, path: Path, schema: pa.Schema, compression: str = COMPRESSION) -> None:
         super().__init__(path, schema)
-        self.writer = pq.ParquetWriter(self.stream, schema, compression=COMPRESSION)
+        fast = compression == FAST   # a work file: no statistics, dictionaries only where the schema has them
+        self.writer = pq.ParquetWriter(self.stream, schema, compression=compression, write_statistics=not fast,
+                                       use_dictionary=[f.name for f in schema if pa.types.is_dictionary(f.type)]
+                                       if fast else True)
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
 
@@ -94,7 +98,7 @@ class IpcSink(_Sink):
 
     def __init__(self, path: Path, schema: pa.Schema) -> None:
         super().__init__(path, schema)
-        self.writer = pa.ipc.new_file(self.stream, schema, options=pa.ipc.IpcWriteOptions(compression=COMPRESSION))
+        self.writer = pa.ipc.new_file(self.stream, schema, options=pa.ipc.IpcWriteOptions(compression=FAST))
         self.batches = 0
 
     def write(self, batch: pa.RecordBatch) -> None:

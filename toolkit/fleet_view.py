@@ -136,6 +136,12 @@ CHECKPOINTS = Columns(
     Column("broker", "broker"), Column("code", "code"), Column("partition", _partition), Column("message", "message"),
 )
 FINDING_CODES = Columns(Column("code", "code"), Column("count", "count"))
+STORE_GROUPS = Columns(
+    Column("cluster", "cluster"), Column("broker name", "broker_name"),
+    Column("stores (role: commitlog end)", lambda g: " ".join(
+        f"{b}({r or '?'}):{e}" for b, r, e in zip(g["stores"], g["roles"], g["commitlog_max_offsets"], strict=False))),
+    Column("spread", "max_offset_spread"), Column("errors", "errors"),
+)
 FLAGGED_LOG_DIRS = Columns(
     Column("log dir", "path"), Column("grouped as cluster", "cluster"), Column("flags", "flags", words),
 )
@@ -147,6 +153,7 @@ SECTIONS = (
     ("worst partitions", "worst_partitions", WORST_PARTITIONS),
     ("damaged segments", "damaged_segments", DAMAGED_SEGMENTS),
     ("RocketMQ stores", "stores", STORES),
+    ("RocketMQ brokers: master and slaves", "store_groups", STORE_GROUPS),
     ("checkpoints disagreeing with logs", "checkpoint_disagreements", CHECKPOINTS),
     ("log dirs without a cluster id (replica sets formed within their group)", "flagged_log_dirs", FLAGGED_LOG_DIRS),
 )

@@ -280,3 +280,20 @@ def test_scan_on_a_standalone_cluster_equals_local(scan, tmp_path: Path) -> None
         else:
             local = local.filter(pa_compute().starts_with(local.column("topic"), "fx."))
         assert _rows(local) == _rows(load_table(tmp_path / "scan", name)), name
+
+
+def test_replica_sets_split_by_topic_id(session) -> None:
+    """Replicas of one partition in one cluster with two topic ids (the topic deleted and made again)
+    are two sets; a replica without one joins the set of the only id its cluster has, else its own."""
+    from replog.spark.replicas import replica_sets
+
+    def row(cluster: str, log_dir: str, topic_id: str | None) -> dict:
+        return {"cluster": cluster, "log_dir": log_dir, "topic": "t", "partition": 0, "state": "live",
+                "topic_id": topic_id}
+
+    frame = session.createDataFrame(
+        [row("a", "1", "X"), row("a", "2", "X"), row("a", "3", None),
+         row("b", "1", "X"), row("b", "2", "Y"), row("b", "3", None), row("b", "4", None)],
+        "cluster string, log_dir string, topic string, partition int, state string, topic_id string")
+    sets = sorted((r["cluster"], r["set_topic_id"], r["log_dir"]) for r in replica_sets(frame).collect())
+    assert sets == [("a", "X", "1"), ("a", "X", "2"), ("a", "X", "3"), ("b", "", "3"), ("b", "", "4")]

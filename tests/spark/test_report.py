@@ -103,3 +103,17 @@ def test_cli_scan_refuses_non_empty_out_without_marker(scan_dir: Path, tmp_path:
     res = CliRunner().invoke(app, ["fleet", "scan", str(fleet), "--out", str(tmp_path), "--force"])
     assert res.exit_code == 2 and "not a complete replog output" in " ".join(res.output.split())
     assert (tmp_path / "keep.txt").read_text() == "evidence"
+
+
+def test_store_groups_pair_a_master_with_its_slaves() -> None:
+    from replog.spark.report import store_groups
+
+    def store(broker: str, name: str | None, role: str | None, end: int, cluster: str = "east") -> dict:
+        return {"cluster": cluster, "broker": broker, "broker_name": name, "broker_id": int(broker[-1]),
+                "role": role, "path": f"/s/{broker}", "commitlog_max_offset": end, "errors": 0}
+
+    groups = store_groups([store("a:1", "a", "slave", 900), store("a:0", "a", "master", 1000),
+                           store("a:0", "a", "master", 5, cluster="west"), store("x9", None, None, 7)])
+    assert [(g["cluster"], g["broker_name"], g["stores"], g["roles"], g["max_offset_spread"]) for g in groups] == [
+        ("east", "a", ["a:0", "a:1"], ["master", "slave"], 100), ("east", "/s/x9", ["x9"], [None], 0),
+        ("west", "a", ["a:0"], ["master"], 0)]
