@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -51,13 +51,15 @@ def run_dump(make_entries: Entries, fmt: Format | str | None, print_data: bool,
     Not through `render`: a dump can be millions of entries, so JSON lines and
     the kafka-dump-log style text are written as they are decoded, never held.
     """
-    from replog.toolkit.dump_log import dump_log_lines
+    from replog.toolkit.dump_log import Gaps, dump_log_lines
     from replog.toolkit.dump_view import print_entries
 
     errors = [False]
     with _dump_stream(make_entries, errors) as entries:
         if fmt == DUMP_LOG:
-            write_lines(dump_log_lines(entries, print_data, skip_record_metadata))
+            gaps = Gaps()
+            write_lines(dump_log_lines(entries, print_data, skip_record_metadata, gaps))
+            write_lines(gaps.lines(), sys.stderr)
         elif (chosen := resolve(None if fmt is None else Format(fmt))) is Format.jsonl:
             write_jsonl(entries)
         elif chosen is Format.json:
@@ -67,8 +69,8 @@ def run_dump(make_entries: Entries, fmt: Format | str | None, print_data: bool,
     return EXIT_FINDINGS if errors[0] else EXIT_CLEAN
 
 
-def write_lines(lines: Iterable[str]) -> None:
-    out = sys.stdout
+def write_lines(lines: Iterable[str], out: TextIO | None = None) -> None:
+    out = out or sys.stdout
     for line in lines:
         out.write(line)
         out.write("\n")
