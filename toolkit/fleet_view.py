@@ -64,7 +64,8 @@ def run_fleet_report(out_dir: Path, fmt: Format | None, html_file: Path | None) 
     rep = fleet_report(out_dir)
     doc = rep.to_dict()
     if html_file is not None:
-        atomic_write(html_file, render_html(doc).encode("utf-8"))
+        from replog.recovery.outputs import prepare_file_output
+        atomic_write(prepare_file_output(html_file, [out_dir]), render_html(doc).encode("utf-8"))
     render(resolve(fmt), doc, lambda console: print_report(doc, console))
     return EXIT_FINDINGS if rep.has_errors else EXIT_CLEAN
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import html as html_lib
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -170,7 +169,8 @@ def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | No
     with work_progress("loading stores") as progress:
         result = replay_paths(specs, leader, protocol, progress)
     if html is not None:
-        atomic_write(Path(html), replay_html(result).encode())
+        from replog.recovery.outputs import prepare_file_output
+        atomic_write(prepare_file_output(html, [r.model.path for r in result.replicas]), replay_html(result).encode())
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
     return exit_for_replay(result)
 
