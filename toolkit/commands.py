@@ -162,12 +162,14 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
 
 def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, protocol: str | None,
                         fmt: Format | None) -> int:
-    from replog.recovery.kafka.inplace import repair_in_place
+    from replog.recovery.kafka.inplace import holding, repair_in_place
     from replog.recovery.kafka.replay import replay_paths
+    from replog.recovery.naming import parse_named
 
-    with work_progress("loading replicas") as progress:
-        result = replay_paths(specs, leader, protocol or "epoch", progress)
-    repaired = repair_in_place(result, backup)
+    with holding([parse_named(spec)[1] for spec in specs], backup):   # read and written under the same locks
+        with work_progress("loading replicas") as progress:
+            result = replay_paths(specs, leader, protocol or "epoch", progress)
+        repaired = repair_in_place(result, backup)
     payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
     # one line per replica for a person; --format jsonl has always written the indented document here
     if resolve(fmt) is Format.table:
