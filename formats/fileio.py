@@ -206,6 +206,9 @@ def writing(path: str | os.PathLike[str]) -> Iterator[None]:
         raise UnwritableOutput(f"cannot write {os.fsdecode(where)}: {e.strerror}") from None
 
 
+TEMP_SUFFIX = ".replog-tmp"
+
+
 def create_unique(target: str | os.PathLike[str]) -> tuple[int, Path]:
     """A new, empty file next to `target` under a name no one else uses (`.NAME.<random>.replog-tmp`), open for
     writing, with the permissions an ordinary `open(..., "wb")` gives (0o666 less the umask; `mkstemp` gives 0o600).
@@ -213,7 +216,7 @@ def create_unique(target: str | os.PathLike[str]) -> tuple[int, Path]:
     Unique, so two writers of the same target (two reports to one path) never write into each other's file."""
     target = Path(target)
     while True:
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.replog-tmp")
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), tmp
         except FileExistsError:  # pragma: no cover - 48 random bits: practically never

@@ -13,11 +13,12 @@ Order of operations, each step durable before the next:
    `renameat2(RENAME_EXCHANGE)`, record the swap in the journal, rewrite the
    log dir's checkpoint entries;
 4. delete the staging dirs (now the old data; the backup keeps a copy).
-A failure before the first swap changes nothing: the staging dirs and the partial backup are removed, and
-the same command can simply be run again. A kill at any point leaves each partition either old or new,
-never mixed; running the command again with the same backup then finishes the cleanup (killed during the
-backup: nothing was touched, the partial backup is discarded and the repair starts over) or restores every
-replica from the backup (killed later), so an interrupted repair can always be undone.
+A failure before the first swap changes nothing: the staging dirs and the backup are removed, and the
+same command can simply be run again. A kill at any point leaves each partition either old or new, never
+mixed; running the command again with the same backup then either finishes that cleanup and starts over
+(killed before the journal said `staged`: no replica was touched, and a partial backup is never restored
+from) or restores every replica from the backup (killed later), so an interrupted repair can always be
+undone.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from replog.formats.errors import ReplogError, UnsafeOutput
-from replog.formats.fileio import atomic_write, fsync_dir, read_small, writing
+from replog.formats.fileio import TEMP_SUFFIX, atomic_write, fsync_dir, read_small, writing
 from replog.formats.kafka import checkpoint, names
 from replog.formats.locks import broker_lock, claim
 from replog.recovery.kafka.repair import RepairedReplica, agrees_with, byte_runs
@@ -43,7 +44,8 @@ from replog.recovery.outputs import evidence_roots, refuse_evidence
 
 JOURNAL = "journal.json"
 STAGING_SUFFIX = ".replog-staging"
-UNTOUCHED = ("backing-up", "discarding")   # journal states in which no replica has been changed
+# Journal states in which no replica has been changed: `staged` is saved before the first swap.
+UNTOUCHED = ("backing-up", "backed-up")
 _ROOT_FILES = (names.REPLICATION_OFFSET_CHECKPOINT, names.RECOVERY_POINT_OFFSET_CHECKPOINT,
                names.LOG_START_OFFSET_CHECKPOINT)
 
@@ -141,13 +143,9 @@ def restore(backup: Path) -> list[str]:
 
 
 def _discard(backup: Path, journal: dict[str, Any]) -> None:
-    """Undo a run that swapped nothing: its staging dirs and its backup (copies of untouched originals) go.
-
-    The journal says `discarding` first and goes last: a kill in between leaves a journal that says the
-    backup may be partial and no replica was touched, never one that would restore from a partial backup."""
-    if journal["state"] not in UNTOUCHED:
-        journal["state"] = "discarding"
-        _save(backup, journal)
+    """Undo a run that swapped nothing (its journal in an `UNTOUCHED` state): its staging dirs and its backup
+    (copies of untouched originals) go, the journal last: a kill in between leaves a journal that still says
+    no replica was touched, never one that would restore from a partial backup."""
     for rep in journal["replicas"]:
         shutil.rmtree(rep["path"] + STAGING_SUFFIX, ignore_errors=True)
     for child in backup.iterdir():
@@ -163,6 +161,8 @@ def _discard(backup: Path, journal: dict[str, Any]) -> None:
 
 def _back_up(result: ReplayResult, backup: Path) -> dict[str, Any]:
     """Step 1; the journal comes first, so a run killed while copying is recognised and discarded."""
+    for leftover in backup.glob(".*" + TEMP_SUFFIX) if backup.is_dir() else []:
+        leftover.unlink()    # the journal's temporary file of a run killed while writing it first
     if backup.exists() and any(backup.iterdir()):
         raise UnsafeOutput(f"backup dir {backup} is not empty")
     with writing(backup):
