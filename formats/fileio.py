@@ -202,7 +202,8 @@ def writing(path: str | os.PathLike[str]) -> Iterator[None]:
     except OSError as e:
         if e.errno not in SYSTEM_ERRNOS:
             raise
-        where = e.filename if e.filename is not None else os.fspath(path)
+        # a copy or a rename names its destination second (shutil.copyfile: source, destination)
+        where = next((f for f in (e.filename2, e.filename) if f is not None), os.fspath(path))
         raise UnwritableOutput(f"cannot write {os.fsdecode(where)}: {e.strerror}") from None
 
 

@@ -202,32 +202,32 @@ def repair_in_place(result: ReplayResult, backup: str | os.PathLike[str]) -> lis
             restore(backup)
             raise ReplogError(f"an interrupted in-place repair was found in {backup}; every replica was restored "
                               "from it. Run the repair again with a new, empty backup dir.")
-        journal = _back_up_or_discard(result, backup)
-        _stage_or_discard(result, backup, journal)
+        created = not backup.exists()
+        try:
+            journal = _back_up(result, backup)
+            _stage(result, backup, journal)
+        except BaseException:   # before the first swap (a full disk, say): nothing was changed, nothing stays
+            _undo_unswapped(backup, created)
+            raise
         return _swap_all(result, backup, journal)
 
 
-def _back_up_or_discard(result: ReplayResult, backup: Path) -> dict[str, Any]:
-    try:
-        return _back_up(result, backup)
-    except BaseException:
-        journal = _journal(backup)
-        if journal is not None and journal["state"] in UNTOUCHED:
-            _discard(backup, journal)
-        raise
-
-
-def _stage_or_discard(result: ReplayResult, backup: Path, journal: dict[str, Any]) -> None:
-    """Step 2. Every staging dir is written before any swap, so a failure here (a full disk) changed no replica:
-    the staging dirs and the backup are removed again, and the same command can run again."""
-    try:
-        for entry, r in zip(journal["replicas"], result.replicas, strict=True):
-            write_partition_runs(Path(entry["path"] + STAGING_SUFFIX), byte_runs(r.final.log),
-                                 topic_id=r.final.topic_id, epochs=r.final.epochs,
-                                 start_offset=r.final.log_start_offset)
-    except BaseException:
+def _undo_unswapped(backup: Path, created: bool) -> None:
+    """After a failure before any swap: the staging dirs and the backup go (`_discard`), the backup dir too
+    when this run created it; the same command can then simply run again."""
+    journal = _journal(backup) if backup.is_dir() else None
+    if journal is not None and journal["state"] in UNTOUCHED:
         _discard(backup, journal)
-        raise
+    if created:
+        with contextlib.suppress(OSError):
+            backup.rmdir()
+
+
+def _stage(result: ReplayResult, backup: Path, journal: dict[str, Any]) -> None:
+    """Step 2: every staging dir is written before any swap (fetched batches come from the leader's originals)."""
+    for entry, r in zip(journal["replicas"], result.replicas, strict=True):
+        write_partition_runs(Path(entry["path"] + STAGING_SUFFIX), byte_runs(r.final.log),
+                             topic_id=r.final.topic_id, epochs=r.final.epochs, start_offset=r.final.log_start_offset)
     journal["state"] = "staged"
     _save(backup, journal)
 
