@@ -107,7 +107,8 @@ def holding(partition_dirs: Iterable[str | os.PathLike[str]], backup: str | os.P
     with contextlib.ExitStack() as stack:
         stack.enter_context(claim(target, "backup dir"))
         for log_dir in sorted({Path(os.path.abspath(p)).parent for p in parts}):
-            stack.enter_context(broker_lock(log_dir))
+            if log_dir.is_dir():   # else there is no replica to load there, and loading says so
+                stack.enter_context(broker_lock(log_dir))
         yield
 
 
