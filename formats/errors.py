@@ -44,3 +44,14 @@ class FormatError(ReplogError):
 
 class UnsafeOutput(ReplogError):
     """An output location that would overwrite or sit inside evidence."""
+
+
+class UnwritableOutput(ReplogError):
+    """An output the system refuses to take: no space left, no permission, a read-only file system.
+
+    An ordinary condition of the machine, not a bug: reported in one line naming the path (exit 2)."""
+
+
+class InUse(ReplogError):
+    """A directory another process is working on (another replog run, or a running broker): refused at once,
+    never waited for."""

@@ -10,13 +10,14 @@ import contextlib
 import errno
 import mmap
 import os
+import secrets
 import stat
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
-from replog.formats.errors import NotRegularFile, UnreadableInput
+from replog.formats.errors import NotRegularFile, UnreadableInput, UnwritableOutput
 
 T = TypeVar("T")
 
@@ -181,20 +182,77 @@ def _test_crash_point() -> None:
         os._exit(137)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write `data` to `path` atomically (tmp, fsync, rename, dir fsync), then verify."""
+# errno values by which the machine refuses a write (or a read) for reasons of its own, not replog's: a full
+# disk, a read-only file system, no permission, a name too long, too many open files. Reported as ordinary
+# errors naming the path (exit 2), never as internal errors; anything else (EBADF, EINVAL) would be a bug.
+SYSTEM_ERRNOS = frozenset({
+    errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EIO, errno.ENAMETOOLONG,
+    errno.EMFILE, errno.ENFILE, errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.ENOENT, errno.ELOOP, errno.EXDEV,
+    errno.EBUSY, errno.ETXTBSY, errno.ESTALE, errno.EMLINK, errno.ENOTEMPTY, errno.ENOLCK})
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn the machine's refusals while writing `path` (`SYSTEM_ERRNOS`) into `UnwritableOutput` naming it.
+
+    Without it an `ENOSPC` from `os.write` or `fsync` names no file at all; with it the user reads which output
+    could not be written and why, in one line."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in SYSTEM_ERRNOS:
+            raise
+        # a copy or a rename names its destination second (shutil.copyfile: source, destination)
+        where = next((f for f in (e.filename2, e.filename) if f is not None), os.fspath(path))
+        raise UnwritableOutput(f"cannot write {os.fsdecode(where)}: {e.strerror}") from None
+
+
+TEMP_SUFFIX = ".replog-tmp"
+
+
+def create_unique(target: str | os.PathLike[str]) -> tuple[int, Path]:
+    """A new, empty file next to `target` under a name no one else uses (`.NAME.<random>.replog-tmp`), open for
+    writing, with the permissions an ordinary `open(..., "wb")` gives (0o666 less the umask; `mkstemp` gives 0o600).
+
+    Unique, so two writers of the same target (two reports to one path) never write into each other's file."""
+    target = Path(target)
+    while True:
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), tmp
+        except FileExistsError:  # pragma: no cover - 48 random bits: practically never
+            continue
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file to write `path` through: it is a unique temporary name beside `path` (`create_unique`) until
+    the block ends, then it is fsynced, renamed over `path` and the directory fsynced. On any error (a full disk,
+    an exception of the caller's) the temporary file is removed and `path` is left as it was."""
     target = Path(path)
-    tmp = target.with_name(target.name + ".replog-tmp")
-    with open(tmp, "wb") as f:
+    with writing(target):
+        fd, tmp = create_unique(target)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            _test_crash_point()
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        fsync_dir(target.parent)
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write `data` to `path` atomically (`atomic_file`: unique tmp, fsync, rename, dir fsync), then verify."""
+    target = Path(path)
+    with atomic_file(target) as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    _test_crash_point()
-    os.replace(tmp, target)
-    fsync_dir(target.parent)
-    with open(target, "rb") as f:
+    with writing(target), open(target, "rb") as f:
         if f.read() != data:
-            raise OSError(f"verification after writing {target} failed")
+            raise UnwritableOutput(f"cannot write {target}: it reads back different from what was written")
 
 
 def read_with_backup(path: str | os.PathLike[str], parse: Callable[[bytes], T | None],

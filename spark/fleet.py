@@ -185,11 +185,13 @@ def _remote_broker_name(fs: Any, path: str, kind: str) -> str:
 # -- output dir ---------------------------------------------------------------------------
 
 
-def prepare_output(out_dir: str | os.PathLike[str], inputs: Sequence[LogDir], force: bool) -> Path:
-    """Create OUT; refuse an overlap with an input, or a non-empty OUT unless --force and a previous scan."""
-    return outputs.prepare_output(out_dir, [d.path for d in inputs
-                                            if d.fs is None or type(d.fs).__name__ == "LocalFileSystem"],
-                                  force, marker=MARKER)
+@contextmanager
+def claimed_output(out_dir: str | os.PathLike[str], inputs: Sequence[LogDir], force: bool) -> Iterator[Path]:
+    """OUT, held for the scan (`outputs.claimed_output`): created; an overlap with a local input, or a non-empty
+    OUT unless --force and a previous scan, refused. A failed scan's OUT stays: its marker says how it ended."""
+    local = [d.path for d in inputs if d.fs is None or type(d.fs).__name__ == "LocalFileSystem"]
+    with outputs.claimed_output(out_dir, local, force, marker=MARKER, keep_partial=True) as out:
+        yield out
 
 
 def _write_marker(out: Path, state: str, info: dict[str, Any]) -> None:
@@ -279,25 +281,25 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
     """
     started = time.monotonic()
     log_dirs, skipped = discover(paths, inventory, filesystem)
-    out = prepare_output(out_dir, log_dirs, force)
-    info = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped}
-    _write_marker(out, "running", info)
-    units = sorted((u for d in log_dirs for u in d.units(split_bytes)), key=lambda u: -u.size)
-    try:
-        with _spark(session, master, out, log_level) as spark:
-            _scan(spark, units, out, batches, progress)
-        result = FleetScanResult(str(out), log_dirs, skipped, len(units), table_rows(out))
-        result.errors = _error_count(out)
-        result.divergent_replica_sets = _divergent_count(out)
-    except KeyboardInterrupt:
-        _write_marker(out, "interrupted", info)
-        raise
-    except BaseException:
-        _write_marker(out, "failed", info)
-        raise
-    result.seconds = time.monotonic() - started
-    _write_marker(out, "complete", {**info, "rows": result.rows, "units": result.units})
-    return result
+    with claimed_output(out_dir, log_dirs, force) as out:
+        info = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped}
+        _write_marker(out, "running", info)
+        units = sorted((u for d in log_dirs for u in d.units(split_bytes)), key=lambda u: -u.size)
+        try:
+            with _spark(session, master, out, log_level) as spark:
+                _scan(spark, units, out, batches, progress)
+            result = FleetScanResult(str(out), log_dirs, skipped, len(units), table_rows(out))
+            result.errors = _error_count(out)
+            result.divergent_replica_sets = _divergent_count(out)
+        except KeyboardInterrupt:
+            _write_marker(out, "interrupted", info)
+            raise
+        except BaseException:
+            _write_marker(out, "failed", info)
+            raise
+        result.seconds = time.monotonic() - started
+        _write_marker(out, "complete", {**info, "rows": result.rows, "units": result.units})
+        return result
 
 
 @contextmanager

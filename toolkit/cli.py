@@ -273,7 +273,8 @@ def repair(
     Example: replog repair b1=/data/b1/orders-2 b2=/data/b2/orders-2 --out /tmp/repaired
 
     With --in-place --backup DIR (brokers stopped!) the replicas are backed up to DIR, then each is swapped
-    atomically for its repaired self; if that is interrupted, running it again restores everything from DIR.
+    atomically for its repaired self; a running broker or a second run is refused (the log dirs' .lock). If
+    that is interrupted, running it again starts over (nothing swapped yet) or restores everything from DIR.
     """
     from replog.toolkit.commands import run_repair, run_repair_in_place
 

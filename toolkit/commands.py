@@ -121,18 +121,20 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
         return run_rocketmq_replay(specs, leader, protocol, html, force, fmt)
     from replog.formats.fileio import atomic_write
     from replog.recovery.kafka.replay import replay_paths
+    from replog.recovery.naming import parse_named
+    from replog.recovery.outputs import evidence_roots, prepare_file_output
     from replog.toolkit.replay_view import print_replay, replay_html
 
+    # refused before any work: a report inside the evidence is a usage error, not a late surprise
+    report = None if html is None else prepare_file_output(html, evidence_roots(parse_named(s)[1] for s in specs))
     with work_progress("loading replicas") as progress:
         result = replay_paths(specs, leader, protocol or "epoch", progress)
     if export_lost is not None:
         from replog.recovery.kafka.export import export_lost as export
         files = export(result, export_lost, force=force)
         stderr_note(f"saved {len(files)} files of records that would be lost under {export_lost}")
-    if html is not None:
-        from replog.recovery.outputs import evidence_roots, prepare_file_output
-        atomic_write(prepare_file_output(html, evidence_roots(r.replica.path for r in result.replicas)),
-                     replay_html(result).encode())
+    if report is not None:
+        atomic_write(report, replay_html(result).encode())
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
     return exit_for_replay(result)
 
@@ -164,12 +166,14 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
 
 def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, protocol: str | None,
                         fmt: Format | None) -> int:
-    from replog.recovery.kafka.inplace import repair_in_place
+    from replog.recovery.kafka.inplace import holding, repair_in_place
     from replog.recovery.kafka.replay import replay_paths
+    from replog.recovery.naming import parse_named
 
-    with work_progress("loading replicas") as progress:
-        result = replay_paths(specs, leader, protocol or "epoch", progress)
-    repaired = repair_in_place(result, backup)
+    with holding([parse_named(spec)[1] for spec in specs], backup):   # read and written under the same locks
+        with work_progress("loading replicas") as progress:
+            result = replay_paths(specs, leader, protocol or "epoch", progress)
+        repaired = repair_in_place(result, backup)
     payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
     # one line per replica for a person; --format jsonl has always written the indented document here
     if resolve(fmt) is Format.table:

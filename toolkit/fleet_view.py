@@ -59,12 +59,14 @@ def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventor
 
 
 def run_fleet_report(out_dir: Path, fmt: Format | None, html_file: Path | None) -> int:
+    from replog.recovery.outputs import prepare_file_output
     from replog.spark.report import fleet_report
 
+    page = None if html_file is None else prepare_file_output(html_file, [out_dir])   # the scan is its input
     rep = fleet_report(out_dir)
     doc = rep.to_dict()
-    if html_file is not None:
-        atomic_write(html_file, render_html(doc).encode("utf-8"))
+    if page is not None:
+        atomic_write(page, render_html(doc).encode("utf-8"))
     render(resolve(fmt), doc, lambda console: print_report(doc, console))
     return EXIT_FINDINGS if rep.has_errors else EXIT_CLEAN
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import html as html_lib
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -167,10 +166,14 @@ def replay_html(result: HAReplayResult) -> str:
 def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, force: bool,
                         fmt: Format | None) -> int:
     """Replay HA between stores; exit 1 when a store loses messages, stalls or needs manual intervention."""
+    from replog.recovery.naming import parse_named
+    from replog.recovery.outputs import prepare_file_output
+
+    report = None if html is None else prepare_file_output(html, [parse_named(s)[1] for s in specs])
     with work_progress("loading stores") as progress:
         result = replay_paths(specs, leader, protocol, progress)
-    if html is not None:
-        atomic_write(Path(html), replay_html(result).encode())
+    if report is not None:
+        atomic_write(report, replay_html(result).encode())
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
     return exit_for_replay(result)
 

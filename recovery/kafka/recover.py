@@ -38,7 +38,7 @@ import numpy as np
 from crc32c import crc32c
 
 from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.fileio import RELEASE_STEP, atomic_write, fsync_dir, mapped, read_small, release_pages
+from replog.formats.fileio import RELEASE_STEP, atomic_write, fsync_dir, mapped, read_small, release_pages, writing
 from replog.formats.findings import FINDING, Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import checkpoint, names
@@ -130,14 +130,6 @@ RECOVER_RESULT = Shape("output", "partition", "truncated_to", "valid_bytes", "tr
                        "log_start_offset", "log_end_offset", "high_watermark", "recovery_point",
                        Field("epochs", lambda r: [list(e) for e in r.epochs]),
                        Field("findings", shape=FINDING), "verification")
-
-
-# --- safety -----------------------------------------------------------------------
-
-
-def check_output(out_dir: Path, inputs: list[Path], force: bool) -> None:
-    """Refuse an output inside (or containing) an input tree, or a non-empty one without force."""
-    outputs.check_output(out_dir, inputs, force)
 
 
 # --- reading the input --------------------------------------------------------------
@@ -244,18 +236,22 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
     """Recover one partition dir into `out_dir` (a new log dir); the input is only read.
 
     `progress` hears of each input segment as recovery is done with it."""
-    from replog.recovery.doctor import diagnose
-
     pdir, out = Path(partition_dir), Path(out_dir)
     parsed = names.parse_partition_dir(pdir.name)
     if not pdir.is_dir() or parsed is None:
         raise UnreadableInput(f"{pdir}: not a Kafka partition dir (<topic>-<partition>)")
+    # held for the whole run, checked once held: a second run into the same DIR is refused, not interleaved
+    with outputs.claimed_output(out, outputs.evidence_roots([pdir]), force, built_aside=True):
+        return _recover(pdir, (parsed.topic, parsed.partition), out, salvage, progress)
+
+
+def _recover(pdir: Path, tp: tuple[str, int], out: Path, salvage: bool, progress: Progress | None) -> RecoverResult:
+    """`recover_partition`'s work, with the output held: built in a sibling dir, renamed into place, verified."""
+    from replog.recovery.doctor import diagnose
+
     log_dir = pdir.parent
     cps = read_broker_checkpoints(log_dir)
-    uses_parent = any((log_dir / n).is_file() for n in names.OFFSET_CHECKPOINT_NAMES)
-    check_output(out, [log_dir if uses_parent else pdir], force)
-    tp = (parsed.topic, parsed.partition)
-    result = RecoverResult(str(out), names.partition_dir_name(parsed.topic, parsed.partition))
+    result = RecoverResult(str(out), names.partition_dir_name(*tp))
     result.dropped = {"segments": [], "bytes": 0, "batches": 0, "first_offset": None, "last_offset": None,
                       "files": [], "holes": []}
     result.findings += cps.findings
@@ -280,8 +276,9 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
     if tmp.exists():
         shutil.rmtree(tmp)
     try:
-        _write_output(tmp, pdir, log_dir, segments, epochs, result, lso_cp)
-        _swap_into_place(tmp, out)
+        with writing(out):
+            _write_output(tmp, pdir, log_dir, segments, epochs, result, lso_cp)
+            _swap_into_place(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

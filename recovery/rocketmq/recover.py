@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replog.formats.fileio import atomic_write, fsync_dir, mapped, read_small
+from replog.formats.fileio import atomic_file, atomic_write, mapped, read_small
 from replog.formats.findings import Finding, Severity
 from replog.formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
 from replog.formats.rocketmq.commitlog import file_name
@@ -24,7 +24,7 @@ from replog.formats.rocketmq.consumequeue import DEFAULT_FILE_SIZE as CQ_DEFAULT
 from replog.formats.rocketmq.consumequeue import write_queue
 from replog.formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
 from replog.formats.rocketmq.index_file import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, IndexWriter
-from replog.recovery.outputs import mark_complete, prepare_output
+from replog.recovery.outputs import claimed_output, mark_complete
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 
 _CHUNK = 8 << 20
@@ -56,7 +56,7 @@ def write_commitlog(directory: Path, pieces: Iterable[Piece], file_size: int, fi
     """Full-size segment files at `file_starts`, filled from `pieces` (zeros elsewhere).
 
     Streams through read-only maps (1 GiB segments never sit in memory); each file
-    goes to a temporary name, is fsynced and renamed, as `atomic_write` does.
+    goes to a unique temporary name, is fsynced and renamed (`atomic_file`), removed on failure.
     """
     directory.mkdir(parents=True, exist_ok=True)
     by_file: dict[int, list[Piece]] = {s: [] for s in file_starts}
@@ -68,19 +68,14 @@ def write_commitlog(directory: Path, pieces: Iterable[Piece], file_size: int, fi
     written = []
     for start in sorted(by_file):
         target = directory / file_name(start)
-        tmp = target.with_name(target.name + ".replog-tmp")
-        with open(tmp, "wb") as out:
+        with atomic_file(target) as out:
             for p in by_file[start]:
                 out.seek(p.offset - start)
                 with mapped(p.source) as buf:
                     for i in range(p.position, p.position + p.length, _CHUNK):
                         out.write(buf[i:min(i + _CHUNK, p.position + p.length)])
             out.truncate(file_size)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
         written.append(target)
-    fsync_dir(directory)
     return written
 
 
@@ -219,16 +214,16 @@ def recover_store(store: str | os.PathLike[str], out: str | os.PathLike[str], *,
 
     before, _ = diagnose_store(store)
     model = load_store(store, abnormal=True)
-    root = prepare_output(out, [store], force)
     end = model.max_offset
     truncated = end < model.walk_end
     epochs = [e for e in model.epochs if not truncated or e.start_offset < end]
     starts = [s for s, _ in model.files if s <= end] or [end - end % model.file_size]
     confirm = model.confirm_offset if model.confirm_offset is not None else 0
-    rebuilt = write_store(root, model, prefix_pieces(model, end), end, epochs=epochs, confirm_offset=confirm,
-                          file_starts=starts)
-    after, _ = diagnose_store(root)
-    mark_complete(root, f"replog recover: {store} up to {end}")
+    with claimed_output(out, [store], force) as root:
+        rebuilt = write_store(root, model, prefix_pieces(model, end), end, epochs=epochs, confirm_offset=confirm,
+                              file_starts=starts)
+        after, _ = diagnose_store(root)
+        mark_complete(root, f"replog recover: {store} up to {end}")
     return {
         "output": str(root), "truncated_to": end, "valid_bytes": end - model.min_offset,
         "log_end_offset_before": model.walk_end, "scan_start": model.scan_start,

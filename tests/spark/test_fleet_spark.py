@@ -10,7 +10,7 @@ import pytest
 
 from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.logdir import summarize_log_dir
-from replog.spark.fleet import MARKER, LogDir, prepare_output
+from replog.spark.fleet import MARKER, LogDir, claimed_output
 from replog.spark.report import fleet_report, load_table
 from replog.toolkit.views import ls_rows
 from tests.spark.fleet_builder import BROKERS, build_fleet
@@ -191,7 +191,9 @@ def test_force_replaces_only_a_previous_scan(scan, tmp_path: Path) -> None:
     shared, result, *_ = scan
     out = tmp_path / "previous-scan"
     shutil.copytree(shared, out)  # a copy: the module's scan output is shared by the other tests
-    assert prepare_output(out, result.log_dirs, force=True) == out.resolve() and not any(out.iterdir())
+    with claimed_output(out, result.log_dirs, force=True) as claimed:
+        assert claimed == out.resolve() and not any(out.iterdir())
     assert (shared / MARKER).is_file()
-    with pytest.raises(Exception, match="overlap"):
-        prepare_output(Path(result.log_dirs[0].path) / "x", [LogDir("1", result.log_dirs[0].path)], force=False)
+    with pytest.raises(Exception, match="overlap"), \
+            claimed_output(Path(result.log_dirs[0].path) / "x", [LogDir("1", result.log_dirs[0].path)], force=False):
+        pass
