@@ -71,7 +71,7 @@ class QueueFile:
                 except UnreadableInput:
                     buf = b""
             for pos in range(0, size, UNIT):
-                raw = self.written.get(pos)
+                raw: bytes | memoryview | None = self.written.get(pos)
                 if raw is None:
                     raw = buf[pos:pos + UNIT] if pos + UNIT <= len(buf) else _ZERO
                 offset, length, _ = ENTRY.unpack(raw)
