@@ -133,3 +133,16 @@ def test_a_fresh_slave_with_only_a_checkpoint(tmp_path: Path) -> None:
     assert next(e for e in d["events"] if e["kind"] == "decide")["transfer_from"] == last
     r = next(r for r in d["replicas"] if r["name"] == "slave")
     assert (r["log_start_offset_after"], r["log_end_offset_after"]) == (last, master.end)
+
+
+def test_a_gap_in_a_queue_is_appended_over_as_the_broker_does(tmp_path: Path) -> None:
+    """orders/0's queue ends with file 0's messages (queue offsets 0-2); the scan starts at file 2. The
+    broker dispatches queue offset 6 where the queue ends (3), logging "[BUG] logic queue order maybe
+    wrong": file 1's messages never get units and later ones sit three places early."""
+    store = four_files()
+    lagging = {("orders", 0): [s for s in store.sent if s.queue_id == 0 and s.offset < 1000]}
+    root = store.write(tmp_path / "store", queues=lagging, checkpoint=(T0 + 16_000, T0 + 16_000, 0), abort=True)
+    recover_store(root, tmp_path / "out")
+    want = [s for s in store.sent if s.queue_id == 0 and (s.offset < 1000 or s.offset >= 2000)]
+    assert [u[:2] for u in units(tmp_path / "out", "orders", 0)] == [(s.offset, s.size) for s in want]
+    assert len(want) == 9 and want[3].queue_offset == 6
