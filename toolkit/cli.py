@@ -145,10 +145,16 @@ def _dump_inputs(paths: list[Path], files: list[str]) -> list[str | os.PathLike[
     return out
 
 
+BrokerVersionOpt = Annotated[str | None, typer.Option(
+    "--broker-version", metavar="VERSION",
+    help="RocketMQ: the broker's version, for its recovery rule (e.g. 4.9.8, 5.3.1, 5.3.3); default: the newest")]
+
+
 @app.command(cls=ReplogCommand)
 @guarded
 def ls(
     path: Annotated[Path, typer.Argument(metavar="PATH", help="broker log dir, partition dir, or RocketMQ store")],
+    broker_version: BrokerVersionOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Overview: one row per partition with segments, offsets, high watermark, epochs and flags.
@@ -157,7 +163,7 @@ def ls(
     """
     from replog.toolkit.commands import run_ls
 
-    raise typer.Exit(run_ls(path, fmt))
+    raise typer.Exit(run_ls(path, fmt, broker_version))
 
 
 @app.command(cls=ReplogCommand)
@@ -194,6 +200,10 @@ def recover(
         "--out", metavar="DIR", help="new log dir to write the recovered partition into")],
     salvage: Annotated[bool, typer.Option(
         "--salvage", help="also keep valid batches found after damaged bytes")] = False,
+    broker_version: BrokerVersionOpt = None,
+    rebuild_queues: Annotated[bool, typer.Option(
+        "--rebuild-queues",
+        help="RocketMQ: rebuild every consume queue entry (default: keep the broker's, as its recovery does)")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace a non-empty output dir")] = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -210,7 +220,7 @@ def recover(
     """
     from replog.toolkit.doctor_view import run_recover
 
-    raise typer.Exit(run_recover(partition_dir, out, salvage, force, fmt))
+    raise typer.Exit(run_recover(partition_dir, out, salvage, force, fmt, broker_version, rebuild_queues))
 
 
 ReplicaArgs = Annotated[list[str], typer.Argument(
@@ -219,6 +229,12 @@ ProtocolOpt = Annotated[str | None, typer.Option(
     "--protocol", metavar="PROTOCOL", help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch")]
 LeaderOpt = Annotated[str | None, typer.Option(
     metavar="NAME", help="replica to follow; default: the one the controller would elect")]
+MetadataOpt = Annotated[Path | None, typer.Option(
+    "--metadata", metavar="DIR",
+    help="Kafka: the KRaft __cluster_metadata-0 dir (or a log dir holding it): the controller's elections")]
+PartitionStateOpt = Annotated[Path | None, typer.Option(
+    "--partition-state", metavar="FILE",
+    help="Kafka (ZooKeeper): the partition state JSON {controller_epoch, leader, leader_epoch, isr}")]
 
 
 @app.command(cls=ReplogCommand)
@@ -231,6 +247,9 @@ def replay(
         "--html", metavar="FILE", help="write a self-contained HTML report here")] = None,
     export_lost: Annotated[Path | None, typer.Option(
         metavar="DIR", help="save the records replicas would lose here first")] = None,
+    metadata: MetadataOpt = None,
+    partition_state: PartitionStateOpt = None,
+    broker_version: BrokerVersionOpt = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -244,10 +263,13 @@ def replay(
       replog replay b1=/data/b1/orders-2 b2=/data/b2/orders-2 b3=/data/b3/orders-2
 
       replog replay b1=... b2=... --leader b2 --protocol hw --html replay.html
-    """
-    from replog.toolkit.commands import run_replay
 
-    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt))
+      replog replay /data/b1/orders-2 /data/b2/orders-2 --metadata /data/b1/__cluster_metadata-0
+    """
+    from replog.toolkit.commands import ReplayOptions, run_replay
+
+    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt,
+                                ReplayOptions(metadata, partition_state, broker_version)))
 
 
 @app.command(cls=ReplogCommand)
@@ -263,6 +285,9 @@ def repair(
         "--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
     backup: Annotated[Path | None, typer.Option(
         metavar="DIR", help="with --in-place: empty dir to back the replicas up into first")] = None,
+    metadata: MetadataOpt = None,
+    partition_state: PartitionStateOpt = None,
+    broker_version: BrokerVersionOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -276,15 +301,16 @@ def repair(
     atomically for its repaired self; a running broker or a second run is refused (the log dirs' .lock). If
     that is interrupted, running it again starts over (nothing swapped yet) or restores everything from DIR.
     """
-    from replog.toolkit.commands import run_repair, run_repair_in_place
+    from replog.toolkit.commands import ReplayOptions, run_repair, run_repair_in_place
 
+    given = ReplayOptions(metadata, partition_state, broker_version)
     if in_place:
         if backup is None or out is not None:
             raise typer.BadParameter("--in-place needs --backup DIR and no --out")
-        raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt))
+        raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt, given))
     if out is None:
         raise typer.BadParameter("--out DIR is required (or --in-place --backup DIR)")
-    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt))
+    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt, given))
 
 
 @samples_app.command("generate", cls=ReplogCommand)

@@ -4,8 +4,10 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, TextIO
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 
@@ -77,7 +79,7 @@ def write_lines(lines: Iterable[str], out: TextIO | None = None) -> None:
     out.flush()
 
 
-def run_ls(path: Any, fmt: Format | None) -> int:
+def run_ls(path: Any, fmt: Format | None, broker_version: str | None = None) -> int:
     """One row per partition of every Kafka log dir or partition dir under PATH (found as doctor finds
     them), or the overview of the RocketMQ store there. A partition that cannot be read is a row
     marked with its problem; exit 1 when any row (or a log dir's checkpoint) has an error finding."""
@@ -95,7 +97,9 @@ def run_ls(path: Any, fmt: Format | None) -> int:
                               + ", ".join(str(root) for _, root in roots))
     if stores:
         from replog.toolkit.rocketmq_views import run_ls_store
-        return run_ls_store(stores[0], fmt)
+        return run_ls_store(stores[0], fmt, broker_version)
+    if broker_version is not None:
+        raise typer.BadParameter(f"--broker-version is for RocketMQ stores; {path} holds none")
     with work_progress("ls") as progress:
         parts, dir_findings = summarize_roots(roots, Tally.of(progress, [root for _, root in roots], ".log"))
     for f in dir_findings:
@@ -106,19 +110,41 @@ def run_ls(path: Any, fmt: Format | None) -> int:
                     + [f.severity.value for f in dir_findings])
 
 
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What replay and repair may be told beyond the replicas: the Kafka controller's record of elections
+    (`--metadata`, `--partition-state`) or the RocketMQ broker's version (`--broker-version`)."""
+
+    metadata: Any = None
+    partition_state: Any = None
+    broker_version: str | None = None
+
+    def for_kafka(self) -> dict[str, Any]:
+        if self.broker_version is not None:
+            raise typer.BadParameter("--broker-version is for RocketMQ stores; these are Kafka replicas")
+        return {"metadata": None if self.metadata is None else str(self.metadata),
+                "partition_state": None if self.partition_state is None else str(self.partition_state)}
+
+    def for_rocketmq(self) -> str | None:
+        if self.metadata is not None or self.partition_state is not None:
+            raise typer.BadParameter("--metadata and --partition-state are for Kafka replicas; these are RocketMQ "
+                                     "stores")
+        return self.broker_version
+
+
 def _is_rocketmq(specs: list[str]) -> bool:
     from replog.formats.discovery import is_rocketmq_store
     from replog.recovery.naming import parse_named
-    return is_rocketmq_store(parse_named(specs[0])[1])
+    return bool(specs) and is_rocketmq_store(parse_named(specs[0])[1])
 
 
 def run_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, export_lost: Any,
-               force: bool, fmt: Format | None) -> int:
+               force: bool, fmt: Format | None, given: ReplayOptions = ReplayOptions()) -> int:
     """Replay and render; `--export-lost` saves what would be lost before anything else happens.
     Exit 1 when a replica loses records or would fail (`exit_for_replay`)."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_replay
-        return run_rocketmq_replay(specs, leader, protocol, html, force, fmt)
+        return run_rocketmq_replay(specs, leader, protocol, html, force, fmt, given.for_rocketmq())
     from replog.formats.fileio import atomic_write
     from replog.recovery.kafka.replay import replay_paths
     from replog.recovery.naming import parse_named
@@ -128,7 +154,7 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
     # refused before any work: a report inside the evidence is a usage error, not a late surprise
     report = None if html is None else prepare_file_output(html, evidence_roots(parse_named(s)[1] for s in specs))
     with work_progress("loading replicas") as progress:
-        result = replay_paths(specs, leader, protocol or "epoch", progress)
+        result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
     if export_lost is not None:
         from replog.recovery.kafka.export import export_lost as export
         files = export(result, export_lost, force=force)
@@ -140,18 +166,18 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
 
 
 def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-               fmt: Format | None) -> int:
+               fmt: Format | None, given: ReplayOptions = ReplayOptions()) -> int:
     """Replay, write the repaired replicas, verify them; exit 1 if a replica loses records or would fail,
     or verification found a problem."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_repair
-        return run_rocketmq_repair(specs, out, leader, protocol, force, fmt)
+        return run_rocketmq_repair(specs, out, leader, protocol, force, fmt, given.for_rocketmq())
     from replog.recovery.kafka.repair import repair
     from replog.recovery.kafka.replay import replay_paths
     from replog.toolkit.replay_view import print_replay
 
     with work_progress("loading replicas") as progress:
-        result = replay_paths(specs, leader, protocol or "epoch", progress)
+        result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
     repaired = repair(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
 
@@ -165,14 +191,14 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
 
 
 def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, protocol: str | None,
-                        fmt: Format | None) -> int:
+                        fmt: Format | None, given: ReplayOptions = ReplayOptions()) -> int:
     from replog.recovery.kafka.inplace import holding, repair_in_place
     from replog.recovery.kafka.replay import replay_paths
     from replog.recovery.naming import parse_named
 
     with holding([parse_named(spec)[1] for spec in specs], backup):   # read and written under the same locks
         with work_progress("loading replicas") as progress:
-            result = replay_paths(specs, leader, protocol or "epoch", progress)
+            result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
         repaired = repair_in_place(result, backup)
     payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
     # one line per replica for a person; --format jsonl has always written the indented document here

@@ -64,7 +64,11 @@ def print_replay(result: ReplayResult, console: Console) -> None:
     """The replicas' table, then what is not tabular: the cross-check warnings, the epoch timeline
     (a picture of each log by offset) and the transcript (one line per protocol step)."""
     d = result.to_dict()
-    console.print(f"[bold]Kafka replay[/] ({result.protocol} protocol), leader [bold]{result.leader.name}[/]"
+    source = {"metadata": "the controller's metadata log", "partition_state": "the partition state",
+              "option": "--leader", "rule": "the election rule"}.get(result.leader.source, result.leader.source)
+    epoch = "" if result.leader.leader_epoch is None else f" in epoch {result.leader.leader_epoch}"
+    console.print(f"[bold]Kafka replay[/] ({result.protocol} protocol), leader [bold]{result.leader.name}[/]{epoch}"
+                  f" [dim](from {source})[/]"
                   + ("  [bold red]UNCLEAN ELECTION[/]" if result.leader.unclean else ""))
     for r in result.replicas:  # what the leader choice rests on: contradicted epoch histories first
         for f in r.replica.findings:
@@ -80,6 +84,7 @@ def print_replay(result: ReplayResult, console: Console) -> None:
                           "which no real election produces[/]")
     _print_hazards(d["replicas"], console)
     _print_timeline(result, console)
+    _print_elections(result, d, console)
     console.print("[bold]Transcript[/]")
     for e in result.transcript.events:
         rest = " ".join(f"{k}={v}" for k, v in e.items() if k not in ("step", "kind", "replica"))
@@ -121,6 +126,38 @@ def _print_timeline(result: ReplayResult, console: Console) -> None:
         legend.append("█", style=PALETTE[e % len(PALETTE)] if e >= 0 else "white")
         legend.append(f" {e}  ")
     console.print(legend)
+
+
+def _ids(ids: list[int]) -> str:
+    return ",".join(map(str, ids)) or "-"
+
+
+ELECTION_COLUMNS = Columns(
+    Column("offset", "offset", lambda v: "-" if v is None else str(v), justify="right", key=True),
+    Column("leader", lambda e: (f"{e['leader']} ({e['leader_replica']})" if e["leader_replica"]
+                                else str(e["leader"]) if e["leader"] >= 0 else "none")),
+    Column("epoch", "leader_epoch", justify="right"),
+    Column("ISR", "isr", _ids),
+    Column("ELR", "elr", _ids, drop=2),
+    Column("election", "unclean", lambda u: "UNCLEAN" if u else "",
+           style=lambda e: "bold red" if e["unclean"] else None),
+    Column("epoch starts on the replicas", "starts", drop=1),
+)
+
+
+def _print_elections(result: ReplayResult, d: dict[str, Any], console: Console) -> None:
+    """The controller's record beside the epochs: each change, and where each replica's epoch cache
+    starts that leader epoch (nothing when the replica never saw it)."""
+    if result.controller is None:
+        return
+    starts = {e: [f"{r.replica.name}@{x.start_offset}" for r in result.replicas
+                  for x in r.replica.epochs.entries if x.epoch == e]
+              for e in {x["leader_epoch"] for x in d["elections"]}}
+    rows = [x | {"starts": " ".join(starts[x["leader_epoch"]])} for x in d["elections"]]
+    c = result.controller
+    title = (f"Controller's record ({'KRaft metadata log' if c.source == 'metadata' else 'partition state'} "
+             f"{c.path}{', topic id ' + c.topic_id if c.topic_id else ''})")
+    console.print(ELECTION_COLUMNS.table(rows, title))
 
 
 def replay_html(result: ReplayResult) -> str:

@@ -48,6 +48,7 @@ def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]
             "index_msg_timestamp": cp.index_msg_timestamp, "master_flushed_offset": cp.master_flushed_offset,
             "confirm_phy_offset": cp.confirm_phy_offset},
         "index_files": len(model.layout.index_files),
+        "recovery": model.recovery(),
     }
     return totals, rows
 
@@ -69,8 +70,10 @@ QUEUE_COLUMNS = Columns(
 )
 
 
-def run_ls_store(path: Any, fmt: Format | None) -> int:
-    model = load_store(path)
+def run_ls_store(path: Any, fmt: Format | None, broker_version: str | None = None) -> int:
+    from replog.recovery.rocketmq.recovery_rule import rule_for
+
+    model = load_store(path, rule=rule_for(broker_version))
     totals, rows = store_rows(model)
     render(resolve(fmt), {"store": totals, "queues": rows}, lambda console: _print_ls(totals, rows, console),
            lines=[{"kind": "queue", **r} for r in rows] + [{"kind": "store", **totals}])
@@ -88,6 +91,14 @@ def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Conso
                   f"{totals['file_size']:,} bytes, {totals['messages']} messages, {totals['queues']} queues, "
                   f"confirm offset {_or_none(totals['confirm_offset'])}, epochs {totals['epochs'] or '-'}  "
                   + " ".join(flags))
+    console.print(recovery_line(totals["recovery"]))
+
+
+def recovery_line(recovery: dict[str, Any]) -> str:
+    """Which of the broker's recovery rules the numbers follow (they differ by version: rocketmq.md §7.2)."""
+    version = recovery["broker_version"] or "newest (default)"
+    return (f"[dim]{recovery['mode']} recovery by the {recovery['rule']} rule (broker version {version}): "
+            f"scan from {recovery['scan_start']}[/]")
 
 
 def _or_none(value: Any) -> Any:
@@ -117,6 +128,8 @@ STORE_COLUMNS = Columns(
 
 def print_replay(result: HAReplayResult, console: Console) -> None:
     d = result.to_dict()
+    for r in d["replicas"]:
+        console.print(f"{r['name']}: " + recovery_line(r["recovery"]))
     console.print(f"[bold]RocketMQ HA replay[/] ({result.protocol}), master [bold]{result.master}[/]")
     console.print(f"[dim]{result.explanation}[/]")
     console.print(STORE_COLUMNS.table(d["replicas"]))
@@ -164,14 +177,14 @@ def replay_html(result: HAReplayResult) -> str:
 
 
 def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, force: bool,
-                        fmt: Format | None) -> int:
+                        fmt: Format | None, broker_version: str | None = None) -> int:
     """Replay HA between stores; exit 1 when a store loses messages, stalls or needs manual intervention."""
     from replog.recovery.naming import parse_named
     from replog.recovery.outputs import prepare_file_output
 
     report = None if html is None else prepare_file_output(html, [parse_named(s)[1] for s in specs])
     with work_progress("loading stores") as progress:
-        result = replay_paths(specs, leader, protocol, progress)
+        result = replay_paths(specs, leader, protocol, progress, broker_version)
     if report is not None:
         atomic_write(report, replay_html(result).encode())
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
@@ -179,13 +192,13 @@ def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | No
 
 
 def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-                        fmt: Format | None) -> int:
+                        fmt: Format | None, broker_version: str | None = None) -> int:
     """Replay, write every store repaired under OUT/NAME/, verify; exit 1 if a store loses messages or
     stalls, or verification found a problem."""
     from replog.recovery.rocketmq.repair import repair_stores
 
     with work_progress("loading stores") as progress:
-        result = replay_paths(specs, leader, protocol, progress)
+        result = replay_paths(specs, leader, protocol, progress, broker_version)
     repaired = repair_stores(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
 

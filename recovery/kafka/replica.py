@@ -84,6 +84,7 @@ class Replica:
     # but sets the log end to the target (`LocalLog.truncateTo` -> `updateLogEndOffset`). None once
     # anything is appended (or the log restarts).
     truncated_end: int | None = None
+    broker_id: int | None = None             # node.id / broker.id of its log dir's meta.properties
 
     @property
     def kept_end(self) -> int:
@@ -103,7 +104,7 @@ class Replica:
         return Replica(self.name, self.path, self.topic, self.partition, self.log.copy(),
                        EpochCache(self.epochs.entries), self.log_start_offset, self.high_watermark,
                        self.recovery_point, self.topic_id, self.dropped_at_load, list(self.findings),
-                       truncated_end=self.truncated_end)
+                       truncated_end=self.truncated_end, broker_id=self.broker_id)
 
 
 def default_name(path: Path) -> str:
@@ -123,7 +124,8 @@ def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
     parsed = names.parse_partition_dir(p.name)
     if parsed is None or not p.is_dir():
         raise UnreadableInput(f"{p}: not a Kafka partition directory")
-    rep = Replica(name or default_name(p), str(p), parsed.topic, parsed.partition)
+    rep = Replica(name or default_name(p), str(p), parsed.topic, parsed.partition,
+                  broker_id=node_id(p.resolve().parent))
     first_segment_base, rising = _load_batches(p, rep, fast_threshold, tally)
     cps = read_broker_checkpoints(p.parent)
     rep.findings.extend(cps.findings)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from replog.recovery.kafka.replay import replay_paths
-from replog.spark.tasks import assemble_replica_set
+from replog.spark.replica_sets import assemble_replica_set
 from tests.recovery.kafka.independent import write_replica
 
 

@@ -33,16 +33,19 @@ def session():
 
 @pytest.fixture(scope="module")
 def scan(session, tmp_path_factory: pytest.TempPathFactory):
-    """Sample generator's fleet as g1..g3 and the test builder's as b1..b3, named by an inventory."""
+    """Sample generator's fleet as g1..g3, the test builder's as b1..b3 and the KIP-279 histories as ka..kc,
+    named by an inventory."""
     from replog.samples.kafka_fleet import generate_kafka_fleet
     from replog.spark.fleet import scan_fleet
 
     root = tmp_path_factory.mktemp("fleetscan")
     manifest = generate_kafka_fleet(root / "gen", seed=7)
     planted = build_fleet(root / "fx")
+    kip279(root / "kip")
     inv = root / "inventory.txt"
     inv.write_text("# broker=path\n" + "".join(f"g{i}={root / 'gen' / f'broker-{i}'}\n" for i in (1, 2, 3))
-                   + "".join(f"b{b}={root / 'fx' / f'broker-{b}'}\n" for b in BROKERS))
+                   + "".join(f"b{b}={root / 'fx' / f'broker-{b}'}\n" for b in BROKERS)
+                   + "".join(f"k{b}={root / 'kip' / b}\n" for b in "abc"))
     steps: list[str] = []
     result = scan_fleet([], root / "out", inventory=inv, batches=True, session=session,
                         progress=lambda step, done, total: steps.append(step))
@@ -60,7 +63,7 @@ def test_scan_wrote_every_table(scan, session) -> None:
     assert session.conf.get("spark.sql.inMemoryColumnarStorage.batchSize", None) is None  # put back as it was
     assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches", "stores"}
     assert result.rows["partitions"] == len(load_table(out, "partitions")) > 30
-    assert result.errors > 0 and len(result.log_dirs) == 6
+    assert result.errors > 0 and len(result.log_dirs) == 9
 
 
 def test_partitions_equal_ls(scan) -> None:
@@ -117,7 +120,7 @@ def test_every_planted_divergence_found(scan) -> None:
     lagging = reps[next(iter(planted.lag))]
     assert lagging["first_divergent_offset"] is None and lagging["leo_spread"] == 39
     planted_tps = ({(d.topic, d.partition) for d in manifest.divergences if d.kind == "divergence"}
-                   | set(planted.divergences))
+                   | set(planted.divergences) | {("kip", 1)})
     assert {tp for tp, r in reps.items() if r["first_divergent_offset"] is not None} == planted_tps
 
 
@@ -197,3 +200,51 @@ def test_force_replaces_only_a_previous_scan(scan, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="overlap"), \
             claimed_output(Path(result.log_dirs[0].path) / "x", [LogDir("1", result.log_dirs[0].path)], force=False):
         pass
+
+
+def _log(root: Path, broker: str, partition: int, batches: list[tuple[int, int, int, bytes]],
+         epochs: list[tuple[int, int]], hw: int) -> Path:
+    """`root/broker/kip-partition`, batches by kafka-python (each with its own content tag), text checkpoints."""
+    from tests.recovery.kafka.independent import kp_batch
+
+    pdir = root / broker / f"kip-{partition}"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.log").write_bytes(b"".join(kp_batch(b, last, e, tag) for b, last, e, tag in batches))
+    (pdir / "leader-epoch-checkpoint").write_text(f"0\n{len(epochs)}\n" + "".join(f"{e} {o}\n" for e, o in epochs))
+    cp = root / broker / "replication-offset-checkpoint"
+    lines = cp.read_text().splitlines()[2:] if cp.exists() else []
+    lines.append(f"kip {partition} {hw}")
+    cp.write_text(f"0\n{len(lines)}\n" + "".join(line + "\n" for line in lines))
+    return pdir
+
+
+def kip279(root: Path) -> None:
+    """KIP-279 histories on brokers a, b, c (the `scan` fixture's ka, kb, kc): see the test below."""
+    common = [(0, 1, 0, b"p"), (2, 3, 1, b"q")]
+    _log(root, "a", 0, [(0, 1, 0, b"p"), (2, 3, 3, b"q")], [(0, 0), (3, 2)], 4)
+    _log(root, "b", 0, common + [(4, 5, 2, b"b")], [(0, 0), (1, 2), (2, 4)], 4)
+    _log(root, "c", 0, common + [(4, 5, 2, b"c")], [(0, 0), (1, 2), (2, 4)], 4)
+    head = [(0, 0, 0, b"p"), (1, 1, 0, b"q")]
+    _log(root, "a", 1, head + [(2, 2, 3, b"a")], [(0, 0), (3, 2)], 2)
+    for b in ("b", "c"):
+        _log(root, b, 1, head + [(2, 3, 1, b"x"), (4, 5, 2, b"y")], [(0, 0), (1, 2), (2, 4)], 2)
+
+
+def test_fleet_and_replay_agree_on_kip279_divergence(scan) -> None:
+    """KIP-279 histories on three brokers. kip-0: a leads in epoch 3 and holds 2..3 with the same bytes b and
+    c hold in epoch 1 (the epoch is outside the CRC); b and c went on in epoch 2 with different records at
+    4..5, beyond a's log. Replay pairs each with the leader: nothing differs before a's log ends (b and c
+    truncate to 2 and fetch 2..3 again, losing 4..5, but do not diverge from a); the old fleet join
+    compared b with c and reported 4. kip-1: a's epoch 3 starts at 2, b and c hold epochs 1 and 2 from
+    there: both part from a at 2. The fleet's replica sets now say what replay says."""
+    from replog.recovery.kafka.replay import replay_paths
+
+    out, *_ = scan
+    root = out.parent / "kip"
+    rows = {r["partition"]: r for r in load_table(out, "replicas").to_pylist() if r["topic"] == "kip"}
+    for partition, want in ((0, None), (1, 2)):
+        result = replay_paths([f"k{b}={root / b / f'kip-{partition}'}" for b in "abc"])
+        diverged = {r.replica.name: r.diverged_at for r in result.replicas}
+        assert result.leader.name == "ka" and min((d for d in diverged.values() if d is not None), default=None) == want
+        assert rows[partition]["first_divergent_offset"] == want
+        assert rows[partition]["diverged"] == sorted(n for n, d in diverged.items() if d is not None)

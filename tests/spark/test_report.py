@@ -10,8 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from replog.spark import schemas
+from replog.spark.replica_sets import assemble_replica_set
 from replog.spark.report import MARKER, fleet_report
-from replog.spark.tasks import assemble_replica_set, log_dir_units, run_unit
+from replog.spark.tasks import log_dir_units, run_unit
 from replog.toolkit.cli import app
 from replog.toolkit.fleet_view import render_html
 from tests.spark.fleet_builder import BROKERS, build_fleet

@@ -10,7 +10,8 @@ import pytest
 from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.logdir import summarize_log_dir
 from replog.spark import schemas
-from replog.spark.tasks import Unit, assemble_replica_set, log_dir_units, run_unit
+from replog.spark.replica_sets import assemble_replica_set
+from replog.spark.tasks import Unit, log_dir_units, run_unit
 from replog.toolkit.views import ls_rows
 from tests.spark.fleet_builder import BROKERS, build_fleet
 
