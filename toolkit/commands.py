@@ -117,7 +117,6 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_replay
         return run_rocketmq_replay(specs, leader, protocol, html, force, fmt)
-    from replog.formats.fileio import atomic_write
     from replog.recovery.kafka.replay import replay_paths
     from replog.toolkit.replay_view import print_replay, replay_html
 
@@ -128,9 +127,9 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
         files = export(result, export_lost, force=force)
         stderr_note(f"saved {len(files)} files of records that would be lost under {export_lost}")
     if html is not None:
-        from replog.recovery.outputs import evidence_roots, prepare_file_output
-        atomic_write(prepare_file_output(html, evidence_roots(r.replica.path for r in result.replicas)),
-                     replay_html(result).encode())
+        from replog.recovery.outputs import evidence_roots
+        from replog.toolkit.pages import write_page
+        write_page(html, replay_html(result), evidence_roots(r.replica.path for r in result.replicas))
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
     return exit_for_replay(result)
 

@@ -1,13 +1,10 @@
 """RocketMQ stores on the command line: `ls` of a store, HA `replay` and `repair`."""
 from __future__ import annotations
 
-import html as html_lib
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from replog.formats.fileio import atomic_write
 from replog.recovery.rocketmq.ha import replay_paths
 from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
@@ -136,32 +133,14 @@ def print_replay(result: HAReplayResult, console: Console) -> None:
 
 
 def replay_html(result: HAReplayResult) -> str:
-    """One self-contained page: each store's commitlog range as a bar, the table and the transcript."""
-    d = result.to_dict()
-    reps = d["replicas"]
-    hi = max([r["log_end_offset_before"] for r in reps] + [r["log_end_offset_after"] for r in reps] + [1])
-    width, left, row_h = 900, 170, 26
-    scale = (width - left - 20) / hi
-    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * 2 * len(reps) + 20}" '
-             'font-family="sans-serif" font-size="12">')]
-    for i, (r, when) in enumerate((r, w) for r in reps for w in ("before", "after")):
-        y = 10 + i * row_h
-        lo, end = r[f"log_start_offset_{when}"], r[f"log_end_offset_{when}"]
-        parts.append(f'<text x="5" y="{y + 15}">{html_lib.escape(r["name"])} {when}</text>'
-                     f'<rect x="{left + lo * scale:.1f}" y="{y}" width="{max((end - lo) * scale, 1):.1f}" '
-                     f'height="{row_h - 6}" fill="#4e79a7"><title>{lo}..{end}</title></rect>')
-        if when == "before" and r["diverged_at"] is not None:
-            x = left + r["diverged_at"] * scale
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y - 2}" y2="{y + row_h - 4}" stroke="red" '
-                         f'stroke-width="2"><title>diverges at {r["diverged_at"]}</title></line>')
-    parts.append("</svg>")
-    events = "".join(f"<li>{html_lib.escape(str(e))}</li>" for e in d["events"])
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>replog RocketMQ replay</title>"
-            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
-            f"<h1>RocketMQ HA replay: master {html_lib.escape(result.master)} ({result.protocol})</h1>"
-            f"<p>{html_lib.escape(result.explanation)}</p>{''.join(parts)}{STORE_COLUMNS.html(reps)}"
-            f"<h2>Transcript</h2><ol>{events}</ol></body></html>")
+    """The self-contained report page (`replay_page`), drawn from the replay's JSON document."""
+    from replog.toolkit.replay_logs import rocketmq_views
+    from replog.toolkit.replay_page import render_replay
+
+    protocol = "auto-switch HA (epochs)" if result.protocol == "autoswitch" else "classic HA"
+    return render_replay(result.to_dict(), rocketmq_views(result), STORE_COLUMNS,
+                         title=f"RocketMQ {protocol} replay: {len(result.replicas)} stores, master “{result.master}”",
+                         unit_name="messages", offset_name="physical offset")
 
 
 def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, force: bool,
@@ -170,7 +149,8 @@ def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | No
     with work_progress("loading stores") as progress:
         result = replay_paths(specs, leader, protocol, progress)
     if html is not None:
-        atomic_write(Path(html), replay_html(result).encode())
+        from replog.toolkit.pages import write_page
+        write_page(html, replay_html(result), [r.model.path for r in result.replicas])
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
     return exit_for_replay(result)
 
