@@ -167,6 +167,9 @@ def doctor(
         metavar="PATH...", help="broker log dirs, partition dirs or single files")],
     manifest: Annotated[Path | None, typer.Option(
         "--manifest", metavar="FILE", help="write a SHA-256 evidence manifest of every input read")] = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="write a self-contained HTML report: the findings over each file's bytes")
+    ] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Verify everything under PATH: batches, segments, indexes, epochs, snapshots, checkpoints.
@@ -179,10 +182,12 @@ def doctor(
       replog doctor /var/kafka-logs
 
       replog doctor /var/kafka-logs/orders-3 --manifest evidence.json --format json
+
+      replog doctor /var/kafka-logs --html doctor.html
     """
     from replog.toolkit.doctor_view import run_doctor
 
-    raise typer.Exit(run_doctor(paths, manifest, fmt))
+    raise typer.Exit(run_doctor(paths, manifest, fmt, html))
 
 
 @app.command(cls=ReplogCommand)

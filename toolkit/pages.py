@@ -10,7 +10,7 @@ at view time (no network, no CDN), so a page opens in an offline incident room, 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ import jinja2
 from replog.formats.fileio import atomic_write
 from replog.recovery.outputs import prepare_file_output
 from replog.toolkit.axes import short
+from replog.toolkit.render import Columns
 
 TEMPLATES = Path(__file__).with_name("templates")
 DASH = "—"
@@ -48,11 +49,28 @@ def label(key: Any) -> str:
     return str(key).replace("_", " ")
 
 
+def tail(text: str, width: int) -> str:
+    """The end of a long path, where its file name is: `…roker-3/orders-1/000…0976.log`."""
+    return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
 def sort_key(v: Any) -> str:
     """What a table cell sorts by (`data-s`): the number itself for numbers, else the text."""
     if isinstance(v, bool) or v is None:
         return ""
+    if isinstance(v, Mapping):        # a member such as `lost` or `fetched` sorts by its first count
+        return sort_key(next(iter(v.values()), None))
     return str(v) if isinstance(v, (int, float)) else value(v)
+
+
+def table(columns: Columns, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A `Columns` table (the terminal's, one declaration) for a page: headers, rows of (text, sort key)
+    cells, and which columns hold numbers (right-aligned)."""
+    numeric = [i for i, c in enumerate(columns.columns)
+               if rows and all(isinstance(c.value(r), (int, float)) or c.value(r) is None for r in rows)
+               and any(c.value(r) is not None for r in rows)]
+    return {"headers": columns.headers, "numeric": numeric,
+            "rows": [[(c.text(r), sort_key(c.value(r))) for c in columns.columns] for r in rows]}
 
 
 @cache
@@ -62,7 +80,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              extensions=["jinja2.ext.do"])
-    env.filters.update(value=value, label=label, short=short, sort_key=sort_key, px=lambda x: f"{x:.1f}")
+    env.filters.update(value=value, label=label, short=short, sort_key=sort_key, tail=tail, px=lambda x: f"{x:.1f}")
     env.globals["version"] = tool_version()
     return env
 

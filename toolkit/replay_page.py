@@ -228,7 +228,8 @@ def _clip(axis: Axis, lo: int) -> tuple[np.ndarray, np.ndarray]:
 
 def epochs_drawn(plots: Sequence[Plot]) -> list[tuple[int, str]]:
     """(epoch, colour) of every epoch any band or batch shows: the legend."""
-    seen = {b.epoch for p in plots for r in p.rows for b in (*r.bands, *r.faint, *r.boxes)}
+    seen = {b.epoch for p in plots for r in p.rows for b in (*r.bands, *r.faint)}
+    seen |= {b.epoch for p in plots for r in p.rows for b in r.boxes}
     return [(e, colour(e)) for e in sorted(seen)]
 
 
@@ -284,12 +285,6 @@ def transcript_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "prose": describe(e)[1]} for e in events[:MAX_TRANSCRIPT]]
 
 
-def table(columns: Columns, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """A `Columns` table (the terminal's, one declaration) as header and (text, sort key) cells for a page."""
-    return {"headers": columns.headers,
-            "rows": [[(c.text(r), pages.sort_key(c.value(r))) for c in columns.columns] for r in rows]}
-
-
 def render_replay(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]], columns: Columns, *,
                   title: str, unit_name: str, offset_name: str) -> str:
     """The whole page. `columns` is the replay's table as the terminal declares it; `unit_name` what the
@@ -302,6 +297,6 @@ def render_replay(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]],
     sections = [s for s in EXTRA_SECTIONS if doc.get(s.member) is not None]
     return pages.render("replay.html.j2", doc=doc, title=title, plots=plots, epochs=epochs_drawn(plots),
                         ranges=RANGE_KINDS, seq=seq, story=story(doc), hazards=hazards(doc),
-                        replicas=table(columns, doc["replicas"]), transcript=transcript_rows(doc["events"]),
+                        replicas=pages.table(columns, doc["replicas"]), transcript=transcript_rows(doc["events"]),
                         transcript_elided=max(0, len(doc["events"]) - MAX_TRANSCRIPT), sections=sections,
                         offset_name=offset_name, unit_name=unit_name, width=WIDTH, left=LEFT)
