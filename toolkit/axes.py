@@ -75,8 +75,9 @@ class Axis:
         return a, b - a
 
     def ticks(self, count: int = 6) -> list[tuple[float, str]]:
-        """(x, label) of round offsets along a straight axis (for a zoomed one, see `knot_ticks`)."""
-        return [(self.x(t), short(t)) for t in nice_ticks(self.lo, self.hi, count)]
+        """(x, label) of round offsets along a straight axis (for a zoomed one, see `knot_ticks`); labels are
+        exact, since neighbouring ticks of a log at 2.58 M differ only in the fourth digit."""
+        return [(self.x(t), f"{t:,}") for t in nice_ticks(self.lo, self.hi, count)]
 
     def knot_ticks(self, offsets: Sequence[int], min_gap: float = 60.0) -> list[tuple[float, str]]:
         """(x, label) of chosen offsets (batch boundaries, markers), skipping any too close to the last one."""
@@ -84,7 +85,7 @@ class Axis:
         for o in sorted(set(offsets)):
             x = self.x(o)
             if not out or x - out[-1][0] >= min_gap:
-                out.append((x, short(o)))
+                out.append((x, f"{o:,}"))
         return out
 
 
@@ -106,7 +107,7 @@ def zoomed(breaks: Sequence[int], focus: int, x0: float, x1: float, context_shar
         return linear(int(knots[0]) if len(knots) else 0, int(knots[0]) + 1 if len(knots) else 1, x0, x1)
     focus = min(max(focus, knots[0]), knots[-1])
     width = x1 - x0
-    ctx_w = width * context_share if focus > knots[0] else 0.0
+    ctx_w = 0.0 if focus <= knots[0] else width if focus >= knots[-1] else width * context_share
     xs = np.empty_like(knots)
     before = knots <= focus
     xs[before] = x0 + _spread(knots[before], ctx_w, 0.0)

@@ -213,7 +213,7 @@ def zoom_plot(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]], zoo
                Strip("divergent", axis.x(zoom.focus), axis.x1 - axis.x(zoom.focus),
                      f"offsets {zoom.focus:,}..{zoom.end - 1:,}: where the replicas part")]
     shown = sum(len(u) for u, _ in drawn)
-    return Plot("zoom", rows, rows[-1].y + ROW_H + STRIP_H + 30, axis.knot_ticks(sorted(breaks), 70), regions,
+    return Plot("zoom", rows, rows[-1].y + ROW_H + STRIP_H + 30, axis.knot_ticks(sorted(breaks), 80), regions,
                 axis.x0, axis.x1, f"offsets {zoom.start:,} to {zoom.end:,}; {shown:,} {unit_name} drawn, each at "
                 f"least a few pixels wide (the axis is stretched where batches are short); the shared history "
                 f"before {zoom.focus:,} is compressed to the grey part")
