@@ -268,6 +268,9 @@ def repair(
         "--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
     backup: Annotated[Path | None, typer.Option(
         metavar="DIR", help="with --in-place: empty dir to back the replicas up into first")] = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="write the replay's self-contained HTML report, with what was written")
+    ] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -283,12 +286,12 @@ def repair(
     from replog.toolkit.commands import run_repair, run_repair_in_place
 
     if in_place:
-        if backup is None or out is not None:
-            raise typer.BadParameter("--in-place needs --backup DIR and no --out")
+        if backup is None or out is not None or html is not None:
+            raise typer.BadParameter("--in-place needs --backup DIR, and takes no --out or --html")
         raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt))
     if out is None:
         raise typer.BadParameter("--out DIR is required (or --in-place --backup DIR)")
-    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt))
+    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt, html))
 
 
 @samples_app.command("generate", cls=ReplogCommand)

@@ -135,20 +135,24 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
 
 
 def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-               fmt: Format | None) -> int:
+               fmt: Format | None, html: Any = None) -> int:
     """Replay, write the repaired replicas, verify them; exit 1 if a replica loses records or would fail,
-    or verification found a problem."""
+    or verification found a problem. `html`: the replay's page, with what was written."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_repair
-        return run_rocketmq_repair(specs, out, leader, protocol, force, fmt)
+        return run_rocketmq_repair(specs, out, leader, protocol, force, fmt, html)
     from replog.recovery.kafka.repair import repair
     from replog.recovery.kafka.replay import replay_paths
-    from replog.toolkit.replay_view import print_replay
+    from replog.toolkit.replay_view import print_replay, replay_html
 
     with work_progress("loading replicas") as progress:
         result = replay_paths(specs, leader, protocol or "epoch", progress)
     repaired = repair(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
+    if html is not None:
+        from replog.recovery.outputs import evidence_roots
+        from replog.toolkit.pages import write_page
+        write_page(html, replay_html(result, payload), evidence_roots(r.replica.path for r in result.replicas))
 
     def show(console: Console) -> None:
         print_replay(result, console)

@@ -21,7 +21,7 @@ from replog.toolkit.render import Columns
 PAGE_ROWS = 20_000           # rows per table on the page; the terminal and JSON list 20
 MAX_TOPICS = 60              # heat-map columns (the worst topics); the tables list every one
 MAX_BARS = 25                # rows per bar chart (the largest)
-CELL, MAP_LEFT, MAP_TOP, MAP_RIGHT = 26, 160, 130, 140
+CELL_MIN, CELL_MAX, MAP_LEFT, MAP_TOP, MAP_RIGHT = 18, 34, 160, 130, 110
 CHART_LEFT, CHART_W, BAR_H = 250, 560, 14
 RED, AMBER, BLUE, CLEAN = (198, 40, 40), (230, 140, 0), (41, 98, 255), "#e9edf1"
 SEVERITY_COLOURS = {"error": "#c62828", "warning": "#e68a00", "info": "#78909c"}
@@ -56,9 +56,9 @@ class HeatMap:
     cells: list[Cell]
     legend: list[tuple[str, str]]
     elided: int
+    cell: float
     left: float = MAP_LEFT
     top: float = MAP_TOP
-    cell: float = CELL
 
 
 def _topic(name: str | None) -> str:
@@ -77,9 +77,10 @@ def heat_maps(cells: Sequence[dict[str, Any]]) -> list[HeatMap]:
                                      w[3] + c["lagging"])
     topics = sorted(worst, key=lambda t: (tuple(-v for v in worst[t]), t))
     shown = topics[:MAX_TOPICS]
-    ys = {b: MAP_TOP + i * CELL for i, b in enumerate(brokers)}
-    xs = {t: MAP_LEFT + i * CELL for i, t in enumerate(shown)}
-    width, height = MAP_LEFT + len(shown) * CELL + MAP_RIGHT, MAP_TOP + len(brokers) * CELL + 10
+    cell = max(CELL_MIN, min(CELL_MAX, 320 // len(shown)))        # few topics: cells large enough to click
+    ys = {b: MAP_TOP + i * cell for i, b in enumerate(brokers)}
+    xs = {t: MAP_LEFT + i * cell for i, t in enumerate(shown)}
+    width, height = MAP_LEFT + len(shown) * cell + MAP_RIGHT, MAP_TOP + len(brokers) * cell + 10
     peak = {k: max(c[k] for c in cells) for k in ("errors", "warnings", "divergent", "lagging")}
     finds, parts = [], []
     for c in cells:
@@ -99,9 +100,9 @@ def heat_maps(cells: Sequence[dict[str, Any]]) -> list[HeatMap]:
     elided = len(topics) - len(shown)
     return [
         HeatMap("findings", "Findings by broker and topic", width, height, rows, cols, finds,
-                [("#c62828", "errors"), ("#e68a00", "warnings only"), (CLEAN, "clean")], elided),
+                [("#c62828", "errors"), ("#e68a00", "warnings only"), (CLEAN, "clean")], elided, cell),
         HeatMap("divergence", "Divergence by broker and topic", width, height, rows, cols, parts,
-                [("#c62828", "replica diverges"), ("#2962ff", "replica lags"), (CLEAN, "in step")], elided),
+                [("#c62828", "replica diverges"), ("#2962ff", "replica lags"), (CLEAN, "in step")], elided, cell),
     ]
 
 

@@ -45,6 +45,7 @@ class Section:
 
 EXTRA_SECTIONS: list[Section] = [
     Section("elections", "The controller's election record", "sections/elections.html.j2"),
+    Section("repaired", "What repair wrote", "sections/repaired.html.j2"),
 ]
 
 
@@ -102,6 +103,8 @@ class Plot:
     x0: float
     x1: float
     caption: str = ""
+    row_h: int = ROW_H
+    strip_h: int = STRIP_H
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,12 @@ def epochs_drawn(plots: Sequence[Plot]) -> list[tuple[int, str]]:
     return [(e, colour(e)) for e in sorted(seen)]
 
 
+def ranges_drawn(plots: Sequence[Plot]) -> dict[str, str]:
+    """The legend of the ranges some row shows (truncated, lost, fetched, hole), in that order."""
+    kinds = {s.kind for p in plots for r in p.rows for s in r.strips}
+    return {k: words for k, words in RANGE_KINDS.items() if k in kinds}
+
+
 def story(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(replica, tone, sentence) per replica: what the replay does to it, in words."""
     out = []
@@ -296,7 +305,7 @@ def render_replay(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]],
     seq: Diagram = diagram(doc["events"], [r["name"] for r in doc["replicas"]], doc["leader"], WIDTH)
     sections = [s for s in EXTRA_SECTIONS if doc.get(s.member) is not None]
     return pages.render("replay.html.j2", doc=doc, title=title, plots=plots, epochs=epochs_drawn(plots),
-                        ranges=RANGE_KINDS, seq=seq, story=story(doc), hazards=hazards(doc),
+                        ranges=ranges_drawn(plots), seq=seq, story=story(doc), hazards=hazards(doc),
                         replicas=pages.table(columns, doc["replicas"]), transcript=transcript_rows(doc["events"]),
                         transcript_elided=max(0, len(doc["events"]) - MAX_TRANSCRIPT), sections=sections,
                         offset_name=offset_name, unit_name=unit_name, width=WIDTH, left=LEFT)

@@ -122,12 +122,13 @@ def _print_timeline(result: ReplayResult, console: Console) -> None:
     console.print(legend)
 
 
-def replay_html(result: ReplayResult) -> str:
-    """The self-contained report page (`replay_page`), drawn from the replay's JSON document."""
+def replay_html(result: ReplayResult, doc: dict[str, Any] | None = None) -> str:
+    """The self-contained report page (`replay_page`), drawn from the JSON document the command prints
+    (`doc`: repair's, which adds what was written; by default the replay's)."""
     from replog.toolkit.replay_logs import kafka_views
     from replog.toolkit.replay_page import render_replay
 
-    d = result.to_dict()
+    d = result.to_dict() if doc is None else doc
     protocol = "leader-epoch protocol" if result.protocol == "epoch" else "high-watermark protocol (pre KIP-101)"
     return render_replay(d, kafka_views(result), REPLICA_COLUMNS,
                          title=f"Kafka replay of {d['topic']}-{d['partition']}, {protocol}",

@@ -132,13 +132,14 @@ def print_replay(result: HAReplayResult, console: Console) -> None:
         console.print(f"[dim]{e['step']:>3}[/] [cyan]{e['kind']:<16}[/] {e['replica']:<12} {rest}", highlight=False)
 
 
-def replay_html(result: HAReplayResult) -> str:
-    """The self-contained report page (`replay_page`), drawn from the replay's JSON document."""
+def replay_html(result: HAReplayResult, doc: dict[str, Any] | None = None) -> str:
+    """The self-contained report page (`replay_page`), drawn from the JSON document the command prints
+    (`doc`: repair's, which adds what was written; by default the replay's)."""
     from replog.toolkit.replay_logs import rocketmq_views
     from replog.toolkit.replay_page import render_replay
 
     protocol = "auto-switch HA (epochs)" if result.protocol == "autoswitch" else "classic HA"
-    return render_replay(result.to_dict(), rocketmq_views(result), STORE_COLUMNS,
+    return render_replay(result.to_dict() if doc is None else doc, rocketmq_views(result), STORE_COLUMNS,
                          title=f"RocketMQ {protocol} replay: {len(result.replicas)} stores, master “{result.master}”",
                          unit_name="messages", offset_name="physical offset")
 
@@ -156,7 +157,7 @@ def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | No
 
 
 def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-                        fmt: Format | None) -> int:
+                        fmt: Format | None, html: Any = None) -> int:
     """Replay, write every store repaired under OUT/NAME/, verify; exit 1 if a store loses messages or
     stalls, or verification found a problem."""
     from replog.recovery.rocketmq.repair import repair_stores
@@ -165,6 +166,9 @@ def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol
         result = replay_paths(specs, leader, protocol, progress)
     repaired = repair_stores(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
+    if html is not None:
+        from replog.toolkit.pages import write_page
+        write_page(html, replay_html(result, payload), [r.model.path for r in result.replicas])
 
     def show(console: Console) -> None:
         print_replay(result, console)

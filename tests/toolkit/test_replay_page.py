@@ -89,14 +89,15 @@ def test_kafka_page_in_a_browser(kafka_page: tuple[Path, dict]) -> None:
 
 
 def test_zoom_on_a_large_log_draws_every_batch_of_the_region_and_says_what_it_elides() -> None:
-    """2.58 M offsets of 10-record batches in memory: the zoom draws the divergent batches and at most
-    ZOOM_CAP per row, naming the rest; the page stays small."""
-    n = 258_000
-    common = [(i * 10, i * 10 + 9, 3) for i in range(n)]
-    lead = replica_from_batches("a", common + [(n * 10 + i * 10, n * 10 + i * 10 + 9, 4) for i in range(5)],
-                                high_watermark=n * 10)
-    old = replica_from_batches("b", common + [(n * 10 + i * 3, n * 10 + i * 3 + 2, 3) for i in range(1000)],
-                               high_watermark=n * 10)
+    """2.58 M offsets of 100-record batches in memory, then 1,000 small batches of the old leader's: the zoom
+    draws at most ZOOM_CAP of them per row, naming the rest; the page stays small."""
+    n, per = 25_800, 100
+    common = [(i * per, i * per + per - 1, 3) for i in range(n)]
+    end = n * per
+    lead = replica_from_batches("a", common + [(end + i * 10, end + i * 10 + 9, 4) for i in range(5)],
+                                high_watermark=end)
+    old = replica_from_batches("b", common + [(end + i * 3, end + i * 3 + 2, 3) for i in range(1000)],
+                               high_watermark=end)
     page = replay_html(run_replay([lead, old]))
     assert len(page) < 400_000
     zoom = page[page.index('data-plot="zoom"'):]
@@ -108,11 +109,13 @@ def test_zoom_on_a_large_log_draws_every_batch_of_the_region_and_says_what_it_el
 
 @pytest.fixture(scope="module")
 def rocketmq_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`repair --html` of the sample master and its diverged slave: the replay's page and what was written."""
     root = tmp_path_factory.mktemp("rocketmq-page")
     generate_rocketmq_samples(root / "stores")
     page = root / "out" / "r.html"
-    res = run_replog("replay", f"master={root / 'stores' / 'master'}", f"slave={root / 'stores' / 'slave'}",
-                     "--protocol", "autoswitch", "--html", str(page), "--format", "json")
+    res = run_replog("repair", f"master={root / 'stores' / 'master'}", f"slave={root / 'stores' / 'slave'}",
+                     "--protocol", "autoswitch", "--out", str(root / "repaired"), "--html", str(page),
+                     "--format", "json")
     assert res.returncode == 1, res.stderr
     return page
 
@@ -120,7 +123,7 @@ def rocketmq_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_rocketmq_page_in_a_browser(rocketmq_page: Path) -> None:
     got = probe(rocketmq_page, ["h1", ".legend.epochs li[data-epoch]", "svg[data-plot=overview] .band",
                                 "svg[data-plot=zoom] .box", ".lane-head", "svg[data-plot=zoom] .strip.truncated",
-                                ".sequence .step.msg"])
+                                ".sequence .step.msg", "#repaired li"])
     s = got["selectors"]
     assert "master master" not in s["h1"][0]["text"] and "auto-switch" in s["h1"][0]["text"]
     fills = {b["data"]["epoch"] for b in s["svg[data-plot=overview] .band"]}
@@ -129,3 +132,26 @@ def test_rocketmq_page_in_a_browser(rocketmq_page: Path) -> None:
     assert len(s["svg[data-plot=zoom] .box"]) > 10 and s["svg[data-plot=zoom] .strip.truncated"]
     assert {lane["data"]["lane"] for lane in s[".lane-head"]} == {"master", "slave"}
     assert len(s[".sequence .step.msg"]) >= 3                   # handshake, transfers, report as arrows
+    assert [li["text"].split()[0] for li in s["#repaired li"]] == ["master", "slave"]    # what repair wrote
+
+
+def test_a_member_added_to_the_replay_json_gets_its_section() -> None:
+    """The controller's election record (`elections`), when the document has it, is a section of the page;
+    without it, none."""
+    from replog.toolkit.replay_logs import kafka_views
+    from replog.toolkit.replay_page import render_replay
+    from replog.toolkit.replay_view import REPLICA_COLUMNS
+
+    result = run_replay([replica_from_batches("a", [(0, 9, 1), (10, 19, 2)], high_watermark=20),
+                         replica_from_batches("b", [(0, 9, 1)], high_watermark=10)])
+    doc = result.to_dict()
+    plain = render_replay(doc, kafka_views(result), REPLICA_COLUMNS, title="t", unit_name="batches",
+                          offset_name="offset")
+    assert 'id="elections"' not in plain and "No controller record" in plain
+    doc["elections"] = [{"leader": "a", "leader_epoch": 2, "offset": 7, "note": EVIL}]
+    page = render_replay(doc, kafka_views(result), REPLICA_COLUMNS, title="t", unit_name="batches",
+                         offset_name="offset")
+    section = page[page.index('<section id="elections">'):]
+    section = section[:section.index("</section>")]
+    assert "<th>leader epoch</th>" in section and "<td>2</td>" in section and EVIL not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section and "1 entry" in page
