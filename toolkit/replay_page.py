@@ -23,7 +23,7 @@ from replog.toolkit.render import Columns
 from replog.toolkit.replay_logs import LogView
 from replog.toolkit.sequence import Diagram, describe, diagram
 
-WIDTH, LEFT, RIGHT = 1100, 170, 24
+WIDTH, LEFT, RIGHT = 1100, 170, 44
 ROW_H, STRIP_H, PAIR_GAP, GROUP_GAP, TOP = 20, 5, 6, 18, 28
 ZOOM_CAP = 300            # batches (messages) drawn one by one per row in the zoom; the rest as epoch bands
 MAX_TRANSCRIPT = 5000     # events listed in the transcript table
