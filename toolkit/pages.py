@@ -55,12 +55,13 @@ def tail(text: str, width: int) -> str:
 
 
 def sort_key(v: Any) -> str:
-    """What a table cell sorts by (`data-s`): the number itself for numbers, else the text."""
-    if isinstance(v, bool) or v is None:
-        return ""
-    if isinstance(v, Mapping):        # a member such as `lost` or `fetched` sorts by its first count
+    """What a table cell sorts by (`data-s`) when not its text: a number as such (its text has separators),
+    a member such as `lost` or `fetched` by its first count; "" to sort by the text."""
+    if isinstance(v, Mapping):
         return sort_key(next(iter(v.values()), None))
-    return str(v) if isinstance(v, (int, float)) else value(v)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    return ""
 
 
 def table(columns: Columns, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
