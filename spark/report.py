@@ -6,7 +6,7 @@ broker's checkpoints disagree with its logs, and the RocketMQ stores.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ class FleetReport:
     checkpoint_disagreements: list[dict[str, Any]] = field(default_factory=list)
     stores: list[dict[str, Any]] = field(default_factory=list)      # RocketMQ stores, worst first
     finding_codes: dict[str, int] = field(default_factory=dict)
+    broker_topics: list[dict[str, Any]] = field(default_factory=list)  # one per (broker, topic): the heat map
 
     @property
     def has_errors(self) -> bool:
@@ -46,6 +47,19 @@ class FleetReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def head(self, limit: int) -> FleetReport:
+        """The same report with each list of rows cut to `limit` (the page lists more than a terminal), and
+        of the heat map's cells only those with something to show, worst first."""
+        cut = {name: getattr(self, name)[:limit * factor] for name, factor in LISTED.items()}
+        cells = sorted((c for c in self.broker_topics if c["errors"] or c["warnings"] or c["divergent"]
+                        or c["lagging"]), key=lambda c: (-c["errors"], -c["divergent"], -c["warnings"], -c["lagging"],
+                                                         c["broker"], c["topic"]))
+        return replace(self, broker_topics=cells[:limit * 5], **cut)
+
+
+# the lists `limit` bounds, worst first, and how many times `limit` each may hold
+LISTED = {"worst_partitions": 1, "divergent": 1, "lagging": 1, "damaged_segments": 1, "checkpoint_disagreements": 5}
 
 
 def fails(errors: int, divergent_replica_sets: int) -> bool:
@@ -104,8 +118,10 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
     rows = reps.to_pylist()
     rep.divergent = sorted((r for r in rows if r["first_divergent_offset"] is not None),
                            key=lambda r: (-r["records_at_risk"], r["topic"], r["partition"]))[:limit]
-    rep.lagging = sorted((r for r in rows if r["first_divergent_offset"] is None and r["leo_spread"]),
-                         key=lambda r: (-r["leo_spread"], r["topic"], r["partition"]))[:limit]
+    lagging = [r for r in rows if r["first_divergent_offset"] is None and r["leo_spread"]]
+    rep.totals["lagging_replica_sets"] = len(lagging)
+    rep.lagging = sorted(lagging, key=lambda r: (-r["leo_spread"], r["topic"], r["partition"]))[:limit]
+    rep.broker_topics = _broker_topics(parts, rows)
     damaged = segs.filter(segs.column("damaged"))
     rep.damaged_segments = sorted(damaged.select(["broker", "topic", "partition", "path", "size", "valid_bytes",
                                                   "errors", "warnings"]).to_pylist(),
@@ -160,6 +176,31 @@ def _topics(parts: pa.Table, reps: pa.Table) -> list[dict[str, Any]]:
         t["max_hw_spread"] = max(t["max_hw_spread"], r["hw_spread"] or 0)
         t["divergent"] += r["first_divergent_offset"] is not None
         t["records_at_risk"] += r["records_at_risk"] or 0
+    return [out[k] for k in sorted(out)]
+
+
+def _broker_topics(parts: pa.Table, replica_sets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per broker and topic: partitions, their findings, and in how many replica sets of the topic the
+    broker's replica diverges (holds other batches, or nothing, where the set parts) or lags (ends below
+    the longest replica)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def cell(broker: str, topic: str) -> dict[str, Any]:
+        return out.setdefault((broker, topic), {"broker": broker, "topic": topic, "partitions": 0, "errors": 0,
+                                                "warnings": 0, "divergent": 0, "lagging": 0})
+    if parts.num_rows:
+        g = parts.group_by(["broker", "topic"]).aggregate([("partition", "count"), ("errors", "sum"),
+                                                           ("warnings", "sum")])
+        for r in g.to_pylist():
+            c = cell(r["broker"], r["topic"])
+            c.update(partitions=r["partition_count"], errors=r["errors_sum"] or 0, warnings=r["warnings_sum"] or 0)
+    for rs in replica_sets:
+        top = max(rs["log_end_offsets"] or [0])
+        parted = set(rs["diverged"] or []) | set(rs["behind"] or [])
+        for broker, leo in zip(rs["replicas"] or [], rs["log_end_offsets"] or [], strict=False):
+            c = cell(broker, rs["topic"])
+            c["divergent"] += broker in parted
+            c["lagging"] += broker not in parted and leo < top
     return [out[k] for k in sorted(out)]
 
 

@@ -173,6 +173,9 @@ def doctor(
         metavar="PATH...", help="broker log dirs, partition dirs or single files")],
     manifest: Annotated[Path | None, typer.Option(
         "--manifest", metavar="FILE", help="write a SHA-256 evidence manifest of every input read")] = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="write a self-contained HTML report: the findings over each file's bytes")
+    ] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Verify everything under PATH: batches, segments, indexes, epochs, snapshots, checkpoints.
@@ -185,10 +188,12 @@ def doctor(
       replog doctor /var/kafka-logs
 
       replog doctor /var/kafka-logs/orders-3 --manifest evidence.json --format json
+
+      replog doctor /var/kafka-logs --html doctor.html
     """
     from replog.toolkit.doctor_view import run_doctor
 
-    raise typer.Exit(run_doctor(paths, manifest, fmt))
+    raise typer.Exit(run_doctor(paths, manifest, fmt, html))
 
 
 @app.command(cls=ReplogCommand)
@@ -288,6 +293,9 @@ def repair(
     metadata: MetadataOpt = None,
     partition_state: PartitionStateOpt = None,
     broker_version: BrokerVersionOpt = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="write the replay's self-contained HTML report, with what was written")
+    ] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -305,12 +313,12 @@ def repair(
 
     given = ReplayOptions(metadata, partition_state, broker_version)
     if in_place:
-        if backup is None or out is not None:
-            raise typer.BadParameter("--in-place needs --backup DIR and no --out")
+        if backup is None or out is not None or html is not None:
+            raise typer.BadParameter("--in-place needs --backup DIR, and takes no --out or --html")
         raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt, given))
     if out is None:
         raise typer.BadParameter("--out DIR is required (or --in-place --backup DIR)")
-    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt, given))
+    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt, given, html))
 
 
 @samples_app.command("generate", cls=ReplogCommand)

@@ -5,6 +5,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 import typer
@@ -145,14 +146,11 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_replay
         return run_rocketmq_replay(specs, leader, protocol, html, force, fmt, given.for_rocketmq())
-    from replog.formats.fileio import atomic_write
     from replog.recovery.kafka.replay import replay_paths
-    from replog.recovery.naming import parse_named
-    from replog.recovery.outputs import evidence_roots, prepare_file_output
+    from replog.recovery.outputs import evidence_roots
     from replog.toolkit.replay_view import print_replay, replay_html
 
-    # refused before any work: a report inside the evidence is a usage error, not a late surprise
-    report = None if html is None else prepare_file_output(html, evidence_roots(parse_named(s)[1] for s in specs))
+    report = kafka_report_target(html, specs)
     with work_progress("loading replicas") as progress:
         result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
     if export_lost is not None:
@@ -160,26 +158,41 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
         files = export(result, export_lost, force=force)
         stderr_note(f"saved {len(files)} files of records that would be lost under {export_lost}")
     if report is not None:
-        atomic_write(report, replay_html(result).encode())
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result), evidence_roots(r.replica.path for r in result.replicas))
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
     return exit_for_replay(result)
 
 
+def kafka_report_target(html: Any, specs: list[str]) -> Path | None:
+    """Where an --html page of replicas goes, refused before any work: a report inside the evidence (any
+    replica's log dir) is a usage error, not a late surprise."""
+    from replog.recovery.naming import parse_named
+    from replog.recovery.outputs import evidence_roots, prepare_file_output
+
+    return None if html is None else prepare_file_output(html, evidence_roots(parse_named(s)[1] for s in specs))
+
+
 def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-               fmt: Format | None, given: ReplayOptions = ReplayOptions()) -> int:
+               fmt: Format | None, given: ReplayOptions = ReplayOptions(), html: Any = None) -> int:
     """Replay, write the repaired replicas, verify them; exit 1 if a replica loses records or would fail,
-    or verification found a problem."""
+    or verification found a problem. `html`: the replay's page, with what was written."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_repair
-        return run_rocketmq_repair(specs, out, leader, protocol, force, fmt, given.for_rocketmq())
+        return run_rocketmq_repair(specs, out, leader, protocol, force, fmt, given.for_rocketmq(), html)
     from replog.recovery.kafka.repair import repair
     from replog.recovery.kafka.replay import replay_paths
-    from replog.toolkit.replay_view import print_replay
+    from replog.toolkit.replay_view import print_replay, replay_html
 
+    report = kafka_report_target(html, specs)
     with work_progress("loading replicas") as progress:
         result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
     repaired = repair(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
+    if report is not None:
+        from replog.recovery.outputs import evidence_roots
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result, payload), evidence_roots(r.replica.path for r in result.replicas))
 
     def show(console: Console) -> None:
         print_replay(result, console)

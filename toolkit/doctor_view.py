@@ -133,27 +133,32 @@ def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path]
 # --- command glue ------------------------------------------------------------------
 
 
-def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any) -> int:
-    """diagnose -> optional manifest -> render; exit 1 on error findings."""
+def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any, html: Path | None = None) -> int:
+    """diagnose -> optional manifest and page -> render; exit 1 on error findings."""
     from replog.recovery.doctor import diagnose
     from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, resolve
     from replog.toolkit.progress import work_progress
     from replog.toolkit.render import render
 
-    if manifest is not None:
-        write_manifest_check(manifest, paths)
+    for target in (manifest, html):
+        if target is not None:
+            write_manifest_check(target, paths)
     with work_progress("doctor") as progress:
         report = diagnose(list(paths), progress)
     if manifest is not None:
         write_manifest(manifest, report.inputs, list(paths))
     doc = report.to_dict()
+    if html is not None:
+        from replog.toolkit.doctor_page import render_doctor
+        from replog.toolkit.pages import write_page
+        write_page(html, render_doctor(doc), paths)
     render(resolve(fmt), doc, lambda console: print_doctor(doc, console, paths),
            lines=[dict(f, kind="finding") for f in doc["findings"]] + [dict(doc["summary"], kind="summary")])
     return EXIT_FINDINGS if report.has_errors else EXIT_CLEAN
 
 
 def write_manifest_check(target: Path, roots: list[Path]) -> None:
-    """Refuse a manifest inside an input tree before any work is done."""
+    """Refuse a manifest (or page) inside an input tree before any work is done."""
     prepare_file_output(target, roots)
 
 

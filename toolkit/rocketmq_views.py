@@ -1,12 +1,10 @@
 """RocketMQ stores on the command line: `ls` of a store, HA `replay` and `repair`."""
 from __future__ import annotations
 
-import html as html_lib
 from typing import Any
 
 from rich.console import Console
 
-from replog.formats.fileio import atomic_write
 from replog.recovery.rocketmq.ha import replay_paths
 from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
@@ -147,60 +145,53 @@ def print_replay(result: HAReplayResult, console: Console) -> None:
         console.print(f"[dim]{e['step']:>3}[/] [cyan]{e['kind']:<16}[/] {e['replica']:<12} {rest}", highlight=False)
 
 
-def replay_html(result: HAReplayResult) -> str:
-    """One self-contained page: each store's commitlog range as a bar, the table and the transcript."""
-    d = result.to_dict()
-    reps = d["replicas"]
-    hi = max([r["log_end_offset_before"] for r in reps] + [r["log_end_offset_after"] for r in reps] + [1])
-    width, left, row_h = 900, 170, 26
-    scale = (width - left - 20) / hi
-    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * 2 * len(reps) + 20}" '
-             'font-family="sans-serif" font-size="12">')]
-    for i, (r, when) in enumerate((r, w) for r in reps for w in ("before", "after")):
-        y = 10 + i * row_h
-        lo, end = r[f"log_start_offset_{when}"], r[f"log_end_offset_{when}"]
-        parts.append(f'<text x="5" y="{y + 15}">{html_lib.escape(r["name"])} {when}</text>'
-                     f'<rect x="{left + lo * scale:.1f}" y="{y}" width="{max((end - lo) * scale, 1):.1f}" '
-                     f'height="{row_h - 6}" fill="#4e79a7"><title>{lo}..{end}</title></rect>')
-        if when == "before" and r["diverged_at"] is not None:
-            x = left + r["diverged_at"] * scale
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y - 2}" y2="{y + row_h - 4}" stroke="red" '
-                         f'stroke-width="2"><title>diverges at {r["diverged_at"]}</title></line>')
-    parts.append("</svg>")
-    events = "".join(f"<li>{html_lib.escape(str(e))}</li>" for e in d["events"])
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>replog RocketMQ replay</title>"
-            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
-            f"<h1>RocketMQ HA replay: master {html_lib.escape(result.master)} ({result.protocol})</h1>"
-            f"<p>{html_lib.escape(result.explanation)}</p>{''.join(parts)}{STORE_COLUMNS.html(reps)}"
-            f"<h2>Transcript</h2><ol>{events}</ol></body></html>")
+def replay_html(result: HAReplayResult, doc: dict[str, Any] | None = None) -> str:
+    """The self-contained report page (`replay_page`), drawn from the JSON document the command prints
+    (`doc`: repair's, which adds what was written; by default the replay's)."""
+    from replog.toolkit.replay_logs import rocketmq_views
+    from replog.toolkit.replay_page import render_replay
+
+    protocol = "auto-switch HA (epochs)" if result.protocol == "autoswitch" else "classic HA"
+    return render_replay(result.to_dict() if doc is None else doc, rocketmq_views(result), STORE_COLUMNS,
+                         title=f"RocketMQ {protocol} replay: {len(result.replicas)} stores, master “{result.master}”",
+                         unit_name="messages", offset_name="physical offset")
+
+
+def _report_target(html: Any, specs: list[str]) -> Any:
+    """Where an --html page of stores goes, refused before any work when inside a store (evidence)."""
+    from replog.recovery.naming import parse_named
+    from replog.recovery.outputs import prepare_file_output
+
+    return None if html is None else prepare_file_output(html, [parse_named(s)[1] for s in specs])
 
 
 def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, force: bool,
                         fmt: Format | None, broker_version: str | None = None) -> int:
     """Replay HA between stores; exit 1 when a store loses messages, stalls or needs manual intervention."""
-    from replog.recovery.naming import parse_named
-    from replog.recovery.outputs import prepare_file_output
-
-    report = None if html is None else prepare_file_output(html, [parse_named(s)[1] for s in specs])
+    report = _report_target(html, specs)
     with work_progress("loading stores") as progress:
         result = replay_paths(specs, leader, protocol, progress, broker_version)
     if report is not None:
-        atomic_write(report, replay_html(result).encode())
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result), [r.model.path for r in result.replicas])
     render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
     return exit_for_replay(result)
 
 
 def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-                        fmt: Format | None, broker_version: str | None = None) -> int:
+                        fmt: Format | None, broker_version: str | None = None, html: Any = None) -> int:
     """Replay, write every store repaired under OUT/NAME/, verify; exit 1 if a store loses messages or
     stalls, or verification found a problem."""
     from replog.recovery.rocketmq.repair import repair_stores
 
+    report = _report_target(html, specs)
     with work_progress("loading stores") as progress:
         result = replay_paths(specs, leader, protocol, progress, broker_version)
     repaired = repair_stores(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
+    if report is not None:
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result, payload), [r.model.path for r in result.replicas])
 
     def show(console: Console) -> None:
         print_replay(result, console)

@@ -66,9 +66,12 @@ def _lost(r: ReplicaResult) -> dict[str, Any]:
             "key_sample": r.lost_key_sample}
 
 
-def _fetched(r: ReplicaResult) -> dict[str, int]:
+def _fetched(r: ReplicaResult) -> dict[str, int | None]:
+    """What the follower copied from the leader: counts, and the lowest and highest offset (null when none)."""
     fetched = r.outcome.fetched if r.outcome else ReplicaLog()
-    return {"records": fetched.records, "batches": fetched.batches}
+    return {"records": fetched.records, "batches": fetched.batches,
+            "first_offset": fetched.first_offset if fetched else None,
+            "last_offset": fetched.last_offset if fetched else None}
 
 
 MAX_REPLICA_FINDINGS = 100  # what loading a replica found (checkpoints, damage, epoch contradictions), shown
@@ -76,10 +79,13 @@ MAX_REPLICA_FINDINGS = 100  # what loading a replica found (checkpoints, damage,
 
 REPLICA_RESULT = Shape(
     Field("name", "replica.name"), Field("path", "replica.path"),
+    Field("log_start_offset_before", "replica.log_start_offset"),
+    Field("log_start_offset_after", "final.log_start_offset"),
     Field("log_end_offset_before", "replica.log_end_offset"), Field("high_watermark_before", "replica.high_watermark"),
     Field("truncated_to", "outcome.truncated_to"),
     Field("log_end_offset_after", "final.log_end_offset"), Field("high_watermark_after", "final.high_watermark"),
     "diverged_at", Field("lost", _lost), Field("fetched", _fetched),
+    Field("epochs_before", lambda r: [list(e) for e in r.replica.epochs.entries]),
     Field("epochs_after", lambda r: [list(e) for e in r.final.epochs.entries]),
     Field("failed", lambda r: r.outcome.failed if r.outcome else None),
     Field("findings", lambda r: [f.to_dict() for f in r.replica.findings[:MAX_REPLICA_FINDINGS]]),
@@ -120,6 +126,8 @@ def _controller(result: ReplayResult) -> dict[str, Any] | None:
 REPLAY_RESULT = Shape(
     Field("system", lambda _: "kafka"), "protocol", Field("leader", "leader.name"),
     Field("leader_source", "leader.source"), Field("leader_epoch", "leader.leader_epoch"),
+    Field("topic", lambda r: r.replicas[0].replica.topic),
+    Field("partition", lambda r: r.replicas[0].replica.partition),
     Field("leader_election", "leader", shape=Shape("unclean", "explanation")),
     Field("controller", _controller), Field("elections", _elections),
     Field("replicas", shape=REPLICA_RESULT), Field("events", "transcript.events"),

@@ -112,11 +112,14 @@ def test_record_view_has_a_row_per_column_and_per_item_of_a_many_column() -> Non
     assert "hole" not in console.file.getvalue()
 
 
-def test_html_table_is_the_same_cells_escaped() -> None:
-    page = PART_COLUMNS.html([PART.dump(p) for p in PARTS])
-    assert page.startswith("<table><thead><tr><th>name</th><th>size</th>")
-    assert "<td>[b]-1</td><td>0</td><td>-</td>" in page
-    page = Columns(Column("x", "x")).html([{"x": "<script>"}])
+def test_a_page_table_is_the_same_cells_escaped_with_numbers_to_sort_by() -> None:
+    from replog.toolkit import pages
+    table = pages.environment().get_template("macros.html.j2").module.data_table
+    page = str(table("parts", pages.table(PART_COLUMNS, [PART.dump(p) for p in PARTS])))
+    assert [h.split(">")[-1] for h in page.split("</th>")[:2]] == ["name", "size"]
+    assert '<td>[b]-1</td><td class="num" data-s="0">0</td><td class="num">-</td>' in page
+    assert '<td class="num" data-s="1234567">1,234,567</td>' in page
+    page = str(table("x", pages.table(Columns(Column("x", "x")), [{"x": "<script>"}])))
     assert "<td>&lt;script&gt;</td>" in page and "<script>" not in page
 
 
