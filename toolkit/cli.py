@@ -219,6 +219,9 @@ ProtocolOpt = Annotated[str | None, typer.Option(
     "--protocol", metavar="PROTOCOL", help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch")]
 LeaderOpt = Annotated[str | None, typer.Option(
     metavar="NAME", help="replica to follow; default: the one the controller would elect")]
+OffsetsOpt = Annotated[list[Path] | None, typer.Option(
+    "--offsets", metavar="LOGDIR", help="a broker log dir holding __consumer_offsets (and __transaction_state); "
+    "repeatable. The replicas' own log dirs are always searched")]
 
 
 @app.command(cls=ReplogCommand)
@@ -232,6 +235,7 @@ def replay(
     export_lost: Annotated[Path | None, typer.Option(
         metavar="DIR", help="save the records replicas would lose here first")] = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
+    offsets: OffsetsOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay the replication protocol offline between replicas of one partition.
@@ -247,7 +251,7 @@ def replay(
     """
     from replog.toolkit.commands import run_replay
 
-    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt))
+    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt, offsets))
 
 
 @app.command(cls=ReplogCommand)
@@ -263,6 +267,7 @@ def repair(
         "--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
     backup: Annotated[Path | None, typer.Option(
         metavar="DIR", help="with --in-place: empty dir to back the replicas up into first")] = None,
+    offsets: OffsetsOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -283,7 +288,38 @@ def repair(
         raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt))
     if out is None:
         raise typer.BadParameter("--out DIR is required (or --in-place --backup DIR)")
-    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt))
+    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt, offsets))
+
+
+@app.command(cls=ReplogCommand)
+@guarded
+def impact(
+    replicas: ReplicaArgs,
+    offsets: OffsetsOpt = None,
+    leader: LeaderOpt = None,
+    protocol: ProtocolOpt = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="write a self-contained HTML report here")] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """What a replay's truncation means for consumer groups, producers and transactions.
+
+    Kafka: each group with a committed offset on the partition (from __consumer_offsets) is unaffected,
+    consumed lost records, will detect the truncation (committed leader epoch) or will reset
+    (auto.offset.reset); producers whose acknowledged writes are lost and what the new leader does with
+    their next batch; transactions left open or hanging. RocketMQ: consumer offsets against each queue
+    after the replay, and the master's and slave's metadata compared.
+    Exit 1 when a replica loses records or would fail.
+
+    Examples:
+
+      replog impact b1=/data/b1/orders-2 b2=/data/b2/orders-2 b3=/data/b3/orders-2
+
+      replog impact b1=... b3=... --offsets /data/b2 --format json
+    """
+    from replog.toolkit.commands import run_impact
+
+    raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt))
 
 
 @samples_app.command("generate", cls=ReplogCommand)

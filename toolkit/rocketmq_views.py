@@ -193,3 +193,19 @@ def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol
 
     render(resolve(fmt), payload, show)
     return exit_for_replay(result, all(r.identical_to_master and not r.problems for r in repaired))
+
+
+def run_rocketmq_impact(specs: list[str], leader: str | None, protocol: str | None, html: Any,
+                        fmt: Format | None) -> int:
+    """Replay HA, then the consumer offsets against the queues after it and the masters' and slaves'
+    metadata compared; exit as replay."""
+    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
+    from replog.toolkit.impact_view import impact_html, print_impact, with_section
+
+    with work_progress("loading stores") as progress:
+        result = replay_paths(specs, leader, protocol, progress)
+    impact = analyze_rocketmq_impact(result).to_dict()
+    if html is not None:
+        atomic_write(Path(html), with_section(replay_html(result), impact_html(impact)).encode())
+    render(resolve(fmt), impact, lambda console: print_impact(impact, console))
+    return exit_for_replay(result)

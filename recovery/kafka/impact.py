@@ -167,17 +167,19 @@ def impact_log_dirs(replica_paths: Iterable[str], extra: Sequence[str | os.PathL
     return out
 
 
-def impact_of_replay(result: ReplayResult, extra: Sequence[str | os.PathLike[str]] = (),
-                     always: bool = False) -> ImpactResult | None:
-    """The impact of a replay, reading the internal topics under the replicas' log dirs and `extra`.
-
-    None when none of them holds `__consumer_offsets`, unless `always` (the `impact` command, which
-    still reports producers and transactions)."""
+def read_impact(result: ReplayResult, extra: Sequence[str | os.PathLike[str]] = ()) -> ImpactResult:
+    """The impact of a replay, reading the internal topics under the replicas' log dirs and `extra`
+    (without `__consumer_offsets` there, the groups are left empty; producers and transactions stay)."""
     dirs = impact_log_dirs((r.replica.path for r in result.replicas), extra)
-    found = has_consumer_offsets(dirs)
-    if not found and not always:
-        return None
     first = result.replicas[0].replica
-    offsets = read_group_offsets(dirs, [(first.topic, first.partition)]) if found else None
+    offsets = read_group_offsets(dirs, [(first.topic, first.partition)]) if has_consumer_offsets(dirs) else None
     coordinator = read_coordinator_state(dirs) if partition_copies(dirs, TRANSACTION_STATE) else None
     return analyze_impact(result, offsets, coordinator)
+
+
+def impact_of_replay(result: ReplayResult, extra: Sequence[str | os.PathLike[str]] = ()) -> ImpactResult | None:
+    """`read_impact` when the replicas' log dirs or `extra` hold `__consumer_offsets`, else None: what
+    `replay` and `repair` add to their output."""
+    if not has_consumer_offsets(impact_log_dirs((r.replica.path for r in result.replicas), extra)):
+        return None
+    return read_impact(result, extra)
