@@ -56,6 +56,7 @@ class CoordinatorState:
     by_producer: dict[int, CoordinatorTxn] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    latest_update: int = -1       # the latest transition any record shows: the coordinators' clock
 
     def of(self, producer_id: int) -> CoordinatorTxn | None:
         return self.by_producer.get(producer_id)
@@ -91,6 +92,7 @@ def read_coordinator_state(log_dirs: Sequence[str | os.PathLike[str]]) -> Coordi
     for txn in latest.values():
         if txn is not None:
             out.by_producer[txn.producer_id] = txn
+            out.latest_update = max(out.latest_update, txn.last_update_timestamp)
     return out
 
 
