@@ -133,8 +133,8 @@ _TOPICS = {
     "payments": (False, "3 transactional producers, COMMIT and ABORT markers interleaved (.txnindex)"),
     "users": (True, "compacted once: offset gaps inside batches, empty batches, delete horizon, tombstones"),
     "legacy-events": (False, "magic 0 then magic 1 messages, some compressed wrappers; no leader epochs"),
-    "__consumer_offsets": (True, "offset commits of groups billing and fraud-check, and of shipping (with leader "
-                                 "epochs), audit and reporting on orders-2 (OffsetCommitKey v1, value v3)"),
+    "__consumer_offsets": (True, ("offset commits of groups billing and fraud-check, and of shipping (with leader "
+                                 "epochs), audit and reporting on orders-2 (OffsetCommitKey v1, value v3)")),
     "__transaction_state": (True, "the coordinator's records of the orders-2 transactions and the payments producers"),
 }
 

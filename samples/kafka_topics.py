@@ -417,7 +417,8 @@ def transaction_state_log(txn: list[TxnWrite], others: dict[int, tuple[str, int]
         entries += [(TXN_ID, TXN_PRODUCER_ID, 0, "Ongoing", parts, begin.timestamp - 3, begin.timestamp - 3),
                     (TXN_ID, TXN_PRODUCER_ID, 0, "PrepareCommit", parts, end.timestamp - 2, begin.timestamp - 3),
                     (TXN_ID, TXN_PRODUCER_ID, 0, "CompleteCommit", [], end.timestamp + 4, begin.timestamp - 3)]
-    entries += [(tid, pid, 0, "CompleteCommit", [], done + 4, done - 1_000) for pid, (tid, done) in sorted(others.items())]
+    entries += [(tid, pid, 0, "CompleteCommit", [], done + 4, done - 1_000)
+                for pid, (tid, done) in sorted(others.items())]
     records = []
     for i, (tid, pid, epoch, state, parts, updated, started) in enumerate(sorted(entries, key=lambda e: e[5])):
         value = encode_transaction_log_value({
