@@ -119,7 +119,7 @@ def classify(c: CommittedOffset, ctx: GroupContext) -> GroupImpact:
     if epoch >= 0:
         end_epoch, end = leader.epochs.end_offset_for(epoch, leader.log_end_offset)
         if end_epoch < 0 or end < 0:
-            return _reset(out, ctx, f"the leader {leader.name} knows no end for leader epoch {epoch}: "
+            return _reset(out, ctx, source, f"the leader {leader.name} knows no end for leader epoch {epoch}: "
                                     "the consumer's validation resets the position by auto.offset.reset")
         if end < committed:
             out.classification, out.resumes_at = WILL_DETECT, end
@@ -129,7 +129,7 @@ def classify(c: CommittedOffset, ctx: GroupContext) -> GroupImpact:
                                f"{ctx.skipped(end, committed)} records now at {end}..{committed - 1}")
             return out
     if not leader.log_start_offset <= committed <= leader.log_end_offset:
-        return _reset(out, ctx, f"offset {committed} is outside the log [{leader.log_start_offset}, "
+        return _reset(out, ctx, source, f"offset {committed} is outside the log [{leader.log_start_offset}, "
                                 f"{leader.log_end_offset}] after the replay: the fetch fails with OFFSET_OUT_OF_RANGE")
     if source is None or lost.records == 0:
         out.lost = Span()
@@ -138,7 +138,7 @@ def classify(c: CommittedOffset, ctx: GroupContext) -> GroupImpact:
     began = ctx.new_history_start(source)
     if epoch < 0 and (began is None or c.commit_timestamp < 0 or c.commit_timestamp < began):
         out.classification = CONSUMED_LOST
-        out.records_skipped = ctx.skipped(lost.first_offset, committed)
+        out.records_skipped = ctx.skipped(source.first_offset, committed)
         out.explanation = (f"it read {lost.records} records at {lost.first_offset}..{lost.last_offset} that "
                            f"{source.replica} loses; with no committed leader epoch nothing tells it: it goes on from "
                            f"{committed} and never reads the {out.records_skipped} records that took their offsets")
@@ -150,9 +150,10 @@ def classify(c: CommittedOffset, ctx: GroupContext) -> GroupImpact:
     return out
 
 
-def _reset(out: GroupImpact, ctx: GroupContext, why: str) -> GroupImpact:
+def _reset(out: GroupImpact, ctx: GroupContext, source: LostLog | None, why: str) -> GroupImpact:
+    """Where auto.offset.reset takes the group, and what of the new history the latest policy skips."""
     leader = ctx.leader
-    first_lost = out.lost.first_offset
+    first_lost = source.first_offset if source is not None else None
     out.classification, out.resumes_at = WILL_RESET, None
     out.records_skipped = ctx.skipped(first_lost, leader.log_end_offset)
     out.explanation = (f"{why}; auto.offset.reset decides: earliest re-reads from offset {leader.log_start_offset}, "
