@@ -57,12 +57,13 @@ TXN_COLUMNS = Columns(
 ROCKETMQ_GROUP_COLUMNS = Columns(
     Column("store", "store", key=True),
     Column("group", "group", key=True),
-    Column("topic", "topic"),
+    Column("topic", "topic", drop=1),
     Column("queue", "queue_id", justify="right"),
     Column("committed", "committed_offset", justify="right"),
     Column("max after", "max_offset_after", justify="right"),
     Column("classification", "classification", style=lambda r: _CLASS_STYLE.get(r["classification"])),
     Column("consumed, gone", "messages_consumed_lost", justify="right"),
+    Column("never consumed", "messages_skipped", justify="right", drop=2),
 )
 
 METADATA_COLUMNS = Columns(
@@ -102,7 +103,7 @@ def print_impact(doc: dict[str, Any], console: Console) -> None:
 def _print_rocketmq(doc: dict[str, Any], console: Console) -> None:
     s = doc["summary"]
     console.print(f"[bold]Impact on consumers[/] after the replay: {s['groups_affected']} of {s['groups']} "
-                  f"group queues ahead of their queue, {s['messages_consumed_lost']} messages consumed then gone")
+                  f"group queues affected, {s['messages_consumed_lost']} messages consumed then gone")
     if doc["consumer_groups"]:
         console.print(ROCKETMQ_GROUP_COLUMNS.table(doc["consumer_groups"], "consumer offsets (config/consumerOffset"
                                                                           ".json) against each queue after the replay"))

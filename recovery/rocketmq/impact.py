@@ -205,10 +205,10 @@ def compare_metadata(master: StoreModel, slave: StoreModel, skipped: list[str]) 
         for key in sorted(set(m) | set(s), key=str):
             if key not in s:
                 out.append(MetadataDifference(name, str(key), m[key], None,
-                                              f"only on the master {master.name}: the sync adds it to {slave.name}"))
+                                              f"only on {master.name} (the master): the sync adds it to {slave.name}"))
             elif key not in m:
                 out.append(MetadataDifference(name, str(key), None, s[key],
-                                              f"only on the slave {slave.name}: the sync {slave_only}"))
+                                              f"only on {slave.name} (the slave): the sync {slave_only}"))
             elif m[key] != s[key]:
                 out.append(MetadataDifference(name, str(key), m[key], s[key],
                                               "differs: the sync replaces the slave's with the master's"))

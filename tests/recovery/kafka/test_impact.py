@@ -91,7 +91,7 @@ def test_groups_are_classified_by_the_consumers_rules(impact: dict) -> None:
     assert (lost["first_lost_timestamp"], lost["last_lost_timestamp"]) == (TS + 54, TS + 56)
     assert lost["read_from"] == "O" and lost["resumes_at"] == 57 and lost["records_skipped"] == 4
     detect = groups["detect"]   # L answers epoch 0 ends at 53
-    assert detect["resumes_at"] == 53 and detect["records_consumed_lost"] == 16 and detect["committed_leader_epoch"] == 0
+    assert (detect["resumes_at"], detect["records_consumed_lost"], detect["committed_leader_epoch"]) == (53, 16, 0)
     reset = groups["reset"]     # 75 is past L's end 60: auto.offset.reset, and L's 53..59 are never read with latest
     assert reset["resumes_at"] is None and reset["records_consumed_lost"] == 21 and reset["records_skipped"] == 7
     for name in ("behind", "read-new", "new-epoch"):
