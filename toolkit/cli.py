@@ -304,11 +304,11 @@ def impact(
 ) -> None:
     """What a replay's truncation means for consumer groups, producers and transactions.
 
-    Kafka: each group with a committed offset on the partition (from __consumer_offsets) is unaffected,
-    consumed lost records, will detect the truncation (committed leader epoch) or will reset
-    (auto.offset.reset); producers whose acknowledged writes are lost and what the new leader does with
-    their next batch; transactions left open or hanging. RocketMQ: consumer offsets against each queue
-    after the replay, and the master's and slave's metadata compared.
+    Kafka: each group committed on the partition (__consumer_offsets) is unaffected,
+    consumed lost records, will detect the truncation or will reset by auto.offset.reset;
+    producers whose writes are lost, and what the new leader does with their next batch;
+    transactions left open or hanging (__transaction_state, markers lost).
+    RocketMQ: consumer offsets against each queue after the replay, master and slave metadata.
     Exit 1 when a replica loses records or would fail.
 
     Examples:

@@ -55,7 +55,12 @@ GROUPS = {  # group: (committed offset, leader epoch, commit time) -> expected c
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("impact")
+    return build_impact_fleet(tmp_path_factory.mktemp("impact"))
+
+
+def build_impact_fleet(root: Path) -> Path:
+    """root/O/t-0 and root/L/t-0 (the two replicas), root/coordinator (__consumer_offsets-0 and
+    __transaction_state-0 with every group and transactional id of the story)."""
     partition_dir(root / "O", "t-0", OLD, [(0, 0)])
     partition_dir(root / "L", "t-0", NEW_LOG, [(0, 0), (1, 53)])
     commits = [batch(i, [(offset_commit_key(g, "t", 0), offset_commit_value(c, ts, e))], ts=ts)
