@@ -32,8 +32,10 @@ run: $(VENV)/.installed-run java
 	$(REPLOG) ls $(SAMPLES)/kafka/broker-1
 	$(REPLOG) doctor $(SAMPLES)/kafka/broker-2 || test $$? -eq 1
 	$(REPLOG) replay b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2 || test $$? -eq 1
+	$(REPLOG) impact b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2 || test $$? -eq 1
 	$(REPLOG) doctor $(SAMPLES)/rocketmq/damaged || test $$? -eq 1
 	$(REPLOG) replay master=$(SAMPLES)/rocketmq/master slave=$(SAMPLES)/rocketmq/slave --protocol autoswitch || test $$? -eq 1
+	$(REPLOG) impact master=$(SAMPLES)/rocketmq/master slave=$(SAMPLES)/rocketmq/slave --protocol autoswitch || test $$? -eq 1
 	$(REPLOG) fleet scan $(SAMPLES)/kafka --out $(FLEET_OUT) --force || test $$? -eq 1
 	$(REPLOG) fleet report $(FLEET_OUT) || test $$? -eq 1
 

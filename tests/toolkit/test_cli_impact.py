@@ -28,7 +28,8 @@ def test_impact_json_exits_1_and_table_names_every_group(fleet: Path) -> None:
     for g in doc["consumer_groups"]:
         assert {"group", "committed_offset", "committed_leader_epoch", "classification", "records_consumed_lost",
                 "first_lost_offset", "last_lost_offset"} <= set(g)
-    assert {"producer_id", "producer_epoch", "records_lost", "first_sequence", "last_sequence"} <= set(doc["producers"][0])
+    producer = doc["producers"][0]
+    assert {"producer_id", "producer_epoch", "records_lost", "first_sequence", "last_sequence"} <= set(producer)
     assert {"producer_id", "producer_epoch", "first_offset", "state", "cause"} <= set(doc["transactions"][0])
     table = run_replog("impact", *_replicas(fleet), "--offsets", str(fleet / "coordinator"), "--format", "table",
                        env={"COLUMNS": "120"})
