@@ -4,7 +4,7 @@ The broker's `ProducerStateManager` rebuilt over a `ReplicaLog` (`ProducerState.
 decoded per control batch only), plus, for the producers being watched, the last batch metadata
 the broker keeps per producer to answer a retried batch as a duplicate
 (`ProducerStateEntry.NUM_BATCHES_TO_RETAIN` = 5, cleared when the producer epoch changes).
-A control batch emptied by the cleaner is skipped, as `ProducerAppendInfo.append` skips it.
+A control batch emptied by the cleaner changes nothing (`ProducerState`, as `ProducerAppendInfo.append`).
 
 `scan_log` can stop to copy the state at given offsets (the state after every batch below the
 offset): replicas that share a prefix then need their own walk only from where they part.
@@ -56,23 +56,15 @@ class ProducerScan:
     state: ProducerState = field(default_factory=ProducerState)
     recent: dict[int, deque[BatchMeta]] = field(default_factory=dict)
     max_timestamp: int = -1
+    recent_epoch: dict[int, int] = field(default_factory=dict)   # the epoch `recent` holds batches of
 
     def copy(self) -> ProducerScan:
         return ProducerScan(self.watch, copy.deepcopy(self.state),
-                            {p: deque(d, RETAINED_BATCHES) for p, d in self.recent.items()}, self.max_timestamp)
+                            {p: deque(d, RETAINED_BATCHES) for p, d in self.recent.items()}, self.max_timestamp,
+                            dict(self.recent_epoch))
 
     def feed(self, block: BatchBlock, block_markers: dict[int, tuple[int, int] | None]) -> None:
         """Apply the rows of `block` (sound batches in log order); `block_markers` as `segment_pass.markers`."""
-        if not len(block):
-            return
-        emptied = [r for r, m in block_markers.items() if m is None]
-        if emptied:
-            keep = np.ones(len(block), dtype=bool)
-            keep[emptied] = False
-            rows = np.flatnonzero(keep)
-            renumber = {int(old): new for new, old in enumerate(rows.tolist())}
-            block_markers = {renumber[r]: m for r, m in block_markers.items() if m is not None}
-            block = block[rows]
         if not len(block):
             return
         self.max_timestamp = max(self.max_timestamp, int(block.max_timestamp.max()))
@@ -84,11 +76,15 @@ class ProducerScan:
         rows = np.flatnonzero(np.isin(block.producer_id, np.fromiter(self.watch, dtype=np.int64))
                               & (block.magic == 2))
         for i in rows.tolist():
+            control = bool(block.is_control[i])
+            if control and block_markers.get(i) is None:
+                continue   # emptied by the cleaner: changes nothing
             pid, epoch = int(block.producer_id[i]), int(block.producer_epoch[i])
             kept = self.recent.setdefault(pid, deque(maxlen=RETAINED_BATCHES))
-            if kept and kept[-1].producer_epoch != epoch:
-                kept.clear()   # ProducerStateEntry.maybeUpdateProducerEpoch
-            if i in block_markers or int(block.base_sequence[i]) < 0:
+            if self.recent_epoch.setdefault(pid, epoch) != epoch:
+                kept.clear()   # ProducerStateEntry.maybeUpdateProducerEpoch (markers too)
+                self.recent_epoch[pid] = epoch
+            if control or int(block.base_sequence[i]) < 0:
                 continue
             base, last = int(block.base_offset[i]), int(block.last_offset[i])
             seq = int(block.base_sequence[i])

@@ -1,7 +1,10 @@
 """doctor on one log dir: transactions open at a partition's end that no marker will close."""
 from __future__ import annotations
 
+import struct
 from pathlib import Path
+
+from crc32c import crc32c
 
 from replog.recovery.doctor import diagnose
 from tests.recovery.kafka.internal_records import (
@@ -48,3 +51,20 @@ def test_without_coordinator_records_only_long_open_transactions_are_reported(tm
                   [(0, 0)])
     high_watermarks(d, {"u-0": 5, "u-1": 5})
     assert _txn_findings(d) == {"u-0": ("KAFKA_TXN_OPEN_LONG", 0)}
+
+
+def _emptied_marker(offset: int, pid: int) -> bytes:
+    """A marker batch the cleaner emptied: its 61-byte header kept, no record (count 0), CRC-32C redone."""
+    raw = bytearray(marker(offset, pid)[:61])
+    struct.pack_into(">i", raw, 8, 61 - 12)
+    struct.pack_into(">i", raw, 57, 0)
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    return bytes(raw)
+
+
+def test_a_control_batch_the_cleaner_emptied_opens_no_transaction(tmp_path: Path) -> None:
+    d = tmp_path / "broker"
+    partition_dir(d, "v-0", [_emptied_marker(0, 500), batch(1, 3, pid=501, producer_epoch=0, seq=0,
+                                                            ts=TS + 20 * MINUTE)], [(0, 0)])
+    high_watermarks(d, {"v-0": 4})
+    assert _txn_findings(d) == {}
