@@ -220,7 +220,7 @@ ProtocolOpt = Annotated[str | None, typer.Option(
 LeaderOpt = Annotated[str | None, typer.Option(
     metavar="NAME", help="replica to follow; default: the one the controller would elect")]
 OffsetsOpt = Annotated[list[Path] | None, typer.Option(
-    "--offsets", metavar="LOGDIR", help="a broker log dir holding __consumer_offsets (and __transaction_state); "
+    "--offsets", metavar="LOGDIR", exists=True, file_okay=False, help="a broker log dir holding __consumer_offsets (and __transaction_state); "
     "repeatable. The replicas' own log dirs are always searched")]
 
 
