@@ -122,12 +122,7 @@ def classify(c: CommittedOffset, ctx: GroupContext) -> GroupImpact:
             return _reset(out, ctx, source, f"the leader {leader.name} knows no end for leader epoch {epoch}: "
                                     "the consumer's validation resets the position by auto.offset.reset")
         if end < committed:
-            out.classification, out.resumes_at = WILL_DETECT, end
-            out.explanation = (f"on restart the consumer validates offset {committed} of epoch {epoch}; the leader "
-                               f"answers end offset {end}, so it detects the truncation and seeks to {end} "
-                               "(LogTruncationException instead, with no auto.offset.reset) and reads the "
-                               f"{ctx.skipped(end, committed)} records now at {end}..{committed - 1}")
-            return out
+            return _detected(out, ctx, end)
     if not leader.log_start_offset <= committed <= leader.log_end_offset:
         return _reset(out, ctx, source, f"offset {committed} is outside the log [{leader.log_start_offset}, "
                                 f"{leader.log_end_offset}] after the replay: the fetch fails with OFFSET_OUT_OF_RANGE")
@@ -147,6 +142,17 @@ def classify(c: CommittedOffset, ctx: GroupContext) -> GroupImpact:
     out.explanation = ("its committed leader epoch shows it read the new leader's records" if epoch >= 0 else
                        f"it committed at {c.commit_timestamp}, after the new leader's records at these offsets "
                        f"began ({began}): it read those, not the lost ones")
+    return out
+
+
+def _detected(out: GroupImpact, ctx: GroupContext, end: int) -> GroupImpact:
+    """KIP-320: the leader's end offset for the committed epoch lies below the position."""
+    committed = out.committed_offset
+    out.classification, out.resumes_at = WILL_DETECT, end
+    out.explanation = (f"on restart the consumer validates offset {committed} of epoch {out.committed_leader_epoch}; "
+                       f"the leader answers end offset {end}, so it detects the truncation and seeks to {end} "
+                       "(LogTruncationException instead, with no auto.offset.reset) and reads the "
+                       f"{ctx.skipped(end, committed)} records now at {end}..{committed - 1}")
     return out
 
 
