@@ -26,12 +26,11 @@ from replog.formats.kafka.txn_index import AbortedTxn
 from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state, segment_pass
 from replog.recovery.kafka.checks_broker import PartitionOffsets
-from replog.recovery.kafka.internal_topics import TRANSACTION_STATE, partition_copies
 from replog.recovery.kafka.logdir import BrokerCheckpoints, use_fast_walk
 from replog.recovery.kafka.producer_state import ProducerState
 from replog.recovery.kafka.segment_pass import SegmentResult, Walked
 from replog.recovery.kafka.transactions import hanging_findings, txn_view
-from replog.recovery.kafka.txn_coordinator import read_coordinator_state
+from replog.recovery.kafka.txn_coordinator import log_dir_coordinator
 
 PartitionStep = Walked | SegmentResult   # a block of the pass, or the end of a segment's pass
 
@@ -120,10 +119,8 @@ def _hanging_transactions(pdir: Path, topic: str, partition: int, producers: Pro
     view = txn_view(topic, partition, str(pdir), producers)
     if not view.open:
         return []
-    coordinator = None
     try:
-        if partition_copies([log_dir], TRANSACTION_STATE):
-            coordinator = read_coordinator_state([log_dir])
+        coordinator = log_dir_coordinator(log_dir)
     except (ReplogError, OSError):
         coordinator = None   # its own partition pass reports what is wrong with it
     return hanging_findings(view, coordinator)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 from replog.formats.errors import FormatError
 from replog.formats.kafka.internal.transaction_state import decode_transaction_state
@@ -101,3 +103,25 @@ def _txn(tid: str, v: dict, source: str) -> CoordinatorTxn:
     return CoordinatorTxn(tid, v["producerId"], v.get("previousProducerId", -1), v["producerEpoch"],
                           v["transactionState"], parts, v["transactionLastUpdateTimestampMs"],
                           v["transactionTimeoutMs"], source)
+
+
+def log_dir_coordinator(log_dir: str | os.PathLike[str]) -> CoordinatorState | None:
+    """`read_coordinator_state` of one log dir (None: it holds no `__transaction_state`), read once while its
+    files stay as they are: `doctor` asks for it once per partition ending in an open transaction."""
+    return _cached_state(str(Path(log_dir).resolve()), _signature(Path(log_dir)))
+
+
+def _signature(log_dir: Path) -> tuple[tuple[str, int, int], ...]:
+    """Name, size and modification time of every file of the log dir's `__transaction_state` copies."""
+    out = []
+    for copies in partition_copies([log_dir], TRANSACTION_STATE).values():
+        for pdir in copies:
+            for f in sorted(pdir.iterdir()):
+                st = f.stat()
+                out.append((str(f), st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+@lru_cache(maxsize=8)
+def _cached_state(log_dir: str, signature: tuple[tuple[str, int, int], ...]) -> CoordinatorState | None:
+    return read_coordinator_state([log_dir]) if signature else None
