@@ -220,8 +220,9 @@ ProtocolOpt = Annotated[str | None, typer.Option(
 LeaderOpt = Annotated[str | None, typer.Option(
     metavar="NAME", help="replica to follow; default: the one the controller would elect")]
 OffsetsOpt = Annotated[list[Path] | None, typer.Option(
-    "--offsets", metavar="LOGDIR", exists=True, file_okay=False, help="a broker log dir holding __consumer_offsets (and __transaction_state); "
-    "repeatable. The replicas' own log dirs are always searched")]
+    "--offsets", metavar="LOGDIR", exists=True, file_okay=False,
+    help="a broker log dir holding __consumer_offsets (and __transaction_state); repeatable. The replicas' "
+    "own log dirs are always searched")]
 
 
 @app.command(cls=ReplogCommand)
