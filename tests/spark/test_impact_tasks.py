@@ -31,7 +31,7 @@ def test_one_row_per_divergent_set_computed_by_read_impact(tmp_path: Path) -> No
     direct = read_impact(replay_paths([f"L={root / 'L' / 't-0'}", f"O={root / 'O' / 't-0'}"]),
                          [root / "coordinator"])
     assert {k: row[k] for k in direct.summary} == direct.summary and row["leader"] == "L" and row["error"] is None
-    assert {g["group"] for g in row["affected_groups"]} == {"lost", "detect", "reset"}
+    assert {g["group"] for g in row["affected_groups"]} == {"lost", "detect", "reset", "unknown-epoch"}
     assert sorted(h["producer_id"] for h in row["hanging"]) == [200, 202]
     remote = impact_row({**tasks[0], "remote": ["O"]})
     assert remote["error"] and remote["groups"] == 0

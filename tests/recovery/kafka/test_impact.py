@@ -50,6 +50,7 @@ GROUPS = {  # group: (committed offset, leader epoch, commit time) -> expected c
     "reset": ((75, -1, TS + 76), "will_reset"),
     "read-new": ((59, -1, NEW + 20), "unaffected"),
     "new-epoch": ((58, 1, TS + 59), "unaffected"),
+    "unknown-epoch": ((55, 7, TS + 56), "will_reset"),   # L knows no epoch 7: validation resets by policy
 }
 
 
@@ -101,7 +102,8 @@ def test_groups_are_classified_by_the_consumers_rules(impact: dict) -> None:
     assert reset["resumes_at"] is None and reset["records_consumed_lost"] == 21 and reset["records_skipped"] == 7
     for name in ("behind", "read-new", "new-epoch"):
         assert groups[name]["records_consumed_lost"] == 0 and groups[name]["resumes_at"] == GROUPS[name][0][0]
-    assert impact["summary"]["groups_affected"] == 3 and impact["summary"]["records_consumed_lost"] == 21
+    assert groups["unknown-epoch"]["resumes_at"] is None and "knows no end" in groups["unknown-epoch"]["explanation"]
+    assert impact["summary"]["groups_affected"] == 4 and impact["summary"]["records_consumed_lost"] == 21
 
 
 def test_producers_get_the_brokers_sequence_verdicts(impact: dict) -> None:
