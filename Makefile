@@ -33,8 +33,10 @@ run: $(VENV)/.installed-run java
 	$(REPLOG) ls $(SAMPLES)/kafka/broker-1
 	$(REPLOG) doctor $(SAMPLES)/kafka/broker-2 $(SAMPLES)/kafka/broker-3 --html $(PAGES)/doctor.html || test $$? -eq 1
 	$(REPLOG) replay b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2 --html $(PAGES)/replay-orders-2.html || test $$? -eq 1
+	$(REPLOG) impact b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2 || test $$? -eq 1
 	$(REPLOG) doctor $(SAMPLES)/rocketmq/damaged || test $$? -eq 1
 	$(REPLOG) replay master=$(SAMPLES)/rocketmq/master slave=$(SAMPLES)/rocketmq/slave --protocol autoswitch --html $(PAGES)/replay-rocketmq.html || test $$? -eq 1
+	$(REPLOG) impact master=$(SAMPLES)/rocketmq/master slave=$(SAMPLES)/rocketmq/slave --protocol autoswitch || test $$? -eq 1
 	$(REPLOG) fleet scan $(SAMPLES)/kafka $(SAMPLES)/rocketmq --out $(FLEET_OUT) --force || test $$? -eq 1
 	$(REPLOG) fleet report $(FLEET_OUT) --html $(PAGES)/fleet.html || test $$? -eq 1
 	@echo "report pages: $(PAGES)/*.html"

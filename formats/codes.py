@@ -65,6 +65,15 @@ CODES: dict[str, Code] = {
     "KAFKA_INDEX_MISSING": Code(W, "a segment without its .index (the broker rebuilds it)"),
     "KAFKA_TXNINDEX_INVALID": Code(E, "transaction index entry malformed or out of order"),
     "KAFKA_TXNINDEX_MISMATCH": Code(E, "transaction index disagrees with the ABORT markers in the log"),
+    "KAFKA_TXN_HANGING": Code(E, "a transaction open at the log end that no marker will ever close: it was written "
+                                 "after the coordinator's last record for its producer, which owes this partition no "
+                                 "marker; it pins the last stable offset (read_committed consumers stall) until it "
+                                 "is aborted"),
+    "KAFKA_TXN_MARKER_MISSING": Code(W, "a transaction open at the log end that its coordinator completed after its "
+                                        "last write: this replica lags (the leader holds the marker) or lost the "
+                                        "marker to a truncation (hanging); `replog impact` on the replicas tells"),
+    "KAFKA_TXN_OPEN_LONG": Code(W, "a transaction open at the log end whose producer last wrote longer ago than the "
+                                   "coordinator lets a transaction run (transaction.max.timeout.ms): probably hanging"),
     # --- Kafka producer snapshots and checkpoints -----------------------------------
     "KAFKA_SNAPSHOT_CRC_MISMATCH": Code(E, "producer snapshot CRC-32C does not match its contents"),
     "KAFKA_SNAPSHOT_INVALID": Code(E, "producer snapshot cannot be parsed (version, size or entry count)"),

@@ -38,6 +38,7 @@ from replog.recovery import outputs
 from replog.recovery.kafka.logdir import node_id
 from replog.recovery.naming import broker_name
 from replog.spark import remote, schemas
+from replog.spark.impact_tasks import write_impact
 from replog.spark.report import MARKER, fails, load_table, replicas_diverging
 from replog.spark.session import DEFAULT_LOG_LEVEL, get_session, sigint_seen, stop_session
 from replog.spark.tasks import SPLIT_BYTES, Unit, log_dir_units, remote_log_dir_units, run_unit, store_unit
@@ -288,6 +289,8 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
         try:
             with _spark(session, master, out, log_level) as spark:
                 _scan(spark, units, out, batches, progress)
+                write_impact(spark, out, [d.path for d in log_dirs if d.kind == "kafka" and d.fs is None],
+                             [d.broker for d in log_dirs if d.fs is not None])
             result = FleetScanResult(str(out), log_dirs, skipped, len(units), table_rows(out))
             result.errors = _error_count(out)
             result.divergent_replica_sets = _divergent_count(out)

@@ -1,7 +1,8 @@
 """`fleet report`: a fleet scan's health from its Parquet tables, with pyarrow alone (no Spark, instant).
 
 Totals, findings per broker, the worst partitions, divergent replica sets with
-their divergence points, lagging replica sets, damaged segments, where a
+their divergence points and what their truncation does to consumer groups,
+producers and transactions, lagging replica sets, damaged segments, where a
 broker's checkpoints disagree with its logs, and the RocketMQ stores.
 """
 from __future__ import annotations
@@ -37,6 +38,7 @@ class FleetReport:
     damaged_segments: list[dict[str, Any]] = field(default_factory=list)
     checkpoint_disagreements: list[dict[str, Any]] = field(default_factory=list)
     stores: list[dict[str, Any]] = field(default_factory=list)      # RocketMQ stores, worst first
+    impact: list[dict[str, Any]] = field(default_factory=list)      # divergent sets' impact, worst first
     finding_codes: dict[str, int] = field(default_factory=dict)
     broker_topics: list[dict[str, Any]] = field(default_factory=list)  # one per (broker, topic): the heat map
 
@@ -111,6 +113,11 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
         "stores": stores.num_rows,
         "errors": _count(sev, "error"), "warnings": _count(sev, "warning"), "infos": _count(sev, "info")}
     rep.stores = sorted(stores.to_pylist(), key=lambda r: (-r["errors"], -r["warnings"], r["broker"], r["path"]))
+    impact = load_table(out, "impact").to_pylist()
+    rep.totals.update({k: sum(r[k] for r in impact) for k in ("groups_affected", "records_consumed_lost",
+                                                               "hanging_transactions")})
+    rep.impact = sorted(impact, key=lambda r: (-r["groups_affected"], -r["records_consumed_lost"],
+                                               -r["hanging_transactions"], r["topic"], r["partition"]))[:limit]
     rep.brokers = _brokers(parts, finds)
     rep.topics = _topics(parts, reps)
     rep.finding_codes = dict(sorted(_group_count(finds, "code").items(), key=lambda kv: -kv[1]))

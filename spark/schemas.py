@@ -78,6 +78,26 @@ REPLICAS = pa.schema([
 ])
 
 
+_AFFECTED_GROUP = pa.struct([("group", pa.string()), ("classification", pa.string()),
+                             ("records_consumed_lost", pa.int64())])
+_HANGING = pa.struct([("producer_id", pa.int64()), ("first_offset", pa.int64()), ("cause", pa.string())])
+IMPACT = pa.schema([                             # one row per divergent replica set (`recovery.kafka.impact`)
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("replicas", pa.list_(pa.string())),
+    ("leader", pa.string()),                     # after the replay
+    ("groups", pa.int32()),                      # groups with a committed offset on the partition
+    ("groups_affected", pa.int32()),             # not `unaffected`
+    ("records_consumed_lost", pa.int64()),       # distinct lost records some group had read
+    ("producers_with_lost_writes", pa.int32()),
+    ("hanging_transactions", pa.int32()),
+    ("open_transactions", pa.int32()),
+    ("affected_groups", pa.list_(_AFFECTED_GROUP)),
+    ("hanging", pa.list_(_HANGING)),
+    ("error", pa.string()),                      # why the set could not be replayed (null: it was)
+])
+
+
 STORES = pa.schema([
     ("broker", pa.string()),
     ("store", pa.string()),                      # the store dir's name
@@ -105,7 +125,7 @@ BATCHES = pa.schema(_WHERE + [("kept", pa.bool_())]
                     + [pa.field(f.name, _sparkable(f.type)) for f in BATCH_SCHEMA])
 
 TABLES: dict[str, pa.Schema] = {"partitions": PARTITIONS, "segments": SEGMENTS, "findings": FINDINGS,
-                                "replicas": REPLICAS, "batches": BATCHES, "stores": STORES}
+                                "replicas": REPLICAS, "batches": BATCHES, "stores": STORES, "impact": IMPACT}
 
 
 def empty(schema: pa.Schema) -> pa.Table:

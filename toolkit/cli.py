@@ -240,6 +240,10 @@ MetadataOpt = Annotated[Path | None, typer.Option(
 PartitionStateOpt = Annotated[Path | None, typer.Option(
     "--partition-state", metavar="FILE",
     help="Kafka (ZooKeeper): the partition state JSON {controller_epoch, leader, leader_epoch, isr}")]
+OffsetsOpt = Annotated[list[Path] | None, typer.Option(
+    "--offsets", metavar="LOGDIR", exists=True, file_okay=False,
+    help="a broker log dir holding __consumer_offsets (and __transaction_state); repeatable. The replicas' "
+    "own log dirs are always searched")]
 
 
 @app.command(cls=ReplogCommand)
@@ -256,6 +260,7 @@ def replay(
     partition_state: PartitionStateOpt = None,
     broker_version: BrokerVersionOpt = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
+    offsets: OffsetsOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay the replication protocol offline between replicas of one partition.
@@ -274,7 +279,7 @@ def replay(
     from replog.toolkit.commands import ReplayOptions, run_replay
 
     raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt,
-                                ReplayOptions(metadata, partition_state, broker_version)))
+                                ReplayOptions(metadata, partition_state, broker_version), offsets))
 
 
 @app.command(cls=ReplogCommand)
@@ -296,6 +301,7 @@ def repair(
     html: Annotated[Path | None, typer.Option(
         "--html", metavar="FILE", help="write the replay's self-contained HTML report, with what was written")
     ] = None,
+    offsets: OffsetsOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -318,7 +324,42 @@ def repair(
         raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt, given))
     if out is None:
         raise typer.BadParameter("--out DIR is required (or --in-place --backup DIR)")
-    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt, given, html))
+    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt, given, html, offsets))
+
+
+@app.command(cls=ReplogCommand)
+@guarded
+def impact(
+    replicas: ReplicaArgs,
+    offsets: OffsetsOpt = None,
+    leader: LeaderOpt = None,
+    protocol: ProtocolOpt = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="write a self-contained HTML report here")] = None,
+    metadata: MetadataOpt = None,
+    partition_state: PartitionStateOpt = None,
+    broker_version: BrokerVersionOpt = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """What a replay's truncation means for consumer groups, producers and transactions.
+
+    Kafka: each group committed on the partition (__consumer_offsets) is unaffected,
+    consumed lost records, will detect the truncation or will reset by auto.offset.reset;
+    producers whose writes are lost, and what the new leader does with their next batch;
+    transactions left open or hanging (__transaction_state, markers lost).
+    RocketMQ: consumer offsets against each queue after the replay, master and slave metadata.
+    Exit 1 when a replica loses records or would fail.
+
+    Examples:
+
+      replog impact b1=/data/b1/orders-2 b2=/data/b2/orders-2 b3=/data/b3/orders-2
+
+      replog impact b1=... b3=... --offsets /data/b2 --format json
+    """
+    from replog.toolkit.commands import ReplayOptions, run_impact
+
+    raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt,
+                                ReplayOptions(metadata, partition_state, broker_version)))
 
 
 @samples_app.command("generate", cls=ReplogCommand)

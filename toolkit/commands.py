@@ -140,8 +140,10 @@ def _is_rocketmq(specs: list[str]) -> bool:
 
 
 def run_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, export_lost: Any,
-               force: bool, fmt: Format | None, given: ReplayOptions = ReplayOptions()) -> int:
+               force: bool, fmt: Format | None, given: ReplayOptions = ReplayOptions(),
+               offsets: list[Any] | None = None) -> int:
     """Replay and render; `--export-lost` saves what would be lost before anything else happens.
+    With `__consumer_offsets` beside the replicas (or under `offsets`), the impact is added.
     Exit 1 when a replica loses records or would fail (`exit_for_replay`)."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_replay
@@ -157,10 +159,52 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
         from replog.recovery.kafka.export import export_lost as export
         files = export(result, export_lost, force=force)
         stderr_note(f"saved {len(files)} files of records that would be lost under {export_lost}")
+    impact = _impact_doc(result, offsets or [])
+    doc = result.to_dict() | ({"impact": impact} if impact is not None else {})
     if report is not None:
         from replog.toolkit.pages import write_page
-        write_page(report, replay_html(result), evidence_roots(r.replica.path for r in result.replicas))
-    render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
+        write_page(report, replay_html(result, doc), evidence_roots(r.replica.path for r in result.replicas))
+    render(resolve(fmt), doc,
+           lambda console: _print_with_impact(lambda: print_replay(result, console), impact, console))
+    return exit_for_replay(result)
+
+
+def _impact_doc(result: Any, offsets: list[Any]) -> dict[str, Any] | None:
+    """The impact of a Kafka replay as JSON, when consumer offsets are on the disks."""
+    from replog.recovery.kafka.impact import impact_of_replay
+
+    impact = impact_of_replay(result, offsets)
+    return None if impact is None else impact.to_dict()
+
+
+def _print_with_impact(show: Callable[[], None], impact: dict[str, Any] | None, console: Console) -> None:
+    show()
+    if impact is not None:
+        from replog.toolkit.impact_view import print_impact
+        print_impact(impact, console)
+
+
+def run_impact(specs: list[str], offsets: list[Any], leader: str | None, protocol: str | None, html: Any,
+               fmt: Format | None, given: ReplayOptions = ReplayOptions()) -> int:
+    """Replay, then what its truncation means for consumers, producers and transactions; exit as replay."""
+    if _is_rocketmq(specs):
+        from replog.toolkit.rocketmq_views import run_rocketmq_impact
+        return run_rocketmq_impact(specs, leader, protocol, html, fmt, given.for_rocketmq())
+    from replog.recovery.kafka.impact import read_impact
+    from replog.recovery.kafka.replay import replay_paths
+    from replog.recovery.outputs import evidence_roots
+    from replog.toolkit.impact_view import print_impact
+    from replog.toolkit.replay_view import replay_html
+
+    report = kafka_report_target(html, specs)
+    with work_progress("loading replicas") as progress:
+        result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
+    impact = read_impact(result, offsets).to_dict()
+    if report is not None:
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result, result.to_dict() | {"impact": impact}),
+                   evidence_roots(r.replica.path for r in result.replicas))
+    render(resolve(fmt), impact, lambda console: print_impact(impact, console))
     return exit_for_replay(result)
 
 
@@ -174,7 +218,8 @@ def kafka_report_target(html: Any, specs: list[str]) -> Path | None:
 
 
 def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-               fmt: Format | None, given: ReplayOptions = ReplayOptions(), html: Any = None) -> int:
+               fmt: Format | None, given: ReplayOptions = ReplayOptions(), html: Any = None,
+               offsets: list[Any] | None = None) -> int:
     """Replay, write the repaired replicas, verify them; exit 1 if a replica loses records or would fail,
     or verification found a problem. `html`: the replay's page, with what was written."""
     if _is_rocketmq(specs):
@@ -187,15 +232,18 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
     report = kafka_report_target(html, specs)
     with work_progress("loading replicas") as progress:
         result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
+    impact = _impact_doc(result, offsets or [])
     repaired = repair(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
+    if impact is not None:
+        payload["impact"] = impact
     if report is not None:
         from replog.recovery.outputs import evidence_roots
         from replog.toolkit.pages import write_page
         write_page(report, replay_html(result, payload), evidence_roots(r.replica.path for r in result.replicas))
 
     def show(console: Console) -> None:
-        print_replay(result, console)
+        _print_with_impact(lambda: print_replay(result, console), impact, console)
         print_repaired(repaired, console, lambda r: (r.identical_to_leader,
                                                      f"LEO {r.log_end_offset} HW {r.high_watermark}"))
 

@@ -104,6 +104,12 @@ DIVERGENT = Columns(
     Column("log ends", _leos), Column("records at risk", "records_at_risk"),
     Column("committed at risk", "committed_at_risk"),
 )
+IMPACT = Columns(
+    Column("partition", _partition), Column("leader", "leader"), Column("groups affected", "groups_affected"),
+    Column("groups", "affected_groups", lambda gs: " ".join(f"{g['group']}:{g['classification']}" for g in gs or [])),
+    Column("consumed then lost", "records_consumed_lost"), Column("hanging txns", "hanging_transactions"),
+    Column("producers lost writes", "producers_with_lost_writes"), Column("error", "error"),
+)
 LAGGING = Columns(
     Column("partition", _partition), Column("log ends", _leos), Column("high watermarks", _hws),
     Column("LEO spread", "leo_spread"),
@@ -132,6 +138,7 @@ FINDING_CODES = Columns(Column("code", "code"), Column("count", "count"))
 # (title, report member, columns): the sections a person reads, in this order, on the terminal and in the page
 SECTIONS = (
     ("divergent replica sets", "divergent", DIVERGENT),
+    ("impact of the divergent replica sets on consumers and transactions", "impact", IMPACT),
     ("lagging replica sets", "lagging", LAGGING),
     ("worst partitions", "worst_partitions", WORST_PARTITIONS),
     ("damaged segments", "damaged_segments", DAMAGED_SEGMENTS),

@@ -41,11 +41,23 @@ class Section:
     member: str
     title: str
     template: str
+    prepare: str | None = None   # "module:function" turning the member's value into what the template draws
+
+
+def section_data(section: Section, doc: dict[str, Any]) -> Any:
+    """What a section's template sees as `data`: the member's value, or its prepared form."""
+    if section.prepare is None:
+        return doc[section.member]
+    import importlib
+    module, _, name = section.prepare.partition(":")
+    return getattr(importlib.import_module(module), name)(doc[section.member])
 
 
 EXTRA_SECTIONS: list[Section] = [
     Section("elections", "The controller's election record", "sections/elections.html.j2"),
     Section("repaired", "What repair wrote", "sections/repaired.html.j2"),
+    Section("impact", "Impact on consumers, producers and transactions",
+            "sections/impact.html.j2", "replog.toolkit.impact_view:page_data"),
 ]
 
 
@@ -303,7 +315,7 @@ def render_replay(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]],
     if zoom is not None:
         plots.append(zoom_plot(doc, pairs, zoom, unit_name))
     seq: Diagram = diagram(doc["events"], [r["name"] for r in doc["replicas"]], doc["leader"], WIDTH)
-    sections = [s for s in EXTRA_SECTIONS if doc.get(s.member)]  # absent, null or empty: no section
+    sections = [(s, section_data(s, doc)) for s in EXTRA_SECTIONS if doc.get(s.member)]  # absent/null/empty: none
     return pages.render("replay.html.j2", doc=doc, title=title, plots=plots, epochs=epochs_drawn(plots),
                         ranges=ranges_drawn(plots), seq=seq, story=story(doc), hazards=hazards(doc),
                         replicas=pages.table(columns, doc["replicas"]), transcript=transcript_rows(doc["events"]),

@@ -200,3 +200,22 @@ def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol
 
     render(resolve(fmt), payload, show)
     return exit_for_replay(result, all(r.identical_to_master and not r.problems for r in repaired))
+
+
+def run_rocketmq_impact(specs: list[str], leader: str | None, protocol: str | None, html: Any,
+                        fmt: Format | None, broker_version: str | None = None) -> int:
+    """Replay HA, then the consumer offsets against the queues after it and the masters' and slaves'
+    metadata compared; exit as replay."""
+    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
+    from replog.toolkit.impact_view import print_impact
+
+    report = _report_target(html, specs)
+    with work_progress("loading stores") as progress:
+        result = replay_paths(specs, leader, protocol, progress, broker_version)
+    impact = analyze_rocketmq_impact(result).to_dict()
+    if report is not None:
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result, result.to_dict() | {"impact": impact}),
+                   [r.model.path for r in result.replicas])
+    render(resolve(fmt), impact, lambda console: print_impact(impact, console))
+    return exit_for_replay(result)

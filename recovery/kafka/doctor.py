@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 
 from replog.formats.discovery import FileKind, classify_file, is_partition_dir
-from replog.formats.errors import FormatError, NotRegularFile, UnreadableInput
+from replog.formats.errors import FormatError, NotRegularFile, ReplogError, UnreadableInput
 from replog.formats.fileio import EntryType, entry_type, is_regular
 from replog.formats.findings import Finding, finding, from_error, from_unreadable
 from replog.formats.kafka import checkpoint, names
@@ -27,7 +27,10 @@ from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state, segment_pass
 from replog.recovery.kafka.checks_broker import PartitionOffsets
 from replog.recovery.kafka.logdir import BrokerCheckpoints, use_fast_walk
+from replog.recovery.kafka.producer_state import ProducerState
 from replog.recovery.kafka.segment_pass import SegmentResult, Walked
+from replog.recovery.kafka.transactions import hanging_findings, txn_view
+from replog.recovery.kafka.txn_coordinator import log_dir_coordinator
 
 PartitionStep = Walked | SegmentResult   # a block of the pass, or the end of a segment's pass
 
@@ -101,11 +104,26 @@ def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_
             prev = seg
     out += [f for f in state.finish(leo) if not (f.code == "KAFKA_EPOCH_CHECKPOINT_MISMATCH"
                                                  and f.offset is None and not epoch_ok)]
+    out += _hanging_transactions(pdir, parsed.topic, parsed.partition, state.producers, log_dir)
     offsets = PartitionOffsets(str(pdir), parsed.topic, parsed.partition, parsed.state,
                                bases[0] if bases else None, leo)
     if cps is not None:
         out += checks_broker.check_partition_offsets(offsets, cps, log_dir)
     return offsets, out
+
+
+def _hanging_transactions(pdir: Path, topic: str, partition: int, producers: ProducerState,
+                          log_dir: Path) -> list[Finding]:
+    """Transactions open at the log end that no marker will close (`transactions.hanging_findings`), judged
+    with the coordinators' records of the log dir's `__transaction_state`, read only when one is open."""
+    view = txn_view(topic, partition, str(pdir), producers)
+    if not view.open:
+        return []
+    try:
+        coordinator = log_dir_coordinator(log_dir)
+    except (ReplogError, OSError):
+        coordinator = None   # its own partition pass reports what is wrong with it
+    return hanging_findings(view, coordinator)
 
 
 def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: checks_state.StateChecker,

@@ -268,7 +268,7 @@ def _piece_keys(piece: Piece, keys: list[str], limit: int) -> None:
             for pos, size in zip(block.position.tolist(), block.size.tolist(), strict=True):
                 one = buf[pos:pos + size]
                 info = next(SegmentWalk(one, file).batches(), None)
-                if info is None:
+                if info is None or info.is_control:   # a marker's key is no record key
                     continue
                 try:
                     recs = batch_records(one, info)

@@ -61,7 +61,7 @@ def test_scan_wrote_every_table(scan, session) -> None:
     out, result, *_ = scan
     assert (out / MARKER).is_file()
     assert session.conf.get("spark.sql.inMemoryColumnarStorage.batchSize", None) is None  # put back as it was
-    assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches", "stores"}
+    assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches", "stores", "impact"}
     assert result.rows["partitions"] == len(load_table(out, "partitions")) > 30
     assert result.errors > 0 and len(result.log_dirs) == 9
 
@@ -122,6 +122,22 @@ def test_every_planted_divergence_found(scan) -> None:
     planted_tps = ({(d.topic, d.partition) for d in manifest.divergences if d.kind == "divergence"}
                    | set(planted.divergences) | {("kip", 1)})
     assert {tp for tp, r in reps.items() if r["first_divergent_offset"] is not None} == planted_tps
+
+
+def test_impact_of_every_divergent_set(scan) -> None:
+    out, _, manifest, planted, _ = scan
+    rows = {(r["topic"], r["partition"]): r for r in load_table(out, "impact").to_pylist()}
+    divergent = {(r["topic"], r["partition"]) for r in load_table(out, "replicas").to_pylist()
+                 if r["first_divergent_offset"] is not None}
+    assert set(rows) == divergent and not any(r["error"] for r in rows.values())
+    div = next(d for d in manifest.divergences if d.kind == "divergence")
+    row = rows[(div.topic, div.partition)]
+    assert {g["group"]: g["classification"] for g in row["affected_groups"]} == \
+        {g: c for g, c in div.impact["groups"].items() if c != "unaffected"}
+    assert [(h["producer_id"], h["first_offset"]) for h in row["hanging"]] == \
+        [(h["producer_id"], h["first_offset"]) for h in div.impact["hanging_transactions"]]
+    rep = fleet_report(out)
+    assert rep.totals["hanging_transactions"] >= 1 and rep.impact[0]["groups_affected"] == 2
 
 
 def test_report_reads_the_scan(scan) -> None:
