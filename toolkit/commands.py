@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from replog.toolkit.impact_view import print_with_impact
 from replog.toolkit.output import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -165,7 +166,7 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
         from replog.toolkit.pages import write_page
         write_page(report, replay_html(result, doc), evidence_roots(r.replica.path for r in result.replicas))
     render(resolve(fmt), doc,
-           lambda console: _print_with_impact(lambda: print_replay(result, console), impact, console))
+           lambda console: print_with_impact(lambda: print_replay(result, console), impact, console))
     return exit_for_replay(result)
 
 
@@ -175,13 +176,6 @@ def _impact_doc(result: Any, offsets: list[Any]) -> dict[str, Any] | None:
 
     impact = impact_of_replay(result, offsets)
     return None if impact is None else impact.to_dict()
-
-
-def _print_with_impact(show: Callable[[], None], impact: dict[str, Any] | None, console: Console) -> None:
-    show()
-    if impact is not None:
-        from replog.toolkit.impact_view import print_impact
-        print_impact(impact, console)
 
 
 def run_impact(specs: list[str], offsets: list[Any], leader: str | None, protocol: str | None, html: Any,
@@ -243,7 +237,7 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
         write_page(report, replay_html(result, payload), evidence_roots(r.replica.path for r in result.replicas))
 
     def show(console: Console) -> None:
-        _print_with_impact(lambda: print_replay(result, console), impact, console)
+        print_with_impact(lambda: print_replay(result, console), impact, console)
         print_repaired(repaired, console, lambda r: (r.identical_to_leader,
                                                      f"LEO {r.log_end_offset} HW {r.high_watermark}"))
 

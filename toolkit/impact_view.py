@@ -6,6 +6,7 @@ show the same thing in a table, in JSON and in the HTML report.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -127,3 +128,10 @@ def page_data(doc: dict[str, Any]) -> dict[str, Any]:
     return {"summary": doc["summary"],
             "tables": [(title, table(columns, rows)) for title, columns, rows in tables if rows],
             "notes": [g for g in doc["consumer_groups"] if g["classification"] != "unaffected"]}
+
+
+def print_with_impact(show: Callable[[], None], impact: dict[str, Any] | None, console: Console) -> None:
+    """A replay's (or repair's) table, then its impact when the disks held consumer offsets."""
+    show()
+    if impact is not None:
+        print_impact(impact, console)

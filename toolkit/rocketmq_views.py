@@ -8,6 +8,7 @@ from rich.console import Console
 from replog.recovery.rocketmq.ha import replay_paths
 from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
+from replog.toolkit.impact_view import print_with_impact
 from replog.toolkit.output import EXIT_CLEAN, Format, exit_for_replay, print_repaired, resolve
 from replog.toolkit.progress import work_progress
 from replog.toolkit.render import Column, Columns, render, span, thousands, time_range
@@ -171,11 +172,22 @@ def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | No
     report = _report_target(html, specs)
     with work_progress("loading stores") as progress:
         result = replay_paths(specs, leader, protocol, progress, broker_version)
+    impact = _impact_when_configured(result)
+    doc = result.to_dict() | ({"impact": impact} if impact is not None else {})
     if report is not None:
         from replog.toolkit.pages import write_page
-        write_page(report, replay_html(result), [r.model.path for r in result.replicas])
-    render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
+        write_page(report, replay_html(result, doc), [r.model.path for r in result.replicas])
+    render(resolve(fmt), doc, lambda console: print_with_impact(lambda: print_replay(result, console), impact,
+                                                                console))
     return exit_for_replay(result)
+
+
+def _impact_when_configured(result: HAReplayResult) -> dict[str, Any] | None:
+    """replay and repair carry the impact (as `impact` does) when a store holds its consumer offsets."""
+    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
+
+    impact = analyze_rocketmq_impact(result)
+    return impact.to_dict() if impact.sources else None
 
 
 def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
@@ -187,14 +199,17 @@ def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol
     report = _report_target(html, specs)
     with work_progress("loading stores") as progress:
         result = replay_paths(specs, leader, protocol, progress, broker_version)
+    impact = _impact_when_configured(result)
     repaired = repair_stores(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
+    if impact is not None:
+        payload["impact"] = impact
     if report is not None:
         from replog.toolkit.pages import write_page
         write_page(report, replay_html(result, payload), [r.model.path for r in result.replicas])
 
     def show(console: Console) -> None:
-        print_replay(result, console)
+        print_with_impact(lambda: print_replay(result, console), impact, console)
         print_repaired(repaired, console, lambda r: (r.identical_to_master, (f"({r.role}) commitlog "
                                                      f"{r.log_start_offset}..{r.log_end_offset}")))
 

@@ -67,3 +67,9 @@ def test_rocketmq_impact(tmp_path: Path) -> None:
     doc = json.loads(proc.stdout)
     assert doc["system"] == "rocketmq" and doc["summary"]["groups_affected"] == 2
     assert all({"committed_offset", "max_offset_after"} <= set(g) for g in doc["consumer_groups"])
+    replay = run_replog("replay", f"master={tmp_path / 'rmq' / 'master'}", f"slave={tmp_path / 'rmq' / 'slave'}",
+                        "--protocol", "autoswitch", "--format", "json")
+    assert replay.returncode == 1 and json.loads(replay.stdout)["impact"] == doc  # the stores hold their offsets
+    table = run_replog("replay", f"master={tmp_path / 'rmq' / 'master'}", f"slave={tmp_path / 'rmq' / 'slave'}",
+                       "--protocol", "autoswitch")
+    assert all(g["group"] in table.stdout for g in doc["consumer_groups"] if g["classification"] != "unaffected")
