@@ -24,6 +24,8 @@ CODES: dict[str, Code] = {
                                "replog never opens it, and the broker skips or fails on it"),
     "INPUT_CHANGED": Code(W, "an input's size or SHA-256 changed while replog read it "
                              "(a live broker, or another writer)"),
+    "INPUT_VANISHED": Code(W, "an input listed a moment before was gone when replog opened it: renamed or deleted "
+                              "meanwhile (a live broker renames segments to .deleted, .cleaned or .swap)"),
     "INTERNAL_ERROR": Code(E, "replog failed on this input; the message says where (please report it)"),
     # --- Kafka record batches and segments ------------------------------------
     "KAFKA_BATCH_CRC_MISMATCH": Code(E, "stored CRC of a batch or message differs from the CRC of its bytes"),

@@ -32,6 +32,13 @@ def _base(path: Path) -> int:
     return seg.base_offset if seg else 0
 
 
+def _kind(path: Path) -> str:
+    """"index" or "timeindex" (what dump dispatched on), whatever state suffix follows it
+    (`.swap`, `.cleaned`, `.deleted`: files Kafka leaves while cleaning or deleting)."""
+    seg = names.parse_segment_file_name(path.name)
+    return seg.kind if seg else path.suffix.lstrip(".")
+
+
 _INDEXES = {"index": (offset_index, "index_entry", ("offset", "position")),
             "timeindex": (time_index, "time_index_entry", ("timestamp", "offset"))}
 
@@ -39,7 +46,7 @@ _INDEXES = {"index": (offset_index, "index_entry", ("offset", "position")),
 def index_entries(path: Path, verify_only: bool, sanity: bool) -> Iterator[Entry]:
     """`.index` / `.timeindex`: entries, or only what contradicts the log, or the broker's sanity check."""
     from replog.formats.dump_checks import verify_index
-    module, kind, fields = _INDEXES[path.suffix.lstrip(".")]
+    module, kind, fields = _INDEXES[_kind(path)]
     base = _base(path)
     with mapped(path) as buf:
         if sanity:

@@ -26,6 +26,11 @@ class NotRegularFile(UnreadableInput):
         self.path, self.what = path, what
 
 
+class VanishedInput(UnreadableInput):
+    """An input that was listed and is gone when replog opens it: renamed or deleted meanwhile (a live
+    broker rolls, cleans and deletes segments by renaming them). A finding, never the end of a command."""
+
+
 class FormatError(ReplogError):
     """Bytes that do not follow the declared layout.
 

@@ -16,7 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
-from replog.formats.errors import NotRegularFile, UnreadableInput
+from replog.formats.errors import NotRegularFile, UnreadableInput, VanishedInput
 
 T = TypeVar("T")
 
@@ -93,7 +93,7 @@ def open_regular(path: str | os.PathLike[str]) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as e:
-        raise UnreadableInput(f"cannot open {os.fspath(path)}: {e.strerror}") from None
+        raise unreadable(e, path, "open") from None
     try:
         mode = os.fstat(fd).st_mode
     except OSError as e:
@@ -103,6 +103,23 @@ def open_regular(path: str | os.PathLike[str]) -> int:
         os.close(fd)
         raise NotRegularFile(os.fspath(path), type_of_mode(mode).value)
     return fd
+
+
+def unreadable(err: OSError, path: str | os.PathLike[str], doing: str) -> UnreadableInput:
+    """The error for an `OSError` met while `doing` something to an input: `VanishedInput` when it is
+    gone (no such file, or a directory on its path gone), else `UnreadableInput` with the reason."""
+    if err.errno in (errno.ENOENT, errno.ENOTDIR):
+        return VanishedInput(f"{os.fspath(path)} vanished before replog could {doing} it (renamed or deleted "
+                             "meanwhile: a live broker?)")
+    return UnreadableInput(f"cannot {doing} {os.fspath(path)}: {err.strerror}")
+
+
+def file_size(path: str | os.PathLike[str]) -> int:
+    """The size of an input (following symlinks); `UnreadableInput`/`VanishedInput` instead of `OSError`."""
+    try:
+        return os.stat(path).st_size
+    except OSError as e:
+        raise unreadable(e, path, "examine") from None
 
 
 @contextlib.contextmanager
@@ -244,8 +261,11 @@ def release_pages(buf: bytes | memoryview, start: int, end: int) -> None:
 def locked_by_another_process(path: str | os.PathLike[str]) -> bool:
     """True when another process holds a lock on `path` (a running broker holds its log dir's `.lock`).
 
-    Asks for a shared lock on a read-only descriptor, which changes nothing on
-    disk, and lets go at once; a file we cannot open is reported as not locked.
+    Kafka locks it with `FileChannel.tryLock()` (server-common/.../util/FileLock.java), a POSIX
+    (`fcntl`) lock on Linux: asked for here as a shared lock on a read-only descriptor, which changes
+    nothing on disk, and let go at once. A `flock` lock (a wrapper script, `flock(1)`, another tool)
+    never conflicts with that probe, so `/proc/locks`, which lists every FLOCK, POSIX and OFD lock
+    by device and inode, is read too. A file we cannot open is reported as not locked.
     """
     import fcntl
     try:
@@ -253,11 +273,36 @@ def locked_by_another_process(path: str | os.PathLike[str]) -> bool:
     except UnreadableInput:
         return False
     try:
-        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    else:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
         fcntl.lockf(fd, fcntl.LOCK_UN)
-        return False
+        st = os.fstat(fd)
+        return _listed_lock(st.st_dev, st.st_ino)
     finally:
         os.close(fd)
+
+
+PROC_LOCKS = "/proc/locks"
+
+
+def _listed_lock(dev: int, ino: int, table: str = PROC_LOCKS) -> bool:
+    """True when `table` (`/proc/locks`) lists a lock another process holds on the inode `ino` of
+    device `dev`. Its lines read `1: FLOCK ADVISORY WRITE 4242 fd:01:1234567 0 EOF` (device major and
+    minor in hex: fs/locks.c `lock_get_status`); a waiter's line has `->` after the number. Absent
+    (not Linux) or unreadable: nothing is listed."""
+    want = f"{os.major(dev):02x}:{os.minor(dev):02x}:{ino}"
+    me = str(os.getpid())
+    try:
+        with open(table, encoding="ascii", errors="replace") as f:
+            lines = f.read(1 << 24).splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        if "->" in fields[:2]:
+            continue  # a process waiting for the lock, not holding it
+        if len(fields) >= 6 and fields[5] == want and fields[4] != me:
+            return True
+    return False

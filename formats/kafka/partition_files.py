@@ -12,8 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replog.formats.errors import UnreadableInput
-from replog.formats.fileio import EntryType, entry_type
+from replog.formats.fileio import EntryType, entry_type, unreadable
 from replog.formats.kafka import names
 from replog.formats.kafka.names import SegmentFileName
 
@@ -46,7 +45,7 @@ def list_partition_files(pdir: str | os.PathLike[str]) -> PartitionFiles:
     try:
         entries = sorted(os.listdir(p))
     except OSError as e:
-        raise UnreadableInput(f"cannot list {p}: {e.strerror}") from None
+        raise unreadable(e, p, "list") from None
     for name in entries:
         _sort_entry(out, p / name, name)
     return out

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replog.formats.errors import FormatError
-from replog.formats.fileio import EntryType
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import EntryType, file_size
 from replog.formats.findings import Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
@@ -86,12 +86,20 @@ def inventory(pdir: Path) -> Inventory:
                                         message=f".{kind} without {names.segment_file_name(base, 'log')}: "
                                                 "the broker deletes it at startup"))
     for base, path in files.logs.items():
-        if (base, "index") not in files.indexes and path.stat().st_size > 0:
+        if (base, "index") not in files.indexes and _size(path) > 0:
             inv.findings.append(finding("KAFKA_INDEX_MISSING", str(path.with_suffix(".index")), offset=base,
                                         message="no .index for this segment; the broker rebuilds it at startup "
                                                 "(normal for an active segment whose preallocated index "
                                                 "was not copied)"))
     return inv
+
+
+def _size(path: Path) -> int:
+    """A listed file's size; 0 when it is gone (its reader reports `INPUT_VANISHED` when it gets there)."""
+    try:
+        return file_size(path)
+    except UnreadableInput:
+        return 0
 
 
 _DECODE_CODES = ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT")  # kept; others are UNDECODABLE

@@ -197,7 +197,7 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
         if kind is FileKind.KAFKA_SEGMENT and seg is not None and not seg.transient:
             return _log_file(ev, path, seg.base_offset)
         if kind in (FileKind.KAFKA_OFFSET_INDEX, FileKind.KAFKA_TIME_INDEX, FileKind.KAFKA_TXN_INDEX) and seg:
-            return _index_file(ev, path, seg.base_offset, seg.kind)
+            return _index_file(ev, path, seg)
         if kind is FileKind.KAFKA_PRODUCER_SNAPSHOT:
             parse_producer_snapshot(ev.read_small(path))
             return []
@@ -218,8 +218,9 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
     raise UnreadableInput(f"{path}: not a Kafka file doctor can check ({kind.value})")
 
 
-def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]:
-    log = path.with_name(names.segment_file_name(base, "log"))
+def _index_file(ev: Evidence, path: Path, seg: names.SegmentFileName) -> list[Finding]:
+    base, kind = seg.base_offset, seg.kind
+    log = path.with_name(names.sibling_file_name(seg, "log"))
     if not is_regular(log):
         from replog.formats.kafka import offset_index, time_index, txn_index
         data = ev.read_small(path, 1 << 30)

@@ -38,7 +38,7 @@ import numpy as np
 from crc32c import crc32c
 
 from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.fileio import RELEASE_STEP, atomic_write, fsync_dir, mapped, read_small, release_pages
+from replog.formats.fileio import RELEASE_STEP, atomic_write, file_size, fsync_dir, mapped, read_small, release_pages
 from replog.formats.findings import FINDING, Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import checkpoint, names
@@ -58,7 +58,7 @@ from replog.recovery.progress import Progress, Tally
 
 COMPLETE_MARKER = outputs.COMPLETE_MARKER
 _MAX_V2_BATCH = 1 << 30
-_HEADER = struct.Struct(">qiibI")
+_HEADER = struct.Struct(">qiibIhi")  # base offset .. last offset delta
 
 
 @dataclass
@@ -183,11 +183,12 @@ def _walk(buf: memoryview, path: Path, base: int | None) -> tuple[SegmentWalk, I
     return walk_blocks(buf, str(path), base, use_fast_walk(len(buf)))
 
 
-def _resync(buf: memoryview, start: int, above: int) -> int | None:
+def _resync(buf: memoryview, start: int, above: int, segment_base: int) -> int | None:
     """Position of the next plausible v2 batch after `start` whose CRC checks.
 
     Candidates are found with a C-speed search for the magic byte; each is
-    checked cheaply (offset above what was kept, sane length) before its CRC.
+    checked cheaply (offset above what was kept, offsets the segment named
+    `segment_base` can hold, sane length) before its CRC.
     """
     data = cast("mmap.mmap | bytes", buf.obj if isinstance(buf, memoryview) and buf.obj is not None
                 else buf)  # mmap or bytes: .find
@@ -201,22 +202,26 @@ def _resync(buf: memoryview, start: int, above: int) -> int | None:
         pos = magic_at + 1
         if p + v2.HEADER_SIZE > size:
             return None
-        base, length, _, _, crc = _HEADER.unpack_from(buf, p)
-        if base <= above or length < v2.HEADER_SIZE - 12 or p + 12 + length > size or length > _MAX_V2_BATCH:
+        base, length, _, _, crc, _, delta = _HEADER.unpack_from(buf, p)
+        if (base <= above or not 0 <= base + delta - segment_base <= v2.INT32_MAX
+                or length < v2.HEADER_SIZE - 12 or p + 12 + length > size or length > _MAX_V2_BATCH):
             continue
         if crc32c(buf[p + v2.CRC_START:p + 12 + length]) == crc:
             return p
     return None
 
 
-def _region_blocks(buf: memoryview, path: Path, start: int) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
-    """The walk of `buf[start:]` as a segment of its own (no base offset), positions relative to `start`.
+def _region_blocks(buf: memoryview, path: Path, base: int, start: int) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
+    """The walk of `buf[start:]` as a segment of its own, positions relative to `start`. Its batches are
+    held to the segment's base offset as the whole walk's are: a batch whose offsets leave the 32-bit
+    range of the segment named `base` is damage here too (`LogSegment.ensureOffsetInRange`), never kept
+    in a segment whose index could not hold it.
 
     A walk releases the pages behind it only on a whole map; this one releases those of `buf` behind
     each block it has yielded, so resuming deep into a large segment keeps memory flat all the same."""
     if not start:
-        return _walk(buf, path, None)
-    walk, blocks = walk_blocks(buf[start:], str(path), None, use_fast_walk(len(buf) - start))
+        return _walk(buf, path, base)
+    walk, blocks = walk_blocks(buf[start:], str(path), base, use_fast_walk(len(buf) - start))
 
     def released() -> Iterator[BatchBlock]:
         done = start
@@ -355,7 +360,7 @@ def _record_truncation(seg: Segment, valid: int, size: int, lost: Lost, later: l
                 lost.add(block)
     result.truncated_to = seg.next_offset if seg.batches else seg.base_offset
     result.valid_bytes, result.truncated_segment = valid, str(seg.source)
-    lost_bytes = (size - valid) + sum(logs[b].stat().st_size for b in later)
+    lost_bytes = (size - valid) + sum(file_size(logs[b]) for b in later)
     result.dropped.update({
         "segments": [logs[b].name for b in later], "bytes": lost_bytes, "batches": lost.batches,
         "first_offset": lost.first_offset, "last_offset": lost.last_offset})
@@ -377,7 +382,7 @@ def _salvage_segment(buf: memoryview, seg: Segment, done: list[Segment], result:
                                         "batches": region.batches})
         if end >= size:
             break
-        nxt = _resync(buf, end, above)
+        nxt = _resync(buf, end, above, seg.base_offset)
         hole_end = size if nxt is None else nxt
         if _all_zero(buf, end, hole_end) and nxt is None:
             break  # a zero-filled tail is not a hole
@@ -452,7 +457,7 @@ def _salvage_region(buf: memoryview, seg: Segment, start: int, above: int, repor
                     kept: KeptEpochs) -> tuple[Region, int]:
     """Keep the valid batches from `start` up to the next damage whose offsets are above `above`; the
     region kept and where the damage starts. The region's findings go to `report` when given."""
-    walk, blocks = _region_blocks(buf, cast(Path, seg.source), start)
+    walk, blocks = _region_blocks(buf, cast(Path, seg.source), seg.base_offset, start)
     region, cut = Region(), None
     for block in blocks:
         valid = block.end <= walk.valid_bytes
