@@ -19,6 +19,7 @@ from replog.formats.kafka import (
     time_index,
     txn_index,
 )
+from replog.formats.kafka.partition_files import is_live_segment
 
 Entry = dict[str, Any]
 
@@ -48,7 +49,7 @@ def index_entries(path: Path, verify_only: bool, sanity: bool) -> Iterator[Entry
     from replog.formats.dump_checks import verify_index
     module, kind, fields = _INDEXES[_kind(path)]
     base = _base(path)
-    with mapped(path) as buf:
+    with mapped(path, live=is_live_segment(path)) as buf:
         if sanity:
             found = module.sanity_check(buf, base, path=str(path))
             yield from map(_finding, found)
@@ -64,7 +65,7 @@ def index_entries(path: Path, verify_only: bool, sanity: bool) -> Iterator[Entry
 
 
 def txn_index_entries(path: Path) -> Iterator[Entry]:
-    with mapped(path) as buf:
+    with mapped(path, live=is_live_segment(path)) as buf:
         read = txn_index.read_txn_index(buf, _base(path), path=str(path))
     yield from map(_finding, read.findings)
     for e in read.entries:

@@ -43,6 +43,7 @@ from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
 from replog.formats.kafka.blocks import ROW, BatchBlock, reference_blocks
 from replog.formats.kafka.columns import CHUNK
+from replog.formats.kafka.partition_files import is_live_segment
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
 
 BLOCK_ROWS = CHUNK         # batches a walk hands over at a time
@@ -61,7 +62,7 @@ def segment_base(path: Path) -> int | None:
 
 def segment_entries(path: Path, opts: DumpOptions, progress: Progress | None = None) -> Iterator[Entry]:
     """Every `batch` (and with `opts.records`, `record`) and `finding` entry of one segment, in file order."""
-    with mapped(path) as buf:
+    with mapped(path, live=is_live_segment(path), windows=True) as buf:
         compiled = len(buf) >= FAST_WALK_BYTES and _have_numba()
         walk, blocks = _walk(buf, str(path), segment_base(path), opts.max_bytes, compiled)
         pending = _Pending(walk.findings)
@@ -210,7 +211,7 @@ def _python_rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:
 
 def reference_segment_entries(path: Path, opts: DumpOptions, progress: Progress | None = None) -> Iterator[Entry]:
     """`segment_entries` through `SegmentWalk`, a `BatchInfo` and `Record`s per batch (the tests' oracle)."""
-    with mapped(path) as buf:
+    with mapped(path, live=is_live_segment(path), windows=True) as buf:
         walk = SegmentWalk(buf, str(path), segment_base(path), opts.max_bytes)
         reported = 0
         for info in walk.batches():

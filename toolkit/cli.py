@@ -42,6 +42,20 @@ class DumpFormat(StrEnum):
     dump_log = "dump-log"
 
 
+FollowOpt = Annotated[bool, typer.Option(
+    "--follow-symlinks", help="read what symlinks under the inputs lead to outside them (by default such a "
+    "file is reported, SYMLINK_OUTSIDE_INPUTS, and not read)")]
+
+
+def _confine(inputs: list[str] | list[Path], follow: bool, *outputs: Path | None) -> None:
+    """Reads go no further than the inputs' trees (and this command's outputs), unless `follow`."""
+    from replog.formats.discovery import input_roots
+    from replog.formats.fileio import confine_reads
+    from replog.recovery.naming import parse_named
+    paths = [parse_named(str(p))[1] for p in inputs]
+    confine_reads([*input_roots(paths), *(o for o in outputs if o is not None)], follow_symlinks=follow)
+
+
 DumpFormatOpt = Annotated[DumpFormat | None, typer.Option(
     "--format", "-f", help="table (default on a terminal), json, jsonl (default in a pipe), or dump-log "
     "(kafka-dump-log.sh's text, line for line)")]
@@ -96,6 +110,7 @@ def dump(
         "--verify-index-only", help="check index entries against the log, print only problems")] = False,
     index_sanity_check: Annotated[bool, typer.Option(
         "--index-sanity-check", help="run the broker's index sanity check")] = False,
+    follow_symlinks: FollowOpt = False,
     fmt: DumpFormatOpt = None,
 ) -> None:
     """Decode broker files: segments, indexes, snapshots, checkpoints, RocketMQ files.
@@ -124,6 +139,7 @@ def dump(
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise typer.BadParameter(f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing to dump")
     inputs = _dump_inputs(paths or [], files or [])
+    _confine([str(p) for p in inputs], follow_symlinks)
     opts = DumpOptions(deep=deep, print_data=print_data, key_decoder=key_decoder, value_decoder=value_decoder,
                        offsets_decoder=offsets_decoder, txn_decoder=txn_decoder,
                        metadata_decoder=metadata_decoder, from_offset=from_offset, to_offset=to_offset,
@@ -149,6 +165,7 @@ def _dump_inputs(paths: list[Path], files: list[str]) -> list[str | os.PathLike[
 @guarded
 def ls(
     path: Annotated[Path, typer.Argument(metavar="PATH", help="broker log dir, partition dir, or RocketMQ store")],
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Overview: one row per partition with segments, offsets, high watermark, epochs and flags.
@@ -157,6 +174,7 @@ def ls(
     """
     from replog.toolkit.commands import run_ls
 
+    _confine([path], follow_symlinks)
     raise typer.Exit(run_ls(path, fmt))
 
 
@@ -167,6 +185,7 @@ def doctor(
         metavar="PATH...", help="broker log dirs, partition dirs or single files")],
     manifest: Annotated[Path | None, typer.Option(
         "--manifest", metavar="FILE", help="write a SHA-256 evidence manifest of every input read")] = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Verify everything under PATH: batches, segments, indexes, epochs, snapshots, checkpoints.
@@ -182,6 +201,7 @@ def doctor(
     """
     from replog.toolkit.doctor_view import run_doctor
 
+    _confine(paths, follow_symlinks, manifest)
     raise typer.Exit(run_doctor(paths, manifest, fmt))
 
 
@@ -195,6 +215,7 @@ def recover(
     salvage: Annotated[bool, typer.Option(
         "--salvage", help="also keep valid batches found after damaged bytes")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace a non-empty output dir")] = False,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """What the broker's unclean-shutdown recovery would make of a partition, written to DIR.
@@ -210,6 +231,7 @@ def recover(
     """
     from replog.toolkit.doctor_view import run_recover
 
+    _confine([partition_dir], follow_symlinks, out)
     raise typer.Exit(run_recover(partition_dir, out, salvage, force, fmt))
 
 
@@ -232,6 +254,7 @@ def replay(
     export_lost: Annotated[Path | None, typer.Option(
         metavar="DIR", help="save the records replicas would lose here first")] = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay the replication protocol offline between replicas of one partition.
@@ -247,6 +270,7 @@ def replay(
     """
     from replog.toolkit.commands import run_replay
 
+    _confine(replicas, follow_symlinks, html, export_lost)
     raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt))
 
 
@@ -263,6 +287,7 @@ def repair(
         "--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
     backup: Annotated[Path | None, typer.Option(
         metavar="DIR", help="with --in-place: empty dir to back the replicas up into first")] = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -277,6 +302,7 @@ def repair(
     """
     from replog.toolkit.commands import run_repair, run_repair_in_place
 
+    _confine(replicas, follow_symlinks, out, backup)
     if in_place:
         if backup is None or out is not None:
             raise typer.BadParameter("--in-place needs --backup DIR and no --out")

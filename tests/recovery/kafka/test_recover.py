@@ -200,7 +200,7 @@ def test_epoch_spans_decide_as_every_batch_would(rows: list[tuple[int, int, int]
     from replog.formats.kafka.blocks import BatchBlock
     from replog.formats.kafka.segment import BatchInfo
     from replog.recovery.kafka.epoch_cache import EpochCache
-    from replog.recovery.kafka.recover import EpochSpans
+    from replog.recovery.kafka.recover_epochs import EpochSpans
     infos = [BatchInfo(0, 70, magic, base, base, 1, epoch, 0, True, 0, 0, 0, 0, 0, -1, -1, -1, False, False, False)
              for base, epoch, magic in rows]
     cache = EpochCache(entries)
