@@ -43,6 +43,8 @@ CODES: dict[str, Code] = {
     "KAFKA_BATCH_LAST_OFFSET_MISMATCH": Code(E, "records inside a batch do not end at base_offset + last_offset_delta"),
     "KAFKA_RECORDS_UNDECODABLE": Code(E, "batch records could not be decompressed or decoded "
                                          "(the broker does not check this; consumers will fail)"),
+    "KAFKA_BATCH_TOO_MANY_RECORDS": Code(W, "a batch claims more records than replog decodes from one batch "
+                                            "(about a million): its records are not decoded or checked"),
     "KAFKA_DECOMPRESSION_BOMB": Code(E, "a compressed payload expands beyond the bounded ratio; decoding stopped"),
     "KAFKA_CONTROL_RECORD_INVALID": Code(E, "a control batch whose control record cannot be parsed "
                                             "(broker recovery stops here)"),

@@ -273,6 +273,7 @@ def batch_records(buf: bytes | memoryview, info: BatchInfo) -> list[v2.Record]:
                           f"{v2.HEADER_SIZE}-byte header", info.position, info.base_offset)
     if info.magic == 2:
         header = v2.read_header(buf, info.position)
+        v2.check_record_count(header)
         return v2.decode_records(header, v2.records_payload(buf, header))
     entry = legacy.read_legacy_entry(buf, info.position)
     return [v2.Record(r.offset, r.timestamp, _copy(r.key), _copy(r.value), (), r.attributes)

@@ -22,6 +22,8 @@ from replog.formats.kafka.partition_files import KNOWN_PARTITION_FILES, Partitio
 from replog.formats.kafka.segment import BatchInfo, batch_records
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from replog.formats.kafka.blocks import BatchBlock
 
 MAX_RECORD_FINDINGS = 100  # per segment
@@ -102,7 +104,8 @@ def _size(path: Path) -> int:
         return 0
 
 
-_DECODE_CODES = ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT")  # kept; others are UNDECODABLE
+# kept; others are UNDECODABLE
+_DECODE_CODES = ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT", "KAFKA_BATCH_TOO_MANY_RECORDS")
 
 
 def decode_error_finding(e: FormatError, b: BatchInfo, path: str) -> Finding:
@@ -132,6 +135,7 @@ def deep_check(buf: memoryview | bytes, b: BatchInfo, path: str) -> Finding | No
 
 
 FAST_DEEP_BYTES = 1 << 20  # below this the numba import costs more than it saves
+FAST_DEEP_RECORDS = 1 << 14  # ... unless a block holds this many records (tiny ones compress 10:1 and more)
 
 
 class RecordCheck:
@@ -165,7 +169,7 @@ class RecordCheck:
         magic = block.magic
         rows = np.flatnonzero((block.crc_valid != 0) & (magic >= 0) & (magic <= 2))  # as `record_findings` selects
         errors: dict[int, FormatError] = {}
-        if self.fast and len(rows):
+        if len(rows) and (self.fast or self._record_heavy(block, rows)):
             from replog.formats.kafka.fastrecords import check_record_bounds
             flagged = check_record_bounds(self.buf, block, rows, budget=MAX_RECORD_FINDINGS - len(self.findings))
             rows, errors = flagged.rows, flagged.errors
@@ -177,6 +181,13 @@ class RecordCheck:
                 self.findings.append(f)
                 if self.full:
                     return
+
+    @staticmethod
+    def _record_heavy(block: BatchBlock, rows: np.ndarray) -> bool:
+        """The work of a block is its records as much as its bytes: past `FAST_DEEP_RECORDS` of them the
+        kernel checks it, whatever the size of the segment (when numba is there)."""
+        from replog.recovery.kafka.logdir import use_fast_walk
+        return use_fast_walk(int(block.count[rows].clip(0).sum()), FAST_DEEP_RECORDS)
 
     def feed_infos(self, batches: Sequence[BatchInfo]) -> None:
         """Check the next consecutive batches given as `BatchInfo`s, through the reference alone
