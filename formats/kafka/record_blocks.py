@@ -1,4 +1,4 @@
-"""The records of one large batch as column tables of at most `BLOCK_RECORDS` records each.
+"""The records of one large batch as column tables of at most `batch.BLOCK_RECORDS` records each.
 
 A batch may hold up to `batch.MAX_BATCH_RECORDS` records (a million tiny ones fit in a few MiB of
 zstd), and their columns, decoded at once, take about a hundred bytes a record. `batch_record_tables`
@@ -22,7 +22,6 @@ from replog.formats.kafka.fastrecords import RecordColumns, _varint, records_ker
 from replog.formats.kafka.fastwalk import HAVE_NUMBA, njit
 from replog.formats.kafka.segment import BatchInfo
 
-BLOCK_RECORDS = v2.BLOCK_RECORDS
 _COLUMNS = (("offset", np.int64), ("timestamp", np.int64), ("attributes", np.uint8), ("sequence", np.int32),
             ("key_pos", np.int64), ("key_len", np.int64), ("value_pos", np.int64), ("value_len", np.int64),
             ("header_pos", np.int64), ("header_count", np.int64))
@@ -45,9 +44,11 @@ def record_starts_kernel(data, count, every, out):  # pragma: no cover - compile
 
 
 def batch_record_tables(buf: bytes | memoryview, info: BatchInfo,
-                        block: int = BLOCK_RECORDS) -> Iterator[pa.Table] | None:
-    """The records of the v2 batch `info` as tables of at most `block` records (`RECORD_SCHEMA`), or None
-    when the kernels cannot vouch for every record (the reference decides then)."""
+                        block: int | None = None) -> Iterator[pa.Table] | None:
+    """The records of the v2 batch `info` as tables of at most `block` (default `batch.BLOCK_RECORDS`)
+    records (`RECORD_SCHEMA`), or None when the kernels cannot vouch for every record (the reference
+    decides then)."""
+    block = block or v2.BLOCK_RECORDS
     if not HAVE_NUMBA or info.magic != 2 or info.size < v2.HEADER_SIZE:
         return None
     header = v2.read_header(buf, info.position)
