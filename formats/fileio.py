@@ -136,6 +136,11 @@ def confine_reads(roots: Iterable[str | os.PathLike[str]], *, follow_symlinks: b
     _policy = ReadPolicy(tuple(os.path.realpath(r) for r in roots), follow_symlinks)
 
 
+def read_policy() -> ReadPolicy:
+    """The process's `ReadPolicy` (a fleet scan hands the driver's to its executors)."""
+    return _policy
+
+
 def _check_confined(path: str | os.PathLike[str], fd: int) -> None:
     """Raise `OutsideInputs` when the file open on `fd` was reached through a symlink and lies outside
     every root. Where it lies is asked of the open descriptor (`/proc/self/fd`), so a link swapped

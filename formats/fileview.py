@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from replog.formats.errors import UnreadableInput
 
 MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)  # Linux's value; address space, no memory reserved
-CHUNK = 1 << 18   # what a region reads (and tracks) at a time; a multiple of the page size
+CHUNK = 1 << 21   # what a region reads (and tracks, and gives back) at a time: one huge page
 
 
 class FileMap(mmap.mmap):
@@ -53,6 +53,9 @@ class PreadRegion(mmap.mmap):
             raise UnreadableInput(f"cannot read {path}: no address space for its {size} bytes ({e})") from None
         region.fd, region.path = fd, path
         region._filled = bytearray(-(-size // CHUNK))
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            # fresh pages cost a fault and a zeroing each: in huge pages, a quarter of the time
+            region.madvise(mmap.MADV_HUGEPAGE)
         return region
 
     def fill(self, lo: int, hi: int) -> None:

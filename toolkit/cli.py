@@ -345,6 +345,7 @@ def fleet_scan(
     spark_log_level: Annotated[str, typer.Option(
         "--spark-log-level", metavar="LEVEL",
         help="Spark's own logging on stderr: ERROR (default), WARN, INFO, DEBUG, OFF")] = "ERROR",
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Scan every partition of every log dir with Spark; Parquet tables partitions, segments,
@@ -358,6 +359,7 @@ def fleet_scan(
     """
     from replog.toolkit.fleet_view import run_fleet_scan
 
+    _confine([p for p in paths if "://" not in p], follow_symlinks, out, inventory)
     raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, split_bytes, fmt,
                                     spark_log_level))
 
