@@ -38,6 +38,7 @@ from replog.formats.fileio import (
     release_pages,
     writing,
 )
+from replog.formats.fileview import readable
 
 COPY_CHUNK = 1 << 20       # the read/write fallback's piece
 MAX_PENDING = 2            # copies waiting for the copy thread
@@ -76,8 +77,9 @@ class SourceFile:
 
 
 @contextlib.contextmanager
-def open_source(path: str | os.PathLike[str]) -> Iterator[SourceFile]:
-    with mapped(path) as buf:
+def open_source(path: str | os.PathLike[str], *, live: bool = False) -> Iterator[SourceFile]:
+    """An input to copy ranges of; a `live` one (a broker may be writing it) is read, never mapped."""
+    with mapped(path, live=live, windows=True) as buf:
         fd = open_regular(path)
         try:
             yield SourceFile(os.fspath(path), fd, buf)
@@ -119,6 +121,7 @@ class OutputFile:
         map (whose pages a caller that just read them has in memory)."""
         if not 0 <= start <= end <= len(source.buf):
             raise ValueError(f"{source.path}: range {start}..{end} is outside the file's {len(source.buf)} bytes")
+        readable(source.buf, start, end)
         self.crc = crc32c(source.buf[start:end], self.crc)
         at, self.size = self.size, self.size + end - start
         if self._copier is None:

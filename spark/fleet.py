@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from replog.formats.discovery import DirKind, find_roots
 from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.fileio import atomic_write, read_small
+from replog.formats.fileio import ReadPolicy, atomic_write, confine_reads, read_policy, read_small
 from replog.formats.kafka import names
 from replog.formats.kafka.meta_properties import parse_meta_properties
 from replog.formats.shape import Field, Shape
@@ -222,8 +222,11 @@ def blobs(batch: pa.RecordBatch) -> Iterator[bytes]:
         yield _ipc(batch.slice(start, rows))
 
 
-def scan_units(batches: Iterator[pa.RecordBatch], with_batches: bool = True) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: units in, (table, Arrow IPC blob) rows out."""
+def scan_units(batches: Iterator[pa.RecordBatch], with_batches: bool = True,
+               policy: ReadPolicy | None = None) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: units in, (table, Arrow IPC blob) rows out; reads confined as the driver's are."""
+    if policy is not None:
+        confine_reads(policy.roots, follow_symlinks=policy.follow_symlinks)
     for rb in batches:
         for text in rb.column("unit").to_pylist():
             for table, out in run_unit(Unit.from_dict(json.loads(text)), with_batches=with_batches):
@@ -282,6 +285,10 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
     """
     started = time.monotonic()
     log_dirs, skipped = discover(paths, inventory, filesystem)
+    policy = read_policy()
+    if policy.roots:  # the log dirs found (through a glob or an inventory) are inputs too
+        confine_reads([*policy.roots, *(d.path for d in log_dirs if d.fs is None)],
+                      follow_symlinks=policy.follow_symlinks)
     with claimed_output(out_dir, log_dirs, force) as out:
         info = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped}
         _write_marker(out, "running", info)
@@ -342,11 +349,12 @@ def _run_job(spark: Any, units: list[Unit], out: Path, with_batches: bool, watch
     sc = spark.sparkContext
     n = max(1, min(len(units), sc.defaultParallelism * 4))
     rdd = sc.parallelize([(json.dumps(u.to_dict()),) for u in units], n)
+    policy = read_policy()
     # Disk only: one unit's output is one cache partition, and the memory store, unrolling a 2 GiB segment's
     # batch rows, ran a 1 GiB heap out of memory. The batch size is read when the cache is declared.
     with _sql_conf(spark, "spark.sql.inMemoryColumnarStorage.batchSize", ENV_CACHE_ROWS):
         env = (spark.createDataFrame(rdd, "unit string")
-               .mapInArrow(lambda it: scan_units(it, True), ENVELOPE)
+               .mapInArrow(lambda it: scan_units(it, True, policy), ENVELOPE)
                .persist(StorageLevel.DISK_ONLY))
     try:
         tables = {name: _decode(env, name) for name in ("partitions", "segments", "findings", "batches", "stores")}

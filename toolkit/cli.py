@@ -42,6 +42,28 @@ class DumpFormat(StrEnum):
     dump_log = "dump-log"
 
 
+FollowOpt = Annotated[bool, typer.Option(
+    "--follow-symlinks", help="read what symlinks under the inputs lead to outside them (by default such a "
+    "file is reported, SYMLINK_OUTSIDE_INPUTS, and not read)")]
+
+
+def _confine(inputs: list[str] | list[Path], follow: bool, *outputs: Path | None) -> None:
+    """Reads go no further than the inputs' trees (and this command's outputs), unless `follow`."""
+    from replog.formats.discovery import input_roots
+    from replog.formats.fileio import confine_reads
+    from replog.recovery.naming import parse_named
+    paths = [parse_named(str(p))[1] for p in inputs]
+    confine_reads([*input_roots(paths), *(o for o in outputs if o is not None)], follow_symlinks=follow)
+
+
+def _also_read(*given: Path | list[Path] | None) -> list[str]:
+    """Inputs given by option (--metadata, --partition-state, --offsets): read, so confined like the replicas."""
+    out: list[str] = []
+    for g in given:
+        out += [] if g is None else [str(p) for p in (g if isinstance(g, list) else [g])]
+    return out
+
+
 DumpFormatOpt = Annotated[DumpFormat | None, typer.Option(
     "--format", "-f", help="table (default on a terminal), json, jsonl (default in a pipe), or dump-log "
     "(kafka-dump-log.sh's text, line for line)")]
@@ -96,6 +118,7 @@ def dump(
         "--verify-index-only", help="check index entries against the log, print only problems")] = False,
     index_sanity_check: Annotated[bool, typer.Option(
         "--index-sanity-check", help="run the broker's index sanity check")] = False,
+    follow_symlinks: FollowOpt = False,
     fmt: DumpFormatOpt = None,
 ) -> None:
     """Decode broker files: segments, indexes, snapshots, checkpoints, RocketMQ files.
@@ -124,6 +147,7 @@ def dump(
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise typer.BadParameter(f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing to dump")
     inputs = _dump_inputs(paths or [], files or [])
+    _confine([str(p) for p in inputs], follow_symlinks)
     opts = DumpOptions(deep=deep, print_data=print_data, key_decoder=key_decoder, value_decoder=value_decoder,
                        offsets_decoder=offsets_decoder, txn_decoder=txn_decoder,
                        metadata_decoder=metadata_decoder, from_offset=from_offset, to_offset=to_offset,
@@ -155,6 +179,7 @@ BrokerVersionOpt = Annotated[str | None, typer.Option(
 def ls(
     path: Annotated[Path, typer.Argument(metavar="PATH", help="broker log dir, partition dir, or RocketMQ store")],
     broker_version: BrokerVersionOpt = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Overview: one row per partition with segments, offsets, high watermark, epochs and flags.
@@ -163,6 +188,7 @@ def ls(
     """
     from replog.toolkit.commands import run_ls
 
+    _confine([path], follow_symlinks)
     raise typer.Exit(run_ls(path, fmt, broker_version))
 
 
@@ -176,6 +202,7 @@ def doctor(
     html: Annotated[Path | None, typer.Option(
         "--html", metavar="FILE", help="write a self-contained HTML report: the findings over each file's bytes")
     ] = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Verify everything under PATH: batches, segments, indexes, epochs, snapshots, checkpoints.
@@ -193,6 +220,7 @@ def doctor(
     """
     from replog.toolkit.doctor_view import run_doctor
 
+    _confine(paths, follow_symlinks, manifest, html)
     raise typer.Exit(run_doctor(paths, manifest, fmt, html))
 
 
@@ -210,6 +238,7 @@ def recover(
         "--rebuild-queues",
         help="RocketMQ: rebuild every consume queue entry (default: keep the broker's, as its recovery does)")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace a non-empty output dir")] = False,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """What the broker's unclean-shutdown recovery would make of a partition, written to DIR.
@@ -225,6 +254,7 @@ def recover(
     """
     from replog.toolkit.doctor_view import run_recover
 
+    _confine([partition_dir], follow_symlinks, out)
     raise typer.Exit(run_recover(partition_dir, out, salvage, force, fmt, broker_version, rebuild_queues))
 
 
@@ -261,6 +291,7 @@ def replay(
     broker_version: BrokerVersionOpt = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
     offsets: OffsetsOpt = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay the replication protocol offline between replicas of one partition.
@@ -278,6 +309,7 @@ def replay(
     """
     from replog.toolkit.commands import ReplayOptions, run_replay
 
+    _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html, export_lost)
     raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt,
                                 ReplayOptions(metadata, partition_state, broker_version), offsets))
 
@@ -302,6 +334,7 @@ def repair(
         "--html", metavar="FILE", help="write the replay's self-contained HTML report, with what was written")
     ] = None,
     offsets: OffsetsOpt = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -318,6 +351,7 @@ def repair(
     from replog.toolkit.commands import ReplayOptions, run_repair, run_repair_in_place
 
     given = ReplayOptions(metadata, partition_state, broker_version)
+    _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, out, backup, html)
     if in_place:
         if backup is None or out is not None or html is not None:
             raise typer.BadParameter("--in-place needs --backup DIR, and takes no --out or --html")
@@ -339,6 +373,7 @@ def impact(
     metadata: MetadataOpt = None,
     partition_state: PartitionStateOpt = None,
     broker_version: BrokerVersionOpt = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """What a replay's truncation means for consumer groups, producers and transactions.
@@ -358,6 +393,7 @@ def impact(
     """
     from replog.toolkit.commands import ReplayOptions, run_impact
 
+    _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html)
     raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt,
                                 ReplayOptions(metadata, partition_state, broker_version)))
 
@@ -395,6 +431,7 @@ def fleet_scan(
     spark_log_level: Annotated[str, typer.Option(
         "--spark-log-level", metavar="LEVEL",
         help="Spark's own logging on stderr: ERROR (default), WARN, INFO, DEBUG, OFF")] = "ERROR",
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Scan every partition of every log dir with Spark; Parquet tables partitions, segments,
@@ -408,6 +445,7 @@ def fleet_scan(
     """
     from replog.toolkit.fleet_view import run_fleet_scan
 
+    _confine([p for p in paths if "://" not in p], follow_symlinks, out, inventory)
     raise typer.Exit(run_fleet_scan(paths, out, master, inventory, batches, force, split_bytes, fmt,
                                     spark_log_level))
 

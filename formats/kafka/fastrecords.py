@@ -470,6 +470,7 @@ def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, block: Batc
                 cols: dict[str, np.ndarray], rows: np.ndarray) -> tuple[pa.Table, list[Finding]]:
     """Decode one run of batch rows: the kernel where it can, the reference elsewhere."""
     fast = (cols["magic"][rows] == 2) if HAVE_NUMBA else np.zeros(len(rows), dtype=bool)
+    fast &= cols["count"][rows] <= v2.MAX_BATCH_RECORDS  # beyond: the reference refuses, before decompressing
     data, starts, stops = arr, cols["position"][rows] + v2.HEADER_SIZE, cols["position"][rows] + cols["size"][rows]
     compressed = fast & (cols["codec"][rows] != 0)
     if compressed.any():
@@ -604,6 +605,7 @@ def check_record_bounds(buf: bytes | memoryview, block: BatchBlock, rows: np.nda
     status = np.empty(len(rows), dtype=np.int8)
     cols = [np.ascontiguousarray(block.column(name)) for name in _BOUNDS_COLUMNS]
     bounds_kernel(_readonly(as_uint8(buf)), *cols, rows, status)  # type: ignore[call-arg]  # a numba dispatcher
+    status[(block.magic[rows] == 2) & (block.count[rows] > v2.MAX_BATCH_RECORDS)] = SUSPECT  # the reference refuses
     errors: dict[int, FormatError] = {}
     compressed = np.flatnonzero(status == COMPRESSED)
     if len(compressed):

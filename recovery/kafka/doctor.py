@@ -19,6 +19,7 @@ from replog.formats.fileio import EntryType, entry_type, is_regular
 from replog.formats.findings import Finding, finding, from_error, from_unreadable
 from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.checkpoint import EpochEntry
+from replog.formats.kafka.partition_files import is_live_segment
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.producer_snapshot import parse_producer_snapshot
 from replog.formats.kafka.quorum_state import parse_quorum_state
@@ -133,7 +134,7 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
     kinds = {k: inv.files.indexes[(base, k)] for k in ("index", "timeindex", "txnindex")
              if (base, k) in inv.files.indexes}
     try:
-        with ev.mapped(path) as buf:
+        with ev.mapped(path, live=inv.files.live(path), windows=True) as buf:
             indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=len(buf),
                                                         active=active)
             records = checks_segments.RecordCheck(buf, str(path)) if deep else None
@@ -215,7 +216,7 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
         if kind is FileKind.KAFKA_SEGMENT and seg is not None and not seg.transient:
             return _log_file(ev, path, seg.base_offset)
         if kind in (FileKind.KAFKA_OFFSET_INDEX, FileKind.KAFKA_TIME_INDEX, FileKind.KAFKA_TXN_INDEX) and seg:
-            return _index_file(ev, path, seg.base_offset, seg.kind)
+            return _index_file(ev, path, seg)
         if kind is FileKind.KAFKA_PRODUCER_SNAPSHOT:
             parse_producer_snapshot(ev.read_small(path))
             return []
@@ -236,8 +237,9 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
     raise UnreadableInput(f"{path}: not a Kafka file doctor can check ({kind.value})")
 
 
-def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]:
-    log = path.with_name(names.segment_file_name(base, "log"))
+def _index_file(ev: Evidence, path: Path, name: names.SegmentFileName) -> list[Finding]:
+    base, kind = name.base_offset, name.kind
+    log = path.with_name(names.sibling_file_name(name, "log"))
     if not is_regular(log):
         from replog.formats.kafka import offset_index, time_index, txn_index
         data = ev.read_small(path, 1 << 30)
@@ -245,7 +247,7 @@ def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]
             "index": offset_index.read_offset_index, "timeindex": time_index.read_time_index,
             "txnindex": txn_index.read_txn_index}
         return readers[kind](data, base, path=str(path)).findings
-    with ev.mapped(log) as buf:
+    with ev.mapped(log, live=is_live_segment(log), windows=True) as buf:
         indexes = checks_indexes.SegmentIndexChecks(ev, {kind: path}, base_offset=base, log_size=len(buf),
                                                     active=True)
         state = checks_state.StateChecker(None, "", [], 0) if kind == "txnindex" else None
@@ -256,7 +258,7 @@ def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]
 
 def _log_file(ev: Evidence, path: Path, base: int) -> list[Finding]:
     """A segment on its own: its walk and every record decoded."""
-    with ev.mapped(path) as buf:
+    with ev.mapped(path, live=is_live_segment(path), windows=True) as buf:
         records = checks_segments.RecordCheck(buf, str(path))
         seg = segment_pass.scan_segment(buf, path, base, compiled=use_fast_walk(len(buf)), checks=[records])
         found = seg.findings + records.finish()

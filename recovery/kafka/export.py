@@ -8,6 +8,7 @@ from pathlib import Path
 from replog.formats.dump import DumpOptions, dump_file
 from replog.formats.filecopy import OutputFile, open_source
 from replog.formats.kafka import names
+from replog.formats.kafka.partition_files import is_live_segment
 from replog.recovery.kafka.replay import ReplayResult
 from replog.recovery.kafka.replica_log import ReplicaLog
 from replog.recovery.outputs import claimed_output, evidence_roots, mark_complete
@@ -37,7 +38,7 @@ def _export(result: ReplayResult, root: Path) -> list[str]:
         log = d / names.segment_file_name(lost.first_offset, "log")
         with OutputFile(log) as sink:
             for file, start, end, _base in lost.byte_ranges():
-                with open_source(file) as source:
+                with open_source(file, live=is_live_segment(file)) as source:
                     sink.copy(source, start, end)
         opts = DumpOptions(deep=True, key_decoder="hex", value_decoder="hex")
         with OutputFile(d / "lost.jsonl") as lines:   # streamed: a lost tail can be large

@@ -261,11 +261,14 @@ def sample_keys(batches: ReplicaLog, limit: int = 5) -> list[str]:
 def _piece_keys(piece: Piece, keys: list[str], limit: int) -> None:
     """Add the keys of `piece`'s batches, in order, to `keys` until it holds `limit`."""
     from replog.formats.fileio import mapped
+    from replog.formats.fileview import readable
+    from replog.formats.kafka.partition_files import is_live_segment
     from replog.formats.kafka.segment import SegmentWalk, batch_records
     file = piece.file
-    with mapped(file) as buf:
+    with mapped(file, live=is_live_segment(file), windows=True) as buf:
         for block in piece.blocks():
             for pos, size in zip(block.position.tolist(), block.size.tolist(), strict=True):
+                readable(buf, pos, pos + size)
                 one = buf[pos:pos + size]
                 info = next(SegmentWalk(one, file).batches(), None)
                 if info is None or info.is_control:   # a marker's key is no record key
