@@ -16,6 +16,7 @@ Both know their descriptor, so the holes of a sparse file are found with SEEK_DA
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import mmap
 import os
@@ -44,6 +45,7 @@ class PreadRegion(mmap.mmap):
     fd: int
     path: str
     _filled: bytearray  # one byte per CHUNK: 1 when read
+    _address: int       # where the region starts in memory (to place a slice of it)
 
     @classmethod
     def create(cls, fd: int, path: str, size: int) -> PreadRegion:
@@ -53,6 +55,10 @@ class PreadRegion(mmap.mmap):
             raise UnreadableInput(f"cannot read {path}: no address space for its {size} bytes ({e})") from None
         region.fd, region.path = fd, path
         region._filled = bytearray(-(-size // CHUNK))
+        with memoryview(region) as whole:
+            start = ctypes.c_char.from_buffer(whole)
+            region._address = ctypes.addressof(start)
+            del start
         with contextlib.suppress(AttributeError, OSError, ValueError):
             # fresh pages cost a fault and a zeroing each: in huge pages, a quarter of the time
             region.madvise(mmap.MADV_HUGEPAGE)
@@ -99,14 +105,8 @@ class PreadRegion(mmap.mmap):
         """Where `view` (this region or a slice of it) starts in the region."""
         if len(view) == len(self):
             return 0
-        import ctypes
-
-        import numpy as np
-        with memoryview(self) as whole:
-            base = ctypes.c_char.from_buffer(whole)
-            start = ctypes.addressof(base)
-            del base
-        return int(np.frombuffer(view, dtype=np.uint8).ctypes.data) - start
+        import numpy as np  # a slice's address; a walk of a whole view never asks
+        return int(np.frombuffer(view, dtype=np.uint8).ctypes.data) - self._address
 
 
 def region_of(buf: object) -> PreadRegion | None:

@@ -215,6 +215,7 @@ _CODEC_MASK, _TS_TYPE_MASK, _CREATE_TIME = v2.CODEC_MASK, v2.TIMESTAMP_TYPE_MASK
 _LEGACY_OVERHEAD, _LEGACY_MAGIC_AT = legacy.LOG_OVERHEAD, legacy.MAGIC_POSITION
 _LEGACY_MIN_V0, _LEGACY_MIN_V1 = legacy.RECORD_OVERHEAD[0], legacy.RECORD_OVERHEAD[1]
 _LEGACY_CODEC_MASK = legacy.CODEC_MASK
+_MAX_RECORDS = v2.MAX_BATCH_RECORDS
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -329,8 +330,8 @@ def bounds_kernel(buf, position, size, magic, base_offset, last_offset, max_time
             status[k] = SUSPECT
             continue
         stop = pos + _be(buf, pos + _AT_LENGTH, 4) + _LOG_OVERHEAD
-        if stop < pos + _V2_HEADER or stop > n:
-            status[k] = SUSPECT
+        if stop < pos + _V2_HEADER or stop > n or _be(buf, pos + _AT_COUNT, 4) > _MAX_RECORDS:
+            status[k] = SUSPECT  # (too many records: the reference refuses them before decompressing)
             continue
         attributes = _be(buf, pos + _AT_ATTRIBUTES, 2)
         if attributes & _CODEC_MASK:
@@ -605,7 +606,6 @@ def check_record_bounds(buf: bytes | memoryview, block: BatchBlock, rows: np.nda
     status = np.empty(len(rows), dtype=np.int8)
     cols = [np.ascontiguousarray(block.column(name)) for name in _BOUNDS_COLUMNS]
     bounds_kernel(_readonly(as_uint8(buf)), *cols, rows, status)  # type: ignore[call-arg]  # a numba dispatcher
-    status[(block.magic[rows] == 2) & (block.count[rows] > v2.MAX_BATCH_RECORDS)] = SUSPECT  # the reference refuses
     errors: dict[int, FormatError] = {}
     compressed = np.flatnonzero(status == COMPRESSED)
     if len(compressed):

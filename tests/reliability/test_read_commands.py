@@ -123,7 +123,7 @@ def test_a_sparse_100_gib_segment_is_read_where_it_holds_data(tmp_path: Path) ->
         res = run(*command, tmp=tmp_path, timeout=60)
         assert res.clean() and res.returncode == 1, (command[0], res.stderr)
         assert "KAFKA_SEGMENT_TOO_LARGE" in res.codes(), command[0]
-        assert res.seconds < 30 and res.peak_rss < 1 << 30, (command[0], res.seconds, res.peak_rss)
+        assert res.seconds < 30 and res.peak_rss < 2 << 30, (command[0], res.seconds, res.peak_rss)
         if command[0] == "doctor":
             assert "INPUT_NOT_HASHED" in res.codes()
 
