@@ -5,10 +5,11 @@ PY := $(VENV)/bin/python
 REPLOG := $(VENV)/bin/replog
 SAMPLES := samples/generated
 FLEET_OUT := out/fleet
+PAGES := out/pages
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-fast lint bench fuzz clean java
+.PHONY: run test test-fast lint bench fuzz clean java screenshots
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,12 +31,15 @@ java: | $(PY)
 run: $(VENV)/.installed-run java
 	$(REPLOG) samples generate $(SAMPLES) --force
 	$(REPLOG) ls $(SAMPLES)/kafka/broker-1
-	$(REPLOG) doctor $(SAMPLES)/kafka/broker-2 || test $$? -eq 1
-	$(REPLOG) replay b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2 || test $$? -eq 1
+	$(REPLOG) doctor $(SAMPLES)/kafka/broker-2 $(SAMPLES)/kafka/broker-3 --html $(PAGES)/doctor.html || test $$? -eq 1
+	$(REPLOG) replay b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2 --html $(PAGES)/replay-orders-2.html || test $$? -eq 1
+	$(REPLOG) impact b1=$(SAMPLES)/kafka/broker-1/orders-2 b2=$(SAMPLES)/kafka/broker-2/orders-2 b3=$(SAMPLES)/kafka/broker-3/orders-2 || test $$? -eq 1
 	$(REPLOG) doctor $(SAMPLES)/rocketmq/damaged || test $$? -eq 1
-	$(REPLOG) replay master=$(SAMPLES)/rocketmq/master slave=$(SAMPLES)/rocketmq/slave --protocol autoswitch || test $$? -eq 1
-	$(REPLOG) fleet scan $(SAMPLES)/kafka --out $(FLEET_OUT) --force || test $$? -eq 1
-	$(REPLOG) fleet report $(FLEET_OUT) || test $$? -eq 1
+	$(REPLOG) replay master=$(SAMPLES)/rocketmq/master slave=$(SAMPLES)/rocketmq/slave --protocol autoswitch --html $(PAGES)/replay-rocketmq.html || test $$? -eq 1
+	$(REPLOG) impact master=$(SAMPLES)/rocketmq/master slave=$(SAMPLES)/rocketmq/slave --protocol autoswitch || test $$? -eq 1
+	$(REPLOG) fleet scan $(SAMPLES)/kafka $(SAMPLES)/rocketmq --out $(FLEET_OUT) --force || test $$? -eq 1
+	$(REPLOG) fleet report $(FLEET_OUT) --html $(PAGES)/fleet.html || test $$? -eq 1
+	@echo "report pages: $(PAGES)/*.html"
 
 test: $(VENV)/.installed-test java lint
 	$(PY) -m pytest
@@ -60,6 +64,18 @@ bench: $(VENV)/.installed-test
 
 fuzz: $(VENV)/.installed-test
 	$(PY) -m tests.fuzz --seconds $${FUZZ_SECONDS:-60}
+
+# The README's pictures (docs/screenshots/): the pages `make run` wrote, drawn by headless Chromium at 1200 px
+# and palette-compressed (Debian: chromium, pngquant, optipng). NAME:HEIGHT picks the top of each page.
+SHOTS := replay-orders-2:1500 replay-rocketmq:1400 fleet:1900 doctor:1500
+screenshots: run
+	@mkdir -p docs/screenshots
+	@for shot in $(SHOTS); do name=$${shot%%:*}; height=$${shot##*:}; \
+		chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,$$height \
+			--screenshot=docs/screenshots/$$name.png file://$(abspath $(PAGES))/$$name.html 2>/dev/null; \
+		pngquant --force --skip-if-larger --quality 60-90 --output docs/screenshots/$$name.png docs/screenshots/$$name.png; \
+		optipng -quiet -o2 docs/screenshots/$$name.png; done
+	@ls -l docs/screenshots
 
 clean:
 	rm -rf $(VENV) $(SAMPLES) out

@@ -24,6 +24,12 @@ CODES: dict[str, Code] = {
                                "replog never opens it, and the broker skips or fails on it"),
     "INPUT_CHANGED": Code(W, "an input's size or SHA-256 changed while replog read it "
                              "(a live broker, or another writer)"),
+    "INPUT_VANISHED": Code(W, "an input listed a moment before was gone when replog opened it: renamed or deleted "
+                              "meanwhile (a live broker renames segments to .deleted, .cleaned or .swap)"),
+    "INPUT_NOT_HASHED": Code(W, "an input larger than any broker file can be (2 GiB - 1, a sparse file?) is read "
+                                "where it holds data but not hashed: its manifest entry has no SHA-256"),
+    "SYMLINK_OUTSIDE_INPUTS": Code(E, "a symlink under the inputs leads to a file outside them (evidence copied "
+                                      "from elsewhere, or a trap): not read unless --follow-symlinks"),
     "INTERNAL_ERROR": Code(E, "replog failed on this input; the message says where (please report it)"),
     # --- Kafka record batches and segments ------------------------------------
     "KAFKA_BATCH_CRC_MISMATCH": Code(E, "stored CRC of a batch or message differs from the CRC of its bytes"),
@@ -37,6 +43,8 @@ CODES: dict[str, Code] = {
     "KAFKA_BATCH_LAST_OFFSET_MISMATCH": Code(E, "records inside a batch do not end at base_offset + last_offset_delta"),
     "KAFKA_RECORDS_UNDECODABLE": Code(E, "batch records could not be decompressed or decoded "
                                          "(the broker does not check this; consumers will fail)"),
+    "KAFKA_BATCH_TOO_MANY_RECORDS": Code(W, "a batch claims more records than replog decodes from one batch "
+                                            "(about a million): its records are not decoded or checked"),
     "KAFKA_DECOMPRESSION_BOMB": Code(E, "a compressed payload expands beyond the bounded ratio; decoding stopped"),
     "KAFKA_CONTROL_RECORD_INVALID": Code(E, "a control batch whose control record cannot be parsed "
                                             "(broker recovery stops here)"),
@@ -46,6 +54,8 @@ CODES: dict[str, Code] = {
                                "the broker truncates it"),
     "KAFKA_SEGMENT_NAME_MISMATCH": Code(E, "the segment's first batch starts below the base offset in its file name"),
     "KAFKA_SEGMENT_BAD_NAME": Code(W, "a segment-like file whose name is not a 20-digit offset"),
+    "KAFKA_SEGMENT_TOO_LARGE": Code(E, "a segment file larger than Integer.MAX_VALUE bytes, which no segment can be: "
+                                       "the broker refuses to open it (a sparse or foreign file?)"),
     "KAFKA_SEGMENT_EMPTY": Code(I, "the segment holds no batches"),
     "KAFKA_SEGMENT_OFFSET_OVERFLOW": Code(E, "a batch's offset does not fit the 32-bit relative range of its segment"),
     "KAFKA_OFFSETS_NOT_INCREASING": Code(E, "a batch starts at or below the last offset of the batch before it"),
@@ -65,6 +75,15 @@ CODES: dict[str, Code] = {
     "KAFKA_INDEX_MISSING": Code(W, "a segment without its .index (the broker rebuilds it)"),
     "KAFKA_TXNINDEX_INVALID": Code(E, "transaction index entry malformed or out of order"),
     "KAFKA_TXNINDEX_MISMATCH": Code(E, "transaction index disagrees with the ABORT markers in the log"),
+    "KAFKA_TXN_HANGING": Code(E, "a transaction open at the log end that no marker will ever close: it was written "
+                                 "after the coordinator's last record for its producer, which owes this partition no "
+                                 "marker; it pins the last stable offset (read_committed consumers stall) until it "
+                                 "is aborted"),
+    "KAFKA_TXN_MARKER_MISSING": Code(W, "a transaction open at the log end that its coordinator completed after its "
+                                        "last write: this replica lags (the leader holds the marker) or lost the "
+                                        "marker to a truncation (hanging); `replog impact` on the replicas tells"),
+    "KAFKA_TXN_OPEN_LONG": Code(W, "a transaction open at the log end whose producer last wrote longer ago than the "
+                                   "coordinator lets a transaction run (transaction.max.timeout.ms): probably hanging"),
     # --- Kafka producer snapshots and checkpoints -----------------------------------
     "KAFKA_SNAPSHOT_CRC_MISMATCH": Code(E, "producer snapshot CRC-32C does not match its contents"),
     "KAFKA_SNAPSHOT_INVALID": Code(E, "producer snapshot cannot be parsed (version, size or entry count)"),

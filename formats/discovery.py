@@ -167,6 +167,18 @@ def find_roots(path: str | os.PathLike[str], max_depth: int = 3) -> list[tuple[D
     return [root for c in children for root in find_roots(c, max_depth - 1)]
 
 
+def input_roots(paths: list[str] | list[Path]) -> list[Path]:
+    """The trees a command given `paths` reads: each path, and the folder holding each file or partition
+    dir among them, whose neighbours the command reads too (a segment's indexes and sibling log, a
+    partition's log-dir checkpoints and meta.properties)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        out.append(p)
+        if entry_type(p) is not EntryType.DIRECTORY or names.parse_partition_dir(p.name) is not None:
+            out.append(p.parent)
+    return out
+
+
 def roots_under(path: str | os.PathLike[str]) -> list[tuple[DirKind, Path]]:
     """`find_roots` of a directory, or why there is nothing to read there (`UnreadableInput`):
     `ls` and `doctor` say the same thing about the same path."""

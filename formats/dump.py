@@ -15,19 +15,21 @@ from pathlib import Path
 from replog.formats.discovery import FileKind, classify_file
 from replog.formats.dump_entries import DumpOptions, Entry, Progress, finding_entry
 from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.fileio import EntryType, entry_type
-from replog.formats.findings import finding, from_error, from_unreadable
+from replog.formats.fileio import unreadable
+from replog.formats.findings import Finding, finding, from_error, from_unreadable
 
 __all__ = ["DumpOptions", "Entry", "Progress", "dump_file", "dump_paths", "expand_paths"]
 
 
-def expand_paths(paths: list[str | os.PathLike[str]]) -> list[Path]:
+def expand_paths(paths: list[str | os.PathLike[str]], problems: list[Finding] | None = None) -> list[Path]:
     """Files to dump: files as given, directories walked in name order. Every entry but a directory
-    is listed, FIFOs and devices too: `dump_file` reports them rather than leaving them out."""
+    is listed, FIFOs and devices too: `dump_file` reports them rather than leaving them out. A folder
+    that vanishes or cannot be listed while it is walked (a live broker renames and deletes) goes to
+    `problems` as a finding; the walk goes on."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if entry_type(f) is not EntryType.DIRECTORY))
+            out.extend(_files_under(p, problems if problems is not None else []))
         elif p.exists():
             out.append(p)
         else:
@@ -35,9 +37,21 @@ def expand_paths(paths: list[str | os.PathLike[str]]) -> list[Path]:
     return out
 
 
+def _files_under(root: Path, problems: list[Finding]) -> list[Path]:
+    """Every entry under `root` that is not a directory, symlinked folders not followed (as `rglob`)."""
+    def note(err: OSError) -> None:
+        where = err.filename if err.filename is not None else root
+        problems.append(from_unreadable(unreadable(err, where, "list"), os.fspath(where)))
+    found = [Path(folder) / name for folder, _, files in os.walk(root, onerror=note) for name in files]
+    return sorted(found)
+
+
 def dump_paths(paths: list[str | os.PathLike[str]], options: DumpOptions,
                progress: Progress | None = None) -> Iterator[Entry]:
-    for path in expand_paths(paths):
+    problems: list[Finding] = []
+    files = expand_paths(paths, problems)
+    yield from map(finding_entry, problems)
+    for path in files:
         yield from dump_file(path, options, progress)
 
 

@@ -132,9 +132,23 @@ def _control_fields(key: bytes | None, value: bytes | None) -> Entry:
         out: Entry = {"control_type": parsed.name}
         if parsed.type in (control.ABORT, control.COMMIT):
             out["coordinator_epoch"] = control.parse_end_txn_marker(value).coordinator_epoch
+        elif parsed.type in _KRAFT_CONTROL and value is not None:
+            out["control_value"] = _kraft_control_value(parsed.type, value)
         return out
     except FormatError as e:
         return {"control_type": "INVALID", "control_error": e.message}
+
+
+_KRAFT_CONTROL = (control.SNAPSHOT_HEADER, control.SNAPSHOT_FOOTER, control.KRAFT_VERSION, control.KRAFT_VOTERS)
+
+
+def _kraft_control_value(control_type: int, value: bytes) -> dict[str, Any] | None:
+    """The fields of a KRaft snapshot/voters control record (kafka-dump-log prints them as JSON); None if damaged."""
+    from replog.formats.kafka.internal.metadata import decode_control_value
+    try:
+        return decode_control_value(control_type, value)["data"]
+    except FormatError:
+        return None
 
 
 def _decode_internal(key: bytes | None, value: bytes | None, is_control: bool, opts: DumpOptions) -> Any:

@@ -19,6 +19,7 @@ from replog.formats.kafka import (
     time_index,
     txn_index,
 )
+from replog.formats.kafka.partition_files import is_live_segment
 
 Entry = dict[str, Any]
 
@@ -32,6 +33,13 @@ def _base(path: Path) -> int:
     return seg.base_offset if seg else 0
 
 
+def _kind(path: Path) -> str:
+    """"index" or "timeindex" (what dump dispatched on), whatever state suffix follows it
+    (`.swap`, `.cleaned`, `.deleted`: files Kafka leaves while cleaning or deleting)."""
+    seg = names.parse_segment_file_name(path.name)
+    return seg.kind if seg else path.suffix.lstrip(".")
+
+
 _INDEXES = {"index": (offset_index, "index_entry", ("offset", "position")),
             "timeindex": (time_index, "time_index_entry", ("timestamp", "offset"))}
 
@@ -39,9 +47,9 @@ _INDEXES = {"index": (offset_index, "index_entry", ("offset", "position")),
 def index_entries(path: Path, verify_only: bool, sanity: bool) -> Iterator[Entry]:
     """`.index` / `.timeindex`: entries, or only what contradicts the log, or the broker's sanity check."""
     from replog.formats.dump_checks import verify_index
-    module, kind, fields = _INDEXES[path.suffix.lstrip(".")]
+    module, kind, fields = _INDEXES[_kind(path)]
     base = _base(path)
-    with mapped(path) as buf:
+    with mapped(path, live=is_live_segment(path)) as buf:
         if sanity:
             found = module.sanity_check(buf, base, path=str(path))
             yield from map(_finding, found)
@@ -57,7 +65,7 @@ def index_entries(path: Path, verify_only: bool, sanity: bool) -> Iterator[Entry
 
 
 def txn_index_entries(path: Path) -> Iterator[Entry]:
-    with mapped(path) as buf:
+    with mapped(path, live=is_live_segment(path)) as buf:
         read = txn_index.read_txn_index(buf, _base(path), path=str(path))
     yield from map(_finding, read.findings)
     for e in read.entries:

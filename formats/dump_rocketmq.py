@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from replog.formats.fileio import mapped, read_small
+from replog.formats.fileio import file_size, mapped, read_small
 from replog.formats.findings import Finding
 from replog.formats.render import render_bytes
 from replog.formats.rocketmq import (
@@ -28,7 +28,7 @@ def _finding(f: Finding) -> Entry:
 
 def commitlog_entries(path: Path, value_decoder: str, with_body: bool) -> Iterator[Entry]:
     """The contract's `message` entries for one commitlog file, with findings in file order."""
-    for item in commitlog_walk.walk_commitlog([path], file_size=path.stat().st_size):
+    for item in commitlog_walk.walk_commitlog([path], file_size=file_size(path)):
         if isinstance(item, Finding):
             yield _finding(item)
         elif item.kind == "blank":
@@ -52,7 +52,7 @@ def message_entry(path: str, m: commitlog.Message, value_decoder: str, with_body
 
 
 def consumequeue_entries(path: Path) -> Iterator[Entry]:
-    size = path.stat().st_size
+    size = file_size(path)
     for item in consumequeue.walk_consumequeue([path], file_size=size or None):
         if isinstance(item, Finding):
             yield _finding(item)

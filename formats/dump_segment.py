@@ -43,12 +43,15 @@ from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
 from replog.formats.kafka.blocks import ROW, BatchBlock, reference_blocks
 from replog.formats.kafka.columns import CHUNK
+from replog.formats.kafka.partition_files import is_live_segment
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
 
 BLOCK_ROWS = CHUNK         # batches a walk hands over at a time
 GROUP_ROWS = 1024          # batches turned into entries at a time
 GROUP_BYTES = 4 << 20      # record payload decoded at a time (compressed batches weigh 8x their size)
+FAST_RECORDS = 1 << 14     # records in a group past which the record kernel pays for itself
 PY_ROWS = 1024             # records turned into Python values at a time
+RECORD_WEIGHT = 64         # a record's decoded columns, in payload bytes: groups are bounded by records too
 _POSITION = ROW["position"]
 RecordEntries = Callable[[int], Iterator[Entry]]  # a group's row -> the record entries of that batch
 
@@ -61,7 +64,7 @@ def segment_base(path: Path) -> int | None:
 
 def segment_entries(path: Path, opts: DumpOptions, progress: Progress | None = None) -> Iterator[Entry]:
     """Every `batch` (and with `opts.records`, `record`) and `finding` entry of one segment, in file order."""
-    with mapped(path) as buf:
+    with mapped(path, live=is_live_segment(path), windows=True) as buf:
         compiled = len(buf) >= FAST_WALK_BYTES and _have_numba()
         walk, blocks = _walk(buf, str(path), segment_base(path), opts.max_bytes, compiled)
         pending = _Pending(walk.findings)
@@ -114,7 +117,8 @@ class _Pending:
 def _block_entries(buf: memoryview, path: str, block: BatchBlock, opts: DumpOptions, compiled: bool,
                    pending: _Pending) -> Iterator[Entry]:
     keep = _in_range(block, opts)
-    weight = np.where(keep, block.size * np.where(block.codec == 0, 1, 8), 0) if opts.records else None
+    weight = (np.where(keep, np.maximum(block.size * np.where(block.codec == 0, 1, 8), block.count * RECORD_WEIGHT), 0)
+              if opts.records else None)
     for lo, hi in _groups(len(block), weight):
         group = block[lo:hi]
         kept = keep[lo:hi]
@@ -160,8 +164,13 @@ def _groups(rows: int, weight: np.ndarray | None) -> Iterator[tuple[int, int]]:
 def _group_records(buf: memoryview, path: str, group: BatchBlock, kept: np.ndarray, opts: DumpOptions,
                    compiled: bool) -> RecordEntries:
     """The record entries of each batch of a group: from the kernel's columns when it decodes every
-    kept batch cleanly, else batch by batch through the reference decoder."""
+    kept batch cleanly, else batch by batch through the reference decoder. A batch of more records than
+    one block holds (alone in its group: `_groups` weighs records) is decoded a block at a time."""
     rows = np.flatnonzero(kept)
+    if len(rows) == 1 and group.count[rows[0]] > v2.BLOCK_RECORDS:
+        info = group.row(int(rows[0]))
+        return lambda i: _streamed_entries(buf, path, info, opts)
+    compiled = compiled or (len(rows) > 0 and int(group.count[rows].sum()) > FAST_RECORDS and _have_numba())
     if compiled and len(rows):
         chosen = group[rows]
         if ((chosen.magic >= 0) & (chosen.magic <= 2)).all():
@@ -185,16 +194,35 @@ class _ColumnRecords:
 
     def entries(self, i: int) -> Iterator[Entry]:
         """Batch `i`'s record entries; every record of it is read, so the next batch starts at its own."""
-        path, opts, batch = self.path, self.opts, self.batches[i]
-        low, high, stopped = opts.from_offset, opts.to_offset, False
-        for offset, timestamp, sequence, key, value, headers in islice(self.rows, self.stop[i] - self.start[i]):
-            if stopped or (low is not None and offset < low):
-                continue
-            if high is not None and offset > high:
-                stopped = True  # as the reference's `break`: the rest of this batch is past the range
-                continue
-            yield record_entry(path, batch, offset, timestamp, sequence, key, value,
-                               [(h["key"], h["value"]) for h in headers], opts)
+        rows = islice(self.rows, self.stop[i] - self.start[i])
+        return _entries_in_range(self.path, self.batches[i], rows, self.opts)
+
+
+def _entries_in_range(path: str, batch: RecordBatch, rows: Iterator[tuple[Any, ...]],
+                      opts: DumpOptions) -> Iterator[Entry]:
+    """Entries of one batch's record rows within `--from-offset`/`--to-offset`; every row is read."""
+    low, high, stopped = opts.from_offset, opts.to_offset, False
+    for offset, timestamp, sequence, key, value, headers in rows:
+        if stopped or (low is not None and offset < low):
+            continue
+        if high is not None and offset > high:
+            stopped = True  # as the reference's `break`: the rest of this batch is past the range
+            continue
+        yield record_entry(path, batch, offset, timestamp, sequence, key, value,
+                           [(h["key"], h["value"]) for h in headers], opts)
+
+
+def _streamed_entries(buf: memoryview, path: str, info: BatchInfo, opts: DumpOptions) -> Iterator[Entry]:
+    """A large batch's record entries, its records decoded a block at a time; the reference's when the
+    kernels have a doubt about any of them."""
+    from replog.formats.kafka.record_blocks import batch_record_tables
+    tables = batch_record_tables(buf, info)
+    if tables is None:
+        yield from reference_record_entries(buf, path, info, opts)
+        return
+    batch = RecordBatch.of(info)
+    for table in tables:
+        yield from _entries_in_range(path, batch, _python_rows(table), opts)
 
 
 def _python_rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:
@@ -210,7 +238,7 @@ def _python_rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:
 
 def reference_segment_entries(path: Path, opts: DumpOptions, progress: Progress | None = None) -> Iterator[Entry]:
     """`segment_entries` through `SegmentWalk`, a `BatchInfo` and `Record`s per batch (the tests' oracle)."""
-    with mapped(path) as buf:
+    with mapped(path, live=is_live_segment(path), windows=True) as buf:
         walk = SegmentWalk(buf, str(path), segment_base(path), opts.max_bytes)
         reported = 0
         for info in walk.batches():

@@ -26,6 +26,21 @@ class NotRegularFile(UnreadableInput):
         self.path, self.what = path, what
 
 
+class VanishedInput(UnreadableInput):
+    """An input that was listed and is gone when replog opens it: renamed or deleted meanwhile (a live
+    broker rolls, cleans and deletes segments by renaming them). A finding, never the end of a command."""
+
+
+class InputChanged(UnreadableInput):
+    """An input that changed while replog read it (a live broker appended, truncated or rolled it), so
+    what was read of it no longer matches the file: a command that must copy from it stops."""
+
+
+class OutsideInputs(UnreadableInput):
+    """An input reached through a symlink that leads out of the inputs' trees: not read (a segment
+    linked to `/etc/shadow` must not be parsed and shown) unless the user asks (`--follow-symlinks`)."""
+
+
 class FormatError(ReplogError):
     """Bytes that do not follow the declared layout.
 
@@ -44,3 +59,14 @@ class FormatError(ReplogError):
 
 class UnsafeOutput(ReplogError):
     """An output location that would overwrite or sit inside evidence."""
+
+
+class UnwritableOutput(ReplogError):
+    """An output the system refuses to take: no space left, no permission, a read-only file system.
+
+    An ordinary condition of the machine, not a bug: reported in one line naming the path (exit 2)."""
+
+
+class InUse(ReplogError):
+    """A directory another process is working on (another replog run, or a running broker): refused at once,
+    never waited for."""

@@ -20,7 +20,6 @@ import ctypes
 import errno
 import functools
 import os
-import secrets
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,7 +28,17 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from replog.formats.fileio import RELEASE_STEP, _test_crash_point, fsync_dir, mapped, open_regular, release_pages
+from replog.formats.fileio import (
+    RELEASE_STEP,
+    _test_crash_point,
+    create_unique,
+    fsync_dir,
+    mapped,
+    open_regular,
+    release_pages,
+    writing,
+)
+from replog.formats.fileview import readable
 
 COPY_CHUNK = 1 << 20       # the read/write fallback's piece
 MAX_PENDING = 2            # copies waiting for the copy thread
@@ -68,24 +77,14 @@ class SourceFile:
 
 
 @contextlib.contextmanager
-def open_source(path: str | os.PathLike[str]) -> Iterator[SourceFile]:
-    with mapped(path) as buf:
+def open_source(path: str | os.PathLike[str], *, live: bool = False) -> Iterator[SourceFile]:
+    """An input to copy ranges of; a `live` one (a broker may be writing it) is read, never mapped."""
+    with mapped(path, live=live, windows=True) as buf:
         fd = open_regular(path)
         try:
             yield SourceFile(os.fspath(path), fd, buf)
         finally:
             os.close(fd)
-
-
-def _create_unique(target: Path) -> tuple[int, Path]:
-    """A new, empty file next to `target` under a name no one else uses, with the permissions an
-    ordinary `open(..., "wb")` gives (0o666 less the umask; `mkstemp` would give 0o600)."""
-    while True:
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.replog-tmp")
-        try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
-        except FileExistsError:  # pragma: no cover - 48 random bits: practically never
-            continue
 
 
 class OutputFile:
@@ -100,7 +99,8 @@ class OutputFile:
 
     def __init__(self, path: str | os.PathLike[str], method: str = METHODS[0]) -> None:
         self.path = Path(path)
-        self.fd, self.tmp = _create_unique(self.path)
+        with writing(self.path):
+            self.fd, self.tmp = create_unique(self.path)
         self.size = self.crc = 0
         self.committed = False
         self.method = method
@@ -110,8 +110,9 @@ class OutputFile:
     def write(self, data: bytes | memoryview) -> None:
         self._wait(0)
         view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view):]
+        with writing(self.path):
+            while view:
+                view = view[os.write(self.fd, view):]
         self.crc = crc32c(data, self.crc)
         self.size += len(data)
 
@@ -120,6 +121,7 @@ class OutputFile:
         map (whose pages a caller that just read them has in memory)."""
         if not 0 <= start <= end <= len(source.buf):
             raise ValueError(f"{source.path}: range {start}..{end} is outside the file's {len(source.buf)} bytes")
+        readable(source.buf, start, end)
         self.crc = crc32c(source.buf[start:end], self.crc)
         at, self.size = self.size, self.size + end - start
         if self._copier is None:
@@ -130,8 +132,9 @@ class OutputFile:
 
     def _wait(self, pending: int) -> None:
         """Let the copies run until at most `pending` are left; raise the error of one that failed."""
-        while len(self._pending) > pending:
-            self._pending.popleft().result()
+        with writing(self.path):
+            while len(self._pending) > pending:
+                self._pending.popleft().result()
 
     def _copy_range(self, src: int, path: str, start: int, end: int, at: int) -> None:
         """On the copy thread: `src` bytes [start, end) to the output's end (`at`), then start their writeback."""
@@ -171,6 +174,10 @@ class OutputFile:
         it, the disk goes on writing back meanwhile, and the fsync has less left to wait for."""
         self._wait(0)
         self._stop_copier()
+        with writing(self.path):
+            self._commit()
+
+    def _commit(self) -> None:
         crc, size = self._read_back()
         if (crc, size) != (self.crc, self.size):
             raise VerificationError(f"{self.path}: {size} bytes read back with CRC-32C {crc:#010x}, "

@@ -6,7 +6,7 @@ from enum import StrEnum
 from typing import Any
 
 from replog.formats import codes
-from replog.formats.errors import FormatError, NotRegularFile, UnreadableInput
+from replog.formats.errors import FormatError, NotRegularFile, OutsideInputs, UnreadableInput, VanishedInput
 from replog.formats.shape import Field, Shape
 
 
@@ -57,8 +57,11 @@ def from_error(err: FormatError, path: str, **details: Any) -> Finding:
 
 def from_unreadable(err: UnreadableInput, path: str, *, offset: int | None = None, **details: Any) -> Finding:
     """The finding for an input that could not be read: `WRONG_FILE_TYPE` when it is not a regular
-    file (the message names what it is), else `UNREADABLE_FILE`."""
-    code = "WRONG_FILE_TYPE" if isinstance(err, NotRegularFile) else "UNREADABLE_FILE"
+    file (the message names what it is), `INPUT_VANISHED` when it was gone, `SYMLINK_OUTSIDE_INPUTS`
+    when a symlink leads out of the inputs, else `UNREADABLE_FILE`."""
+    code = ("WRONG_FILE_TYPE" if isinstance(err, NotRegularFile) else
+            "INPUT_VANISHED" if isinstance(err, VanishedInput) else
+            "SYMLINK_OUTSIDE_INPUTS" if isinstance(err, OutsideInputs) else "UNREADABLE_FILE")
     return finding(code, path, offset=offset, message=str(err), **details)
 
 

@@ -81,6 +81,8 @@ def _diagnose(ev: Evidence, paths: list[Path]) -> DoctorReport:
             report.findings += kafka_doctor.check_file(ev, p)
     for changed in ev.changed_since():
         report.findings.append(finding("INPUT_CHANGED", changed))
+    for unhashed in ev.too_large_to_hash():
+        report.findings.append(finding("INPUT_NOT_HASHED", unhashed))
     report.inputs = ev.listing()
     report.findings.sort(key=_order)
     return report

@@ -24,6 +24,10 @@ _CHUNK = 1 << 20
 # One hash thread per core (at most 4): hashing is the longest part of a check of large segments,
 # and files hash independently, so the hashes of a partition's segments share the cores the walk leaves.
 HASH_THREADS = max(1, min(4, os.cpu_count() or 1))
+# No broker file is larger (Kafka's `FileRecords` and indexes, RocketMQ's `MappedFile` address files with
+# ints). A larger input, typically a sparse file of a huge apparent size, is read only where it holds
+# data; hashing it would read every byte of its holes (100 GiB of zeros is minutes): it is not hashed.
+HASH_LIMIT = 2**31 - 1
 
 
 def sha256_file(path: str | os.PathLike[str]) -> tuple[int, str]:
@@ -81,9 +85,11 @@ class Evidence:
     def _note(self, path: Path, read_done: bool = True) -> None:
         key = str(path)
         if key not in self._reads:
-            self._unfinished[key] = 2 if self._pool is not None else 1
-            digest = self._pool.submit(sha256_file, key) if self._pool is not None else None
-            self._reads[key] = _Read(stat_key(key), digest)
+            seen = stat_key(key)
+            hashed = self._pool is not None and (seen is None or seen[0] <= HASH_LIMIT)
+            self._unfinished[key] = 2 if hashed else 1
+            digest = self._pool.submit(sha256_file, key) if hashed and self._pool is not None else None
+            self._reads[key] = _Read(seen, digest)
             if digest is not None:
                 digest.add_done_callback(lambda _: self._finished(key))
         if read_done:
@@ -100,8 +106,9 @@ class Evidence:
             self._tally.done(key)
 
     @contextlib.contextmanager
-    def mapped(self, path: Path) -> Iterator[memoryview]:
-        with mapped(path) as buf:
+    def mapped(self, path: Path, *, live: bool = False, windows: bool = False) -> Iterator[memoryview]:
+        """`fileio.mapped` of an input, noted (and hashed)."""
+        with mapped(path, live=live, windows=windows) as buf:
             self._note(path, read_done=False)
             try:
                 yield buf
@@ -145,6 +152,10 @@ class Evidence:
                 size = read.stat[0]
             out.append({"path": key, "size": size, "sha256": digest})
         return out
+
+    def too_large_to_hash(self) -> list[str]:
+        """Paths read but not hashed: larger than `HASH_LIMIT` (their manifest entries have no SHA-256)."""
+        return sorted(k for k, r in self._reads.items() if r.stat is not None and r.stat[0] > HASH_LIMIT)
 
     def changed_since(self) -> list[str]:
         """Paths that changed (or vanished) after they were first read."""

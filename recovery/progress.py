@@ -23,7 +23,7 @@ def file_sizes(paths: Iterable[str | os.PathLike[str]], suffix: str = "") -> dic
     for path in paths:
         p = Path(path)
         if p.is_file():
-            sizes[str(p)] = p.stat().st_size
+            sizes[str(p)] = _size(str(p))
             continue
         for folder, _, names in os.walk(p):
             for name in names:

@@ -113,21 +113,29 @@ def _plans(rng: random.Random, scale: int) -> tuple[list[PartitionPlan], kafka_t
     plans.append(PartitionPlan("legacy-events", 0, "broker-1",
                                {b: list(legacy) for b in ("broker-1", "broker-2", "broker-3")},
                                {"broker-1", "broker-2", "broker-3"}, 4 << 10, leader_log=legacy))
-    targets = {p.dir: next_offset(p.leader_log) for p in plans}
-    offsets = kafka_topics.consumer_offsets_log(rng, 40 * scale, targets)
+    commits = kafka_topics.group_commits(rng, 40 * scale, {p.dir: p.leader_log for p in plans})
+    offsets = kafka_topics.consumer_offsets_log(rng, commits + kafka_topics.orders2_commits(div))
     plans.append(PartitionPlan("__consumer_offsets", 0, "broker-2",
                                _lagging(rng, offsets, "broker-2", {"broker-1": (0, 1), "broker-3": (0, 2)}),
                                {"broker-1", "broker-2", "broker-3"}, 16 << 10, leader_log=offsets))
+    writers = {pid: (f"payments-writer-{pid - 5000}", at) for pid, at in kafka_topics.last_markers(pay).items()}
+    txn_state = kafka_topics.transaction_state_log(div.txn, writers, ("orders", 2))
+    plans.append(PartitionPlan("__transaction_state", 0, "broker-2",
+                               {b: list(txn_state) for b in ("broker-1", "broker-2", "broker-3")},
+                               {"broker-1", "broker-2", "broker-3"}, 16 << 10, leader_log=txn_state))
     return plans, div, users
 
 
 _TOPICS = {
     "orders": (False, ("3 partitions; idempotent producer; none/gzip/snappy/lz4/zstd per batch; headers; "
-                       "leader epoch +1 every 30 batches; 64 KiB segments")),
+                       "leader epoch +1 every 30 batches; 64 KiB segments; orders-2 also holds two transactions of "
+                       f"{kafka_topics.TXN_ID!r} (producer id {kafka_topics.TXN_PRODUCER_ID})")),
     "payments": (False, "3 transactional producers, COMMIT and ABORT markers interleaved (.txnindex)"),
     "users": (True, "compacted once: offset gaps inside batches, empty batches, delete horizon, tombstones"),
     "legacy-events": (False, "magic 0 then magic 1 messages, some compressed wrappers; no leader epochs"),
-    "__consumer_offsets": (True, "offset commits of groups billing and fraud-check (OffsetCommitKey v1, value v3)"),
+    "__consumer_offsets": (True, ("offset commits of groups billing and fraud-check, and of shipping (with leader "
+                                 "epochs), audit and reporting on orders-2 (OffsetCommitKey v1, value v3)")),
+    "__transaction_state": (True, "the coordinator's records of the orders-2 transactions and the payments producers"),
 }
 
 
@@ -161,7 +169,9 @@ def generate_kafka_fleet(out: Path, *, seed: int = 7, brokers: int = 3, scale: i
     log_starts = _plant_segment_damage(out, plans, users, manifest)
     _write_broker_files(out, plans, written, log_starts, manifest)
     manifest.divergences = _divergences(plans, div, written)
-    manifest.notes.append("__consumer_offsets-0 is written with formats.kafka.internal.consumer_offsets encoders")
+    manifest.damage += _hanging_transaction(div)
+    manifest.notes.append("__consumer_offsets-0 and __transaction_state-0 are written with the encoders of "
+                          "formats.kafka.internal")
     _write_readme(out, manifest)
     files = [p for p in out.rglob("*") if p.is_file()]
     manifest.total_bytes = sum(p.stat().st_size for p in files)
@@ -237,6 +247,27 @@ def _write_broker_files(out: Path, plans: list[PartitionPlan], written: dict[tup
             atomic_write(root / names.CLEAN_SHUTDOWN, build_clean_shutdown(CleanShutdown(0, 4_294_967_296 * i + 42)))
 
 
+def _hanging_transaction(div: kafka_topics.DivergentOrders) -> list[PlantedDamage]:
+    """The enricher's second transaction, whose COMMIT marker only broker-3 holds: `doctor` on the brokers
+    holding it open sees a coordinator that completed it (KAFKA_TXN_MARKER_MISSING); after the replay it
+    hangs on the partition (`impact`)."""
+    first = next(w.first_offset for w in reversed(div.txn) if not w.marker)
+    return [PlantedDamage("KAFKA_TXN_MARKER_MISSING", broker, "orders-2", f"{broker}/orders-2", None, first, None, 0,
+                          f"transaction of producer {kafka_topics.TXN_PRODUCER_ID} open from offset {first}: its "
+                          f"COMMIT marker at {div.divergent_offset} is only on broker-3, which must truncate it")
+            for broker in ("broker-1", "broker-2")]
+
+
+def _impact(div: kafka_topics.DivergentOrders) -> dict[str, object]:
+    """What `impact` must find for the divergence of orders-2."""
+    return {"groups": {"billing": "unaffected", "reporting": "unaffected", "shipping": "will_detect_truncation",
+                       "audit": "consumed_lost"},
+            "hanging_transactions": [{"producer_id": kafka_topics.TXN_PRODUCER_ID,
+                                      "first_offset": next(w.first_offset for w in reversed(div.txn)
+                                                           if not w.marker)}],
+            "producers_with_lost_writes": [1000 + 2]}
+
+
 def _divergences(plans: list[PartitionPlan], div: kafka_topics.DivergentOrders,
                  written: dict[tuple[str, str], WrittenPartition]) -> list[Divergence]:
     orders2, pay = _plan(plans, "orders-2"), _plan(plans, "payments-0")
@@ -247,9 +278,11 @@ def _divergences(plans: list[PartitionPlan], div: kafka_topics.DivergentOrders,
                    ["broker-3"], ["broker-1", "broker-2"], div.divergent_offset, div.lost_records,
                    [div.divergent_offset, div.lost_last_offset],
                    description=(f"broker-3 led epoch {div.old_epoch}, appended {len(div.lost)} batches "
-                                f"({div.lost_records} records) nobody fetched and crashed; broker-1 leads epoch "
-                                f"{div.old_epoch + 1} and wrote other batches from offset {div.divergent_offset}; "
-                                f"broker-3 must truncate to {div.divergent_offset}")),
+                                f"({div.lost_records} records, the first a transaction's COMMIT marker) nobody "
+                                f"fetched and crashed; broker-1 leads epoch {div.old_epoch + 1} and wrote other "
+                                f"batches from offset {div.divergent_offset}; broker-3 must truncate to "
+                                f"{div.divergent_offset}; groups shipping and audit had read the lost records"),
+                impact=_impact(div)),
         Divergence("lag", "payments", 0, "payments-0", "broker-1", leos["payments-0"], _hw(pay, "broker-1", written),
                    lagging_replicas=["broker-2"], leader_side_replicas=["broker-1", "broker-3"],
                    description="broker-2 holds a clean prefix of the leader log and is out of the ISR"),

@@ -8,6 +8,7 @@ messages (`legacy-events`) and group offset commits (`__consumer_offsets`).
 """
 from __future__ import annotations
 
+import bisect
 import copy
 import json
 import random
@@ -18,6 +19,7 @@ from replog.formats.kafka import batch as v2
 from replog.formats.kafka import codecs, legacy
 from replog.formats.kafka.control import build_marker_batch
 from replog.formats.kafka.internal.consumer_offsets import encode_offset_commit_key, encode_offset_commit_value
+from replog.formats.kafka.internal.transaction_state import encode_transaction_log_key, encode_transaction_log_value
 
 TS0 = 1_700_000_000_000          # 2023-11-14T22:13:20Z: every timestamp derives from it
 V2_CODECS = (codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD)
@@ -79,9 +81,28 @@ def orders_log(rng: random.Random, partition: int, batches: int, epoch_every: in
     return [stream.batch(i // epoch_every) for i in range(batches)]
 
 
+TXN_PRODUCER_ID = 7002          # the transactional producer enriching orders-2
+TXN_ID = "orders-enricher"
+RESTARTED_PRODUCER_ID = 1102    # the orders producer after the failover: a new session, a new producer id
+FAILOVER_GAP_MS = 45_000        # between the old leader's crash and the new leader's first write
+
+
+@dataclass
+class TxnWrite:
+    """One step of the transactional producer in `orders-2`: a data batch or a COMMIT marker."""
+
+    first_offset: int
+    timestamp: int
+    marker: bool
+
+
 @dataclass
 class DivergentOrders:
-    """`orders-2`: a common history, then two histories at the same offsets."""
+    """`orders-2`: a common history, then two histories at the same offsets.
+
+    A transactional producer wrote one transaction that committed, then a second whose data batch the
+    followers fetched but whose COMMIT marker only the old leader holds: once the old leader truncates,
+    the new leader keeps that transaction open for good (the coordinator had the marker written)."""
 
     common: list[bytes]
     lost: list[bytes]            # written by the old leader in `old_epoch`, never replicated
@@ -90,20 +111,77 @@ class DivergentOrders:
     divergent_offset: int
     lost_records: int
     lost_last_offset: int
+    txn: list[TxnWrite] = field(default_factory=list)
+    lost_times: list[tuple[int, int]] = field(default_factory=list)   # (offset, timestamp) of lost records
+    new_start: int = 0           # timestamp of the new leader's first record
+
+
+def _txn_batch(stream: OrderStream, epoch: int, sequence: int, n: int) -> bytes:
+    """A transactional batch of the enricher at the stream's next offset (offsets shared with the orders)."""
+    records = []
+    for i in range(n):
+        stream.clock += stream.rng.randint(3, 200)
+        value = {"order_id": 10_000_000 + stream.partition * 1_000_000 + stream.next_offset + i, "enriched": True,
+                 "risk": stream.rng.choice(("low", "medium", "high"))}
+        records.append(v2.Record(stream.next_offset + i, stream.clock, b"enrich-%d" % (stream.next_offset + i),
+                                 json.dumps(value, separators=(",", ":")).encode()))
+    out = v2.build_batch(records, base_offset=stream.next_offset, partition_leader_epoch=epoch,
+                         producer_id=TXN_PRODUCER_ID, producer_epoch=0, base_sequence=sequence, transactional=True)
+    stream.next_offset += n
+    return out
+
+
+def _commit(stream: OrderStream, epoch: int) -> bytes:
+    stream.clock += stream.rng.randint(5, 50)
+    out = build_marker_batch(offset=stream.next_offset, commit=True, producer_id=TXN_PRODUCER_ID, producer_epoch=0,
+                             coordinator_epoch=1, timestamp=stream.clock, partition_leader_epoch=epoch)
+    stream.next_offset += 1
+    return out
 
 
 def divergent_orders_log(rng: random.Random, partition: int, batches: int, epoch_every: int,
                          lost_batches: int = 3, new_batches: int = 6) -> DivergentOrders:
     stream = OrderStream(rng, partition, producer_id=1000 + partition)
-    common = [stream.batch(i // epoch_every) for i in range(batches)]
+    common: list[bytes] = []
+    txn: list[TxnWrite] = []
+
+    def write_txn(marker: bool, epoch: int, sequence: int = 0, n: int = 0) -> bytes:
+        at = stream.next_offset
+        out = _commit(stream, epoch) if marker else _txn_batch(stream, epoch, sequence, n)
+        txn.append(TxnWrite(at, stream.clock, marker))
+        return out
+
+    for i in range(batches):
+        epoch = i // epoch_every
+        common.append(stream.batch(epoch))
+        if i == batches // 2:
+            common.append(write_txn(False, epoch, 0, 4))
+        elif i == batches // 2 + 2:
+            common.append(write_txn(True, epoch))
     old_epoch = (batches - 1) // epoch_every
-    fork_at, sequence = stream.next_offset, stream.sequence
+    common.append(write_txn(False, old_epoch, 4, 3))
+    fork_at = stream.next_offset
     lost_stream = stream.fork(random.Random(rng.getrandbits(64)), "old-leader")
-    lost = [lost_stream.batch(old_epoch) for _ in range(lost_batches)]
-    stream.sequence = sequence
-    new = [stream.batch(old_epoch + 1) for _ in range(new_batches)]
+    lost = [_commit(lost_stream, old_epoch)]
+    txn.append(TxnWrite(fork_at, lost_stream.clock, True))
+    lost_times = []
+    for _ in range(lost_batches):
+        first = lost_stream.next_offset
+        lost.append(lost_stream.batch(old_epoch))
+        lost_times += _record_times(lost[-1], first)
+    restarted = OrderStream(rng, partition, next_offset=fork_at, clock=stream.clock + FAILOVER_GAP_MS,
+                            producer_id=RESTARTED_PRODUCER_ID)
+    new_start = restarted.clock
+    new = [restarted.batch(old_epoch + 1) for _ in range(new_batches)]
     return DivergentOrders(common, lost, new, old_epoch, fork_at, lost_stream.next_offset - fork_at,
-                           lost_stream.next_offset - 1)
+                           lost_stream.next_offset - 1, txn, lost_times, new_start)
+
+
+def _record_times(batch: bytes, first: int) -> list[tuple[int, int]]:
+    """(offset, timestamp) of each record of a v2 batch written here."""
+    from replog.formats.kafka.segment import SegmentWalk, batch_records
+    info = next(SegmentWalk(batch, "<batch>", first).batches())
+    return [(r.offset, r.timestamp) for r in batch_records(batch, info)]
 
 
 def payments_log(rng: random.Random, steps: int, epoch_every: int) -> list[bytes]:
@@ -237,23 +315,115 @@ def legacy_log(rng: random.Random, entries: int) -> list[bytes]:
     return out
 
 
-def consumer_offsets_log(rng: random.Random, batches: int, targets: dict[str, int]) -> list[bytes]:
-    """Offset commits of two consumer groups for the sample topics (uncompressed, epoch 0)."""
-    groups = {"billing": [t for t in targets if t.startswith("orders")],
-              "fraud-check": [t for t in targets if not t.startswith("orders")]}
+@dataclass(frozen=True)
+class Commit:
+    """One offset commit of a consumer group (the offset of the next record it will read)."""
+
+    group: str
+    partition_dir: str
+    offset: int
+    timestamp: int
+    leader_epoch: int = -1
+
+
+def _batch_ends(log: list[bytes]) -> tuple[list[int], list[int]]:
+    """(next offset, max timestamp) of each batch of a leader log."""
+    from replog.formats.kafka.segment import SegmentWalk
+    infos = [next(SegmentWalk(b, "<batch>").batches()) for b in log]
+    return [i.next_offset for i in infos], [i.max_timestamp for i in infos]
+
+
+def group_commits(rng: random.Random, rounds: int, logs: dict[str, list[bytes]]) -> list[Commit]:
+    """Groups billing (the orders partitions) and fraud-check (the others) reading the leader logs: each
+    commit comes after the record before its offset was written."""
+    groups = {"billing": sorted(t for t in logs if t.startswith("orders")),
+              "fraud-check": sorted(t for t in logs if not t.startswith("orders"))}
+    ends = {tp: _batch_ends(log) for tp, log in logs.items()}
     committed = {(g, tp): 0 for g, tps in groups.items() for tp in tps}
-    out: list[bytes] = []
-    offset, clock = 0, TS0
-    for _ in range(batches):
+    out: list[Commit] = []
+    clock = TS0
+    for _ in range(rounds):
         group = rng.choice(sorted(groups))
+        for tp in rng.sample(groups[group], k=min(len(groups[group]), rng.randint(1, 3))):
+            offsets, stamps = ends[tp]
+            target = offsets[-1] if offsets else 0
+            step = max(1, target // rounds)
+            c = committed[(group, tp)] = min(target, committed[(group, tp)] + rng.randint(1, 2 * step))
+            read = stamps[bisect.bisect_left(offsets, c)] if c and offsets else TS0
+            clock = max(clock, read) + rng.randint(1_000, 5_000)
+            out.append(Commit(group, tp, c, clock))
+    return out
+
+
+def consumer_offsets_log(rng: random.Random, commits: list[Commit]) -> list[bytes]:
+    """The commits in time order as `__consumer_offsets` batches of 1-3 records (uncompressed, epoch 0);
+    a commit with a leader epoch is written as a KIP-320 client's (OffsetCommitValue v3 carries it)."""
+    ordered = sorted(commits, key=lambda c: c.timestamp)
+    out: list[bytes] = []
+    offset = 0
+    while ordered:
+        n = rng.randint(1, 3)
+        take, ordered = ordered[:n], ordered[n:]
         records = []
-        for j, tp in enumerate(rng.sample(groups[group], k=min(len(groups[group]), rng.randint(1, 3)))):
-            topic, _, part = tp.rpartition("-")
-            clock += rng.randint(1_000, 5_000)
-            step = max(1, targets[tp] // batches)
-            committed[(group, tp)] = min(targets[tp], committed[(group, tp)] + rng.randint(1, 2 * step))
-            records.append(v2.Record(offset + j, clock, encode_offset_commit_key(group, topic, int(part)),
-                                     encode_offset_commit_value(committed[(group, tp)], "", clock)))
+        for j, c in enumerate(take):
+            topic, _, part = c.partition_dir.rpartition("-")
+            records.append(v2.Record(offset + j, c.timestamp, encode_offset_commit_key(c.group, topic, int(part)),
+                                     encode_offset_commit_value(c.offset, "", c.timestamp,
+                                                                leader_epoch=c.leader_epoch)))
         out.append(v2.build_batch(records, base_offset=offset, partition_leader_epoch=0))
         offset += len(records)
     return out
+
+
+def orders2_commits(div: DivergentOrders) -> list[Commit]:
+    """Groups that read `orders-2` from the old leader before it crashed (its high watermark, in memory,
+    had passed what it checkpointed): shipping (a KIP-320 client: its commit carries the leader epoch)
+    and audit (an older client) inside the records the old leader loses; reporting behind them."""
+    times = dict(div.lost_times)
+    ship = div.divergent_offset + div.lost_records // 2
+    audit = div.divergent_offset + div.lost_records - 3
+    behind = max(1, div.divergent_offset - 40)
+    return [Commit("shipping", "orders-2", ship, times[ship - 1] + 500, div.old_epoch),
+            Commit("audit", "orders-2", audit, times[audit - 1] + 700),
+            Commit("reporting", "orders-2", behind, times[div.divergent_offset + 1] + 900)]
+
+
+TXN_STATUS = {name: i for i, name in enumerate(("Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
+                                                "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"))}
+
+
+def last_markers(log: list[bytes]) -> dict[int, int]:
+    """The time of each producer's last transaction marker in a leader log."""
+    from replog.formats.kafka.segment import SegmentWalk
+    out: dict[int, int] = {}
+    for b in log:
+        info = next(SegmentWalk(b, "<batch>").batches())
+        if info.is_control:
+            out[info.producer_id] = info.max_timestamp
+    return out
+
+
+def transaction_state_log(txn: list[TxnWrite], others: dict[int, tuple[str, int]], topic_partition: tuple[str, int],
+                          ) -> list[bytes]:
+    """The coordinator's `__transaction_state` records: every transition of the enricher's two transactions
+    on `topic_partition` (Ongoing with it, PrepareCommit, CompleteCommit with no partitions), and the last
+    state of every other producer id: (transactional id, when its last transaction completed)."""
+    topic, partition = topic_partition
+    entries: list[tuple[str, int, int, str, list[dict[str, Any]], int, int]] = []
+    data = [w for w in txn if not w.marker]
+    markers = [w for w in txn if w.marker]
+    for begin, end in zip(data, markers, strict=True):
+        parts = [{"topic": topic, "partitionIds": [partition]}]
+        entries += [(TXN_ID, TXN_PRODUCER_ID, 0, "Ongoing", parts, begin.timestamp - 3, begin.timestamp - 3),
+                    (TXN_ID, TXN_PRODUCER_ID, 0, "PrepareCommit", parts, end.timestamp - 2, begin.timestamp - 3),
+                    (TXN_ID, TXN_PRODUCER_ID, 0, "CompleteCommit", [], end.timestamp + 4, begin.timestamp - 3)]
+    entries += [(tid, pid, 0, "CompleteCommit", [], done + 4, done - 1_000)
+                for pid, (tid, done) in sorted(others.items())]
+    records = []
+    for i, (tid, pid, epoch, state, parts, updated, started) in enumerate(sorted(entries, key=lambda e: e[5])):
+        value = encode_transaction_log_value({
+            "producerId": pid, "producerEpoch": epoch, "transactionTimeoutMs": 60_000,
+            "transactionStatus": TXN_STATUS[state], "transactionPartitions": parts,
+            "transactionLastUpdateTimestampMs": updated, "transactionStartTimestampMs": started})
+        records.append(v2.Record(i, updated, encode_transaction_log_key(tid), value))
+    return [v2.build_batch([r], base_offset=r.offset, partition_leader_epoch=0) for r in records]

@@ -49,6 +49,7 @@ class Divergence:
     lost_offsets: list[int] | None = None    # [first, last] inclusive
     lagging_replicas: list[str] = field(default_factory=list)
     description: str = ""
+    impact: dict[str, Any] = field(default_factory=dict)    # what `replog impact` must find
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 
 from replog.formats.fileio import atomic_write
 from replog.formats.rocketmq.commitlog import CommitLogWriter
+from replog.formats.rocketmq.config_json import write_config
 from replog.samples.rocketmq_stores import FILE_SIZE, Built, Written, append, build, spec
 
 COMMON = 24        # messages both sides hold
@@ -62,6 +63,40 @@ def _damage(store: Built) -> list[dict[str, Any]]:
     ]
 
 
+def _topic(name: str) -> dict[str, Any]:
+    return {"topicName": name, "readQueueNums": 2, "writeQueueNums": 2, "perm": 6, "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": 0, "order": False}
+
+
+def _group(name: str) -> dict[str, Any]:
+    return {"groupName": name, "consumeEnable": True, "consumeBroadcastEnable": True, "retryQueueNums": 1,
+            "retryMaxTimes": 16, "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1}
+
+
+def _metadata(root: Path, topics: list[str], groups: list[str], offsets: dict[str, dict[int, int]],
+              delay: dict[int, int]) -> None:
+    """The store's `config/*.json` as the broker's config managers persist them (fastjson, int keys bare)."""
+    version = {"counter": 3, "timestamp": 1_700_000_000_000}
+    write_config(root / "config" / "topics.json", {"topicConfigTable": {t: _topic(t) for t in topics},
+                                                   "dataVersion": version})
+    write_config(root / "config" / "subscriptionGroup.json",
+                 {"subscriptionGroupTable": {g: _group(g) for g in groups}, "dataVersion": version})
+    write_config(root / "config" / "consumerOffset.json", {"offsetTable": offsets, "dataVersion": version})
+    write_config(root / "config" / "delayOffset.json", {"offsetTable": delay})
+
+
+def _impact() -> dict[str, Any]:
+    """What `impact` must find: billing read the slave's lost messages (queue offsets 12..14), audit did not;
+    the slave's metadata differs from the master's where the old master was changed after the failover."""
+    return {"slave_groups": {("orders@billing", 0): "consumed_lost", ("orders@billing", 1): "consumed_lost",
+                             ("orders@audit", 0): "unaffected", ("orders@audit", 1): "unaffected"},
+            "messages_consumed_lost": 5,
+            "metadata_differences": {"topics.json": ["legacy-orders", "payments"],
+                                     "subscriptionGroup.json": ["old-reporting"],
+                                     "consumerOffset.json": ["orders@audit", "orders@billing"],
+                                     "delayOffset.json": ["1", "3"]}}
+
+
 def generate_rocketmq_samples(out: Path) -> dict[str, Any]:
     """Write the three stores and PLANTED.json under `out` (which must not exist or be empty)."""
     common = [spec(i) for i in range(COMMON)]
@@ -69,12 +104,21 @@ def generate_rocketmq_samples(out: Path) -> dict[str, Any]:
     build(out / "master", common + [_other(i) for i in range(COMMON, COMMON + MASTER_TAIL)],
           epochs=[(1, 0), (2, point)])
     build(out / "slave", common + [spec(i) for i in range(COMMON, COMMON + SLAVE_TAIL)], epochs=[(1, 0)])
+    per_queue = COMMON // 2
+    _metadata(out / "master", ["orders", "payments"], ["billing", "audit"],
+              {"orders@billing": {0: per_queue + MASTER_TAIL // 2, 1: per_queue + MASTER_TAIL // 2},
+               "orders@audit": {0: per_queue, 1: per_queue}}, {1: 8, 3: 2})
+    _metadata(out / "slave", ["orders", "legacy-orders"], ["billing", "audit", "old-reporting"],
+              {"orders@billing": {0: per_queue + 3, 1: per_queue + 2}, "orders@audit": {0: 10, 1: 11}}, {1: 6})
     damaged = build(out / "damaged", [spec(i) for i in range(30)])
     planted = {
         "generator": "replog samples (rocketmq)",
         "divergences": [{"kind": "divergence", "master": "master", "slave": "slave", "protocol": "autoswitch",
                          "consistent_point": point, "slave_messages_lost": SLAVE_TAIL,
-                         "description": "the slave kept writing in epoch 1 after the master took epoch 2"}],
+                         "description": "the slave kept writing in epoch 1 after the master took epoch 2; group "
+                                        "billing had consumed messages there that are lost",
+                         "impact": {"slave_groups": {f"{k}/{q}": v for (k, q), v in _impact()["slave_groups"].items()},
+                                    **{k: v for k, v in _impact().items() if k != "slave_groups"}}}],
         "damage": _damage(damaged),
     }
     atomic_write(out / "PLANTED.json", json.dumps(planted, indent=2).encode())

@@ -28,10 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replog.formats.errors import ReplogError, UnreadableInput
-from replog.formats.fileio import atomic_write
+from replog.formats.fileio import atomic_write, confine_reads, read_policy
 from replog.formats.shape import Field, Shape
 from replog.recovery import outputs
 from replog.spark import cache, schemas
+from replog.spark.impact_tasks import write_impact
 from replog.spark.inputs import LOG_DIR, LogDir, discover, log_dirs_table
 from replog.spark.job import WORK, JobOptions, deal, task_function, total
 from replog.spark.replicas import replicas_frame
@@ -88,11 +89,13 @@ FLEET_SCAN_RESULT = Shape("out_dir", "mode", Field("log_dirs", shape=LOG_DIR), "
 # -- output dir ---------------------------------------------------------------------------
 
 
-def prepare_output(out_dir: str | os.PathLike[str], inputs: Sequence[LogDir], force: bool) -> Path:
-    """Create OUT; refuse an overlap with an input, or a non-empty OUT unless --force and a previous scan."""
-    return outputs.prepare_output(out_dir, [d.path for d in inputs
-                                            if d.fs is None or type(d.fs).__name__ == "LocalFileSystem"],
-                                  force, marker=MARKER)
+@contextmanager
+def claimed_output(out_dir: str | os.PathLike[str], inputs: Sequence[LogDir], force: bool) -> Iterator[Path]:
+    """OUT, held for the scan (`outputs.claimed_output`): created; an overlap with a local input, or a non-empty
+    OUT unless --force and a previous scan, refused. A failed scan's OUT stays: its marker says how it ended."""
+    local = [d.path for d in inputs if d.fs is None or type(d.fs).__name__ == "LocalFileSystem"]
+    with outputs.claimed_output(out_dir, local, force, marker=MARKER, keep_partial=True) as out:
+        yield out
 
 
 def _write_marker(out: Path, state: str, info: dict[str, Any]) -> None:
@@ -161,47 +164,54 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
         raise ReplogError("--since and --tail do not go together: a tail scan reads little to begin with")
     earlier = check_since(since, out_dir) if since is not None else None
     log_dirs, skipped = discover(paths, inventory, filesystem)
-    out = prepare_output(out_dir, log_dirs, force)
-    info = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped, "mode": "tail" if tail else "full",
-            "since": str(earlier) if earlier else None}
-    _write_marker(out, "running", info)
-    result = FleetScanResult(str(out), log_dirs, skipped, mode="tail" if tail else "full",
-                             since=str(earlier) if earlier else None)
-    try:
-        index = cache.inherit(earlier, out) if earlier is not None else None
-        if tail:
-            skipped += [f"{d.path}: a RocketMQ store (a tail scan compares Kafka replicas)"
-                        for d in log_dirs if d.kind != "kafka" or d.fs is not None]
-            log_dirs = [d for d in log_dirs if d.kind == "kafka" and d.fs is None]
-        units = [u for d in log_dirs for u in (d.tail_units() if tail else d.units(split_bytes, index))]
-        result.units = len(units)
-        with _spark(session, master, out, log_level, conf or {}) as spark:
-            watcher = _StageWatcher(spark.sparkContext, progress) if progress else None
-            if watcher:
-                watcher.start()
-            try:
-                reports = _run_job(spark, units, out, JobOptions(str(out), batches and not tail, record=not tail,
-                                                                 scan=secrets.token_hex(4)))
-                summed = total(reports)
-                result.errors, result.counts = summed["errors"], {**summed["counts"], "recorded": summed["recorded"]}
-                result.task_seconds = summed["task_seconds"]
-                _finish(spark, out, log_dirs, batches, tail, watcher,
-                        summed["rows"].get("batches", 0) + summed["rows"].get("replica_batches", 0))
-            finally:
+    policy = read_policy()
+    if policy.roots:  # the log dirs found (through a glob or an inventory) are inputs too
+        confine_reads([*policy.roots, *(d.path for d in log_dirs if d.fs is None)],
+                      follow_symlinks=policy.follow_symlinks)
+    with claimed_output(out_dir, log_dirs, force) as out:
+        info = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped, "mode": "tail" if tail else "full",
+                "since": str(earlier) if earlier else None}
+        _write_marker(out, "running", info)
+        result = FleetScanResult(str(out), log_dirs, skipped, mode="tail" if tail else "full",
+                                 since=str(earlier) if earlier else None)
+        try:
+            index = cache.inherit(earlier, out) if earlier is not None else None
+            if tail:
+                skipped += [f"{d.path}: a RocketMQ store (a tail scan compares Kafka replicas)"
+                            for d in log_dirs if d.kind != "kafka" or d.fs is not None]
+                log_dirs = [d for d in log_dirs if d.kind == "kafka" and d.fs is None]
+            units = [u for d in log_dirs for u in (d.tail_units() if tail else d.units(split_bytes, index))]
+            result.units = len(units)
+            with _spark(session, master, out, log_level, conf or {}) as spark:
+                watcher = _StageWatcher(spark.sparkContext, progress) if progress else None
                 if watcher:
-                    watcher.stop()
-        result.rows = table_rows(out)
-        result.divergent_replica_sets = replicas_diverging(load_table(out, "replicas"))
-    except KeyboardInterrupt:
-        _write_marker(out, "interrupted", info)
-        raise
-    except BaseException:
-        _write_marker(out, "failed", info)
-        raise
-    result.seconds = time.monotonic() - started
-    _write_marker(out, "complete", {**info, "rows": result.rows, "units": result.units, "reuse": result.reuse,
-                                    "counts": result.counts})
-    return result
+                    watcher.start()
+                try:
+                    policy = read_policy()
+                    reports = _run_job(spark, units, out, JobOptions(
+                        str(out), batches and not tail, record=not tail, scan=secrets.token_hex(4),
+                        read_roots=list(policy.roots), follow_symlinks=policy.follow_symlinks))
+                    summed = total(reports)
+                    result.errors = summed["errors"]
+                    result.counts = {**summed["counts"], "recorded": summed["recorded"]}
+                    result.task_seconds = summed["task_seconds"]
+                    _finish(spark, out, log_dirs, batches, tail, watcher,
+                            summed["rows"].get("batches", 0) + summed["rows"].get("replica_batches", 0))
+                finally:
+                    if watcher:
+                        watcher.stop()
+            result.rows = table_rows(out)
+            result.divergent_replica_sets = replicas_diverging(load_table(out, "replicas"))
+        except KeyboardInterrupt:
+            _write_marker(out, "interrupted", info)
+            raise
+        except BaseException:
+            _write_marker(out, "failed", info)
+            raise
+        result.seconds = time.monotonic() - started
+        _write_marker(out, "complete", {**info, "rows": result.rows, "units": result.units, "reuse": result.reuse,
+                                        "counts": result.counts})
+        return result
 
 
 @contextmanager
@@ -247,6 +257,10 @@ def _finish(spark: Any, out: Path, log_dirs: list[LogDir], with_batches: bool, t
                 .write.mode("overwrite").parquet(str(out / "replicas"))
     else:
         _replicas(spark, out, out / ("batches" if with_batches else f"{WORK}/replica_batches"), batch_rows)
+        if watcher:
+            watcher.step = "impact"
+        write_impact(spark, out, [d for d in log_dirs if d.kind == "kafka" and d.fs is None],
+                     [d.path for d in log_dirs if d.fs is not None])
     for name in schemas.TABLES:   # every table there, empty or not, for whoever reads OUT next
         if not (out / name).is_dir() and (name != "batches" or with_batches) and (name != "stores" or not tail):
             _write_table(out, name, schemas.TABLES[name].empty_table())

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from replog.formats.fileio import confine_reads
 from replog.spark import cache, schemas
 from replog.spark.sinks import COMPRESSION, FAST, ParquetSink
 from replog.spark.tasks import Context, run_unit
@@ -46,6 +47,8 @@ class JobOptions:
     record: bool = True
     scan: str = "scan"
     fast_threshold: int | None = 0
+    read_roots: list[str] | None = None    # the driver's `fileio.ReadPolicy`, which tasks read under too
+    follow_symlinks: bool = True
 
 
 def deal(units: list[Unit], bins: int) -> list[list[Unit]]:
@@ -94,6 +97,8 @@ class TaskFiles:
 def run_task(task: int, units: Iterable[Unit], options: JobOptions) -> dict[str, Any]:
     """Scan `units`, write their rows and their record; the task's report."""
     started, cpu = time.monotonic(), time.process_time()
+    # Reads confined as the driver's are; set on every task, as a Python worker outlives one scan's tasks.
+    confine_reads(options.read_roots or [], follow_symlinks=options.follow_symlinks)
     out = Path(options.out)
     files = TaskFiles(out, task)
     recorder = cache.Recorder(out, task, options.scan) if options.record else None

@@ -1,9 +1,71 @@
-"""One `replicas` row from the per-replica facts Spark has joined: sides at the divergence, records at risk."""
+"""Replica sets of a fleet scan: where replicas of one partition part, and who keeps what.
+
+Spark joins cheaply what only bounds the answer: the lowest offset L where one
+replica holds a batch another's range covers but does not hold identically
+(`fleet.replicas_frame`). For ordered logs no pairing can differ below L, so
+each replica's batches from L on (its tail; memory bounded by what differs)
+reach `replica_set_row`, which finds each replica's divergence from the leader
+with replay's own pairing (`divergence.first_difference_keys`, from the first
+batch reaching max(L, the higher log start)), the leader elected by replay's
+rule (`election.elect`). The set's first divergent offset is the lowest of
+them: what `replay` reports as `diverged_at`, replica by replica.
+"""
 from __future__ import annotations
 
 from typing import Any
 
-# -- replica sets ----------------------------------------------------------------------
+import numpy as np
+
+from replog.recovery.kafka.divergence import first_difference_keys, reaching
+from replog.recovery.kafka.election import Candidate, elect
+
+
+def replica_set_row(topic: str, partition: int, replicas: list[dict[str, Any]], *, cluster: str = "",
+                    topic_id: str | None = None) -> dict[str, Any]:
+    """One `replicas` row from each replica's facts and tail.
+
+    Each replica dict: broker, log_dir (optional: it tells two replicas of one broker apart),
+    log_start_offset, log_end_offset, high_watermark, latest_epoch, lower_bound (L, None when Spark
+    found nothing to compare) and tail (its kept batches ending at or after L: base_offset,
+    last_offset, crc, count; None when it holds none)."""
+    reps = [dict(r) for r in replicas]
+    lower = next((r["lower_bound"] for r in reps if r.get("lower_bound") is not None), None)
+    keys = [_keys(r.get("tail")) for r in reps]
+    d = None
+    if lower is not None:
+        lead = _leader_index(reps)
+        for k, r in enumerate(reps):
+            if k == lead:
+                continue
+            start = max(r["log_start_offset"], reps[lead]["log_start_offset"])
+            at = max(start, lower)
+            found = first_difference_keys([reaching(keys[k][0], at)], [reaching(keys[lead][0], at)], start)
+            d = found if d is None or (found is not None and found < d) else d
+    for r, (held, counts) in zip(reps, keys, strict=True):
+        r.update(_facts_at(d, held, counts, r["high_watermark"]))
+    return assemble_replica_set(topic, partition, reps, cluster=cluster, topic_id=topic_id)
+
+
+def _keys(tail: list[dict[str, Any]] | None) -> tuple[np.ndarray, np.ndarray]:
+    """(3, n) (base, last, crc) keys in offset order, and the record counts."""
+    rows = sorted(tail or [], key=lambda b: (b["base_offset"], b["last_offset"]))
+    keys = np.array([[b["base_offset"] for b in rows], [b["last_offset"] for b in rows], [b["crc"] for b in rows]],
+                    dtype=np.int64).reshape(3, len(rows))
+    return keys, np.array([b["count"] for b in rows], dtype=np.int64)
+
+
+def _facts_at(d: int | None, keys: np.ndarray, counts: np.ndarray, hw: int | None) -> dict[str, Any]:
+    """What a replica holds at D and from D on: the batch covering D, its records ending at or after D,
+    and of those the ones in batches starting below its high watermark."""
+    if d is None:
+        return {"divergent_offset": None, "at_d": None, "records_from_d": None, "committed_from_d": None}
+    cover = np.flatnonzero((keys[0] <= d) & (keys[1] >= d))
+    after = keys[1] >= d
+    committed = after & (keys[0] < hw) if hw is not None else np.zeros_like(after)
+    at_d = None if not len(cover) else dict(zip(("base_offset", "last_offset", "crc"),
+                                                (int(v) for v in keys[:, cover[0]]), strict=True))
+    return {"divergent_offset": d, "at_d": at_d, "records_from_d": int(counts[after].sum()) if after.any() else None,
+            "committed_from_d": int(counts[committed].sum()) if after.any() else None}
 
 
 def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, Any]], *, cluster: str = "",
@@ -43,7 +105,7 @@ def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, An
     d = next((r.get("divergent_offset") for r in reps if r.get("divergent_offset") is not None), None)
     if d is None:
         return row
-    leader = _leader(reps)
+    leader = reps[_leader_index(reps)]
     winner = _key(leader.get("at_d"))
     diverged = [r for r in reps if _key(r.get("at_d")) != winner and r.get("at_d") is not None]
     row.update(first_divergent_offset=d,
@@ -55,13 +117,10 @@ def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, An
     return row
 
 
-def _leader(reps: list[dict[str, Any]]) -> dict[str, Any]:
-    """The replica `replay` would elect from the same facts (`election.elect`; an unknown HW counts as 0)."""
-    from replog.recovery.kafka.election import Candidate, elect
-
-    name = elect([Candidate(str(k), r["high_watermark"] or 0, r["log_end_offset"], r["latest_epoch"])
-                  for k, r in enumerate(reps)]).name
-    return reps[int(name)]
+def _leader_index(reps: list[dict[str, Any]]) -> int:
+    """Which replica `replay` would elect from the same facts (`election.elect`; an unknown HW counts as 0)."""
+    return int(elect([Candidate(str(k), r["high_watermark"] or 0, r["log_end_offset"], r["latest_epoch"])
+                      for k, r in enumerate(reps)]).name)
 
 
 def _key(at_d: Any) -> tuple[int, int, int] | None:

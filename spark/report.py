@@ -1,13 +1,14 @@
 """`fleet report`: a fleet scan's health from its Parquet tables, with pyarrow alone (no Spark, instant).
 
 Totals, findings per broker of each cluster, the worst partitions, divergent replica sets with
-their divergence points, lagging replica sets, damaged segments, where a
+their divergence points and what their truncation does to consumer groups,
+producers and transactions, lagging replica sets, damaged segments, where a
 broker's checkpoints disagree with its logs, the RocketMQ stores, and the log
 dirs flagged at discovery (no cluster id: grouped by their inventory line or folder).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,12 @@ class FleetReport:
     damaged_segments: list[dict[str, Any]] = field(default_factory=list)
     checkpoint_disagreements: list[dict[str, Any]] = field(default_factory=list)
     stores: list[dict[str, Any]] = field(default_factory=list)      # RocketMQ stores, worst first
+    impact: list[dict[str, Any]] = field(default_factory=list)      # divergent sets' impact, worst first
     finding_codes: dict[str, int] = field(default_factory=dict)
     mode: str = "full"                                              # full | tail (`fleet scan --tail`)
     store_groups: list[dict[str, Any]] = field(default_factory=list)   # RocketMQ master and slaves of a broker
     flagged_log_dirs: list[dict[str, Any]] = field(default_factory=list)   # e.g. no cluster id: grouped by folder
+    broker_topics: list[dict[str, Any]] = field(default_factory=list)  # one per (broker, topic): the heat map
 
     @property
     def has_errors(self) -> bool:
@@ -50,6 +53,19 @@ class FleetReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def head(self, limit: int) -> FleetReport:
+        """The same report with each list of rows cut to `limit` (the page lists more than a terminal), and
+        of the heat map's cells only those with something to show, worst first."""
+        cut = {name: getattr(self, name)[:limit * factor] for name, factor in LISTED.items()}
+        cells = sorted((c for c in self.broker_topics if c["errors"] or c["warnings"] or c["divergent"]
+                        or c["lagging"]), key=lambda c: (-c["errors"], -c["divergent"], -c["warnings"], -c["lagging"],
+                                                         c["broker"], c["topic"]))
+        return replace(self, broker_topics=cells[:limit * 5], **cut)
+
+
+# the lists `limit` bounds, worst first, and how many times `limit` each may hold
+LISTED = {"worst_partitions": 1, "divergent": 1, "lagging": 1, "damaged_segments": 1, "checkpoint_disagreements": 5}
 
 
 def fails(errors: int, divergent_replica_sets: int) -> bool:
@@ -108,19 +124,27 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
         "damaged_segments": int(pc.sum(segs.column("damaged")).as_py() or 0),
         "stores": stores.num_rows,
         "errors": _count(sev, "error"), "warnings": _count(sev, "warning"), "infos": _count(sev, "info")}
-    rep.stores = sorted(stores.to_pylist(), key=lambda r: (-r["errors"], -r["warnings"], r["cluster"],
+    rep.stores = sorted(stores.to_pylist(), key=lambda r: (-r["errors"], -r["warnings"], r["cluster"] or "",
                                                            r["broker_name"] or "", r["broker"], r["path"]))
     rep.flagged_log_dirs = [r for r in dirs.to_pylist() if r["flags"]][:limit * 5]
     rep.store_groups = store_groups(rep.stores)[:limit]
+    impact = load_table(out, "impact").to_pylist()
+    rep.totals.update({k: sum(r[k] for r in impact) for k in ("groups_affected", "records_consumed_lost",
+                                                               "hanging_transactions")})
+    rep.impact = sorted(impact, key=lambda r: (-r["groups_affected"], -r["records_consumed_lost"],
+                                               -r["hanging_transactions"], r["cluster"] or "", r["topic"],
+                                               r["partition"]))[:limit]
     rep.brokers = _brokers(parts, finds)
     rep.topics = _topics(parts, reps)
     rep.finding_codes = dict(sorted(_group_count(finds, "code").items(), key=lambda kv: -kv[1]))
     rep.worst_partitions = _worst(parts, limit)
     rows = reps.to_pylist()
     rep.divergent = sorted((r for r in rows if r["first_divergent_offset"] is not None),
-                           key=lambda r: (-r["records_at_risk"], r["cluster"], r["topic"], r["partition"]))[:limit]
-    rep.lagging = sorted((r for r in rows if r["first_divergent_offset"] is None and r["leo_spread"]),
-                         key=lambda r: (-r["leo_spread"], r["cluster"], r["topic"], r["partition"]))[:limit]
+                           key=lambda r: (-r["records_at_risk"], r["cluster"] or "", r["topic"], r["partition"]))[:limit]
+    lagging = [r for r in rows if r["first_divergent_offset"] is None and r["leo_spread"]]
+    rep.totals["lagging_replica_sets"] = len(lagging)
+    rep.lagging = sorted(lagging, key=lambda r: (-r["leo_spread"], r["cluster"] or "", r["topic"], r["partition"]))[:limit]
+    rep.broker_topics = _broker_topics(parts, rows)
     damaged = segs.filter(segs.column("damaged"))
     rep.damaged_segments = sorted(damaged.select(["cluster", "broker", "topic", "partition", "path", "size",
                                                   "valid_bytes", "errors", "warnings"]).to_pylist(),
@@ -145,7 +169,7 @@ def store_groups(stores: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "roles": [r["role"] for r in members], "commitlog_max_offsets": ends,
                     "max_offset_spread": max(ends) - min(ends) if ends else 0,
                     "errors": sum(r["errors"] for r in members)})
-    return sorted(out, key=lambda g: (-g["max_offset_spread"], -g["errors"], g["cluster"], g["broker_name"]))
+    return sorted(out, key=lambda g: (-g["max_offset_spread"], -g["errors"], g["cluster"] or "", g["broker_name"]))
 
 
 def _mode(out: Path) -> str:
@@ -173,7 +197,8 @@ def _brokers(parts: pa.Table, finds: pa.Table) -> list[dict[str, Any]]:
     """Per broker of each cluster (one broker id in two clusters is two brokers)."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def row(cluster: str, broker: str) -> dict[str, Any]:
+    def row(cluster: str | None, broker: str) -> dict[str, Any]:
+        cluster = cluster or ""   # an older scan's rows have none
         return out.setdefault((cluster, broker), {"cluster": cluster, "broker": broker, "log_dirs": 0,
                                                   "partitions": 0, "bytes": 0, "errors": 0, "warnings": 0,
                                                   "infos": 0})
@@ -206,6 +231,33 @@ def _topics(parts: pa.Table, reps: pa.Table) -> list[dict[str, Any]]:
         t["max_hw_spread"] = max(t["max_hw_spread"], r["hw_spread"] or 0)
         t["divergent"] += r["first_divergent_offset"] is not None
         t["records_at_risk"] += r["records_at_risk"] or 0
+    return [out[k] for k in sorted(out)]
+
+
+def _broker_topics(parts: pa.Table, replica_sets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per broker and topic: partitions, their findings, and in how many replica sets of the topic the
+    broker's replica diverges (holds other batches, or nothing, where the set parts) or lags (ends below
+    the longest replica). A broker is named `cluster/broker` when the scan holds several clusters."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    several = parts.num_rows > 0 and len(pc.unique(parts.column("cluster"))) > 1
+
+    def cell(cluster: str | None, broker: str, topic: str) -> dict[str, Any]:
+        name = f"{cluster}/{broker}" if several else broker
+        return out.setdefault((name, topic), {"broker": name, "topic": topic, "partitions": 0, "errors": 0,
+                                              "warnings": 0, "divergent": 0, "lagging": 0})
+    if parts.num_rows:
+        g = parts.group_by(["cluster", "broker", "topic"]).aggregate([("partition", "count"), ("errors", "sum"),
+                                                                      ("warnings", "sum")])
+        for r in g.to_pylist():
+            c = cell(r["cluster"], r["broker"], r["topic"])
+            c.update(partitions=r["partition_count"], errors=r["errors_sum"] or 0, warnings=r["warnings_sum"] or 0)
+    for rs in replica_sets:
+        top = max(rs["log_end_offsets"] or [0])
+        parted = set(rs["diverged"] or []) | set(rs["behind"] or [])
+        for broker, leo in zip(rs["replicas"] or [], rs["log_end_offsets"] or [], strict=False):
+            c = cell(rs["cluster"], broker, rs["topic"])
+            c["divergent"] += broker in parted
+            c["lagging"] += broker not in parted and leo < top
     return [out[k] for k in sorted(out)]
 
 

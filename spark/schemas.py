@@ -84,6 +84,27 @@ REPLICAS = pa.schema([
 ])
 
 
+_AFFECTED_GROUP = pa.struct([("group", pa.string()), ("classification", pa.string()),
+                             ("records_consumed_lost", pa.int64())])
+_HANGING = pa.struct([("producer_id", pa.int64()), ("first_offset", pa.int64()), ("cause", pa.string())])
+IMPACT = pa.schema([                             # one row per divergent replica set (`recovery.kafka.impact`)
+    ("cluster", pa.string()),
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("replicas", pa.list_(pa.string())),
+    ("leader", pa.string()),                     # after the replay
+    ("groups", pa.int32()),                      # groups with a committed offset on the partition
+    ("groups_affected", pa.int32()),             # not `unaffected`
+    ("records_consumed_lost", pa.int64()),       # distinct lost records some group had read
+    ("producers_with_lost_writes", pa.int32()),
+    ("hanging_transactions", pa.int32()),
+    ("open_transactions", pa.int32()),
+    ("affected_groups", pa.list_(_AFFECTED_GROUP)),
+    ("hanging", pa.list_(_HANGING)),
+    ("error", pa.string()),                      # why the set could not be replayed (null: it was)
+])
+
+
 STORES = pa.schema([
     ("cluster", pa.string()),                    # brokerClusterName, or the group standing in for it
     ("broker", pa.string()),
@@ -142,7 +163,8 @@ TAIL_BATCHES = pa.schema([*(f for f in BATCHES if f.name in ("cluster", "broker"
                           ("partition_leader_epoch", pa.int32())])
 
 TABLES: dict[str, pa.Schema] = {"partitions": PARTITIONS, "segments": SEGMENTS, "findings": FINDINGS,
-                                "replicas": REPLICAS, "batches": BATCHES, "stores": STORES, "log_dirs": LOG_DIRS}
+                                "replicas": REPLICAS, "batches": BATCHES, "stores": STORES, "log_dirs": LOG_DIRS,
+                                "impact": IMPACT}
 
 
 def empty(schema: pa.Schema) -> pa.Table:

@@ -25,7 +25,8 @@ replica comparison reads (`replica_batches`, internal).
 
 A unit with `fs` set lives behind a pyarrow filesystem: its files are streamed
 to a scratch dir (`spark.remote`) and scanned there with the same code.
-Units are planned in `spark.units`, rows built in `spark.rows`.
+Units are planned in `spark.units`, rows built in `spark.rows`; replica sets
+(the `replicas` table) are `spark.replica_sets`.
 """
 from __future__ import annotations
 

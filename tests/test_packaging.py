@@ -59,6 +59,9 @@ def test_wheel_holds_only_replog_and_its_dist_info(wheel: Path) -> None:
                     if "generated" not in p.relative_to(REPO / folder).parts}
         assert expected <= set(code), sorted(expected - set(code))
     assert not [n for n in code if "/tests/" in n or "/bench/" in n or n.endswith((".pyc", ".whl"))]
+    templates = {f"replog/toolkit/{p.relative_to(REPO / 'toolkit').as_posix()}"
+                 for p in (REPO / "toolkit" / "templates").rglob("*.html.j2")}
+    assert templates and templates <= set(code), sorted(templates - set(code))   # the report pages' templates
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in dist_info if n.endswith("entry_points.txt")))
     assert b"replog = replog.toolkit.cli:main" in entry_points
 

@@ -44,3 +44,15 @@ def test_replay_finds_the_planted_divergence(fleet: tuple[Path, dict]) -> None:
         for name in div["lagging_replicas"]:
             assert by_name[name]["diverged_at"] is None and by_name[name]["lost"]["records"] == 0
             assert by_name[name]["log_end_offset_after"] == by_name[div["leader"]]["log_end_offset_after"]
+
+
+def test_impact_finds_what_the_divergence_did_to_groups_producers_and_transactions(fleet: tuple[Path, dict]) -> None:
+    from replog.recovery.kafka.impact import read_impact
+
+    root, planted = fleet
+    div = next(v for v in planted["divergences"] if v["kind"] == "divergence")
+    impact = read_impact(replay_paths([f"{b}={root / b / div['dir']}" for b in planted["brokers"]])).to_dict()
+    assert {g["group"]: g["classification"] for g in impact["consumer_groups"]} == div["impact"]["groups"]
+    assert [{"producer_id": t["producer_id"], "first_offset": t["first_offset"]}
+            for t in impact["transactions"] if t["state"] == "hanging"] == div["impact"]["hanging_transactions"]
+    assert sorted({p["producer_id"] for p in impact["producers"]}) == div["impact"]["producers_with_lost_writes"]

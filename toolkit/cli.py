@@ -42,6 +42,28 @@ class DumpFormat(StrEnum):
     dump_log = "dump-log"
 
 
+FollowOpt = Annotated[bool, typer.Option(
+    "--follow-symlinks", help="read what symlinks under the inputs lead to outside them (by default such a "
+    "file is reported, SYMLINK_OUTSIDE_INPUTS, and not read)")]
+
+
+def _confine(inputs: list[str] | list[Path], follow: bool, *outputs: Path | None) -> None:
+    """Reads go no further than the inputs' trees (and this command's outputs), unless `follow`."""
+    from replog.formats.discovery import input_roots
+    from replog.formats.fileio import confine_reads
+    from replog.recovery.naming import parse_named
+    paths = [parse_named(str(p))[1] for p in inputs]
+    confine_reads([*input_roots(paths), *(o for o in outputs if o is not None)], follow_symlinks=follow)
+
+
+def _also_read(*given: Path | list[Path] | None) -> list[str]:
+    """Inputs given by option (--metadata, --partition-state, --offsets): read, so confined like the replicas."""
+    out: list[str] = []
+    for g in given:
+        out += [] if g is None else [str(p) for p in (g if isinstance(g, list) else [g])]
+    return out
+
+
 DumpFormatOpt = Annotated[DumpFormat | None, typer.Option(
     "--format", "-f", help="table (default on a terminal), json, jsonl (default in a pipe), or dump-log "
     "(kafka-dump-log.sh's text, line for line)")]
@@ -96,6 +118,7 @@ def dump(
         "--verify-index-only", help="check index entries against the log, print only problems")] = False,
     index_sanity_check: Annotated[bool, typer.Option(
         "--index-sanity-check", help="run the broker's index sanity check")] = False,
+    follow_symlinks: FollowOpt = False,
     fmt: DumpFormatOpt = None,
 ) -> None:
     """Decode broker files: segments, indexes, snapshots, checkpoints, RocketMQ files.
@@ -124,6 +147,7 @@ def dump(
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise typer.BadParameter(f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing to dump")
     inputs = _dump_inputs(paths or [], files or [])
+    _confine([str(p) for p in inputs], follow_symlinks)
     opts = DumpOptions(deep=deep, print_data=print_data, key_decoder=key_decoder, value_decoder=value_decoder,
                        offsets_decoder=offsets_decoder, txn_decoder=txn_decoder,
                        metadata_decoder=metadata_decoder, from_offset=from_offset, to_offset=to_offset,
@@ -145,10 +169,17 @@ def _dump_inputs(paths: list[Path], files: list[str]) -> list[str | os.PathLike[
     return out
 
 
+BrokerVersionOpt = Annotated[str | None, typer.Option(
+    "--broker-version", metavar="VERSION",
+    help="RocketMQ: the broker's version, for its recovery rule (e.g. 4.9.8, 5.3.1, 5.3.3); default: the newest")]
+
+
 @app.command(cls=ReplogCommand)
 @guarded
 def ls(
     path: Annotated[Path, typer.Argument(metavar="PATH", help="broker log dir, partition dir, or RocketMQ store")],
+    broker_version: BrokerVersionOpt = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Overview: one row per partition with segments, offsets, high watermark, epochs and flags.
@@ -157,7 +188,8 @@ def ls(
     """
     from replog.toolkit.commands import run_ls
 
-    raise typer.Exit(run_ls(path, fmt))
+    _confine([path], follow_symlinks)
+    raise typer.Exit(run_ls(path, fmt, broker_version))
 
 
 @app.command(cls=ReplogCommand)
@@ -167,6 +199,10 @@ def doctor(
         metavar="PATH...", help="broker log dirs, partition dirs or single files")],
     manifest: Annotated[Path | None, typer.Option(
         "--manifest", metavar="FILE", help="write a SHA-256 evidence manifest of every input read")] = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="write a self-contained HTML report: the findings over each file's bytes")
+    ] = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Verify everything under PATH: batches, segments, indexes, epochs, snapshots, checkpoints.
@@ -179,10 +215,13 @@ def doctor(
       replog doctor /var/kafka-logs
 
       replog doctor /var/kafka-logs/orders-3 --manifest evidence.json --format json
+
+      replog doctor /var/kafka-logs --html doctor.html
     """
     from replog.toolkit.doctor_view import run_doctor
 
-    raise typer.Exit(run_doctor(paths, manifest, fmt))
+    _confine(paths, follow_symlinks, manifest, html)
+    raise typer.Exit(run_doctor(paths, manifest, fmt, html))
 
 
 @app.command(cls=ReplogCommand)
@@ -194,7 +233,12 @@ def recover(
         "--out", metavar="DIR", help="new log dir to write the recovered partition into")],
     salvage: Annotated[bool, typer.Option(
         "--salvage", help="also keep valid batches found after damaged bytes")] = False,
+    broker_version: BrokerVersionOpt = None,
+    rebuild_queues: Annotated[bool, typer.Option(
+        "--rebuild-queues",
+        help="RocketMQ: rebuild every consume queue entry (default: keep the broker's, as its recovery does)")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace a non-empty output dir")] = False,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """What the broker's unclean-shutdown recovery would make of a partition, written to DIR.
@@ -210,7 +254,8 @@ def recover(
     """
     from replog.toolkit.doctor_view import run_recover
 
-    raise typer.Exit(run_recover(partition_dir, out, salvage, force, fmt))
+    _confine([partition_dir], follow_symlinks, out)
+    raise typer.Exit(run_recover(partition_dir, out, salvage, force, fmt, broker_version, rebuild_queues))
 
 
 ReplicaArgs = Annotated[list[str], typer.Argument(
@@ -219,6 +264,16 @@ ProtocolOpt = Annotated[str | None, typer.Option(
     "--protocol", metavar="PROTOCOL", help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch")]
 LeaderOpt = Annotated[str | None, typer.Option(
     metavar="NAME", help="replica to follow; default: the one the controller would elect")]
+MetadataOpt = Annotated[Path | None, typer.Option(
+    "--metadata", metavar="DIR",
+    help="Kafka: the KRaft __cluster_metadata-0 dir (or a log dir holding it): the controller's elections")]
+PartitionStateOpt = Annotated[Path | None, typer.Option(
+    "--partition-state", metavar="FILE",
+    help="Kafka (ZooKeeper): the partition state JSON {controller_epoch, leader, leader_epoch, isr}")]
+OffsetsOpt = Annotated[list[Path] | None, typer.Option(
+    "--offsets", metavar="LOGDIR", exists=True, file_okay=False,
+    help="a broker log dir holding __consumer_offsets (and __transaction_state); repeatable. The replicas' "
+    "own log dirs are always searched")]
 
 
 @app.command(cls=ReplogCommand)
@@ -231,7 +286,12 @@ def replay(
         "--html", metavar="FILE", help="write a self-contained HTML report here")] = None,
     export_lost: Annotated[Path | None, typer.Option(
         metavar="DIR", help="save the records replicas would lose here first")] = None,
+    metadata: MetadataOpt = None,
+    partition_state: PartitionStateOpt = None,
+    broker_version: BrokerVersionOpt = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
+    offsets: OffsetsOpt = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay the replication protocol offline between replicas of one partition.
@@ -244,10 +304,14 @@ def replay(
       replog replay b1=/data/b1/orders-2 b2=/data/b2/orders-2 b3=/data/b3/orders-2
 
       replog replay b1=... b2=... --leader b2 --protocol hw --html replay.html
-    """
-    from replog.toolkit.commands import run_replay
 
-    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt))
+      replog replay /data/b1/orders-2 /data/b2/orders-2 --metadata /data/b1/__cluster_metadata-0
+    """
+    from replog.toolkit.commands import ReplayOptions, run_replay
+
+    _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html, export_lost)
+    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt,
+                                ReplayOptions(metadata, partition_state, broker_version), offsets))
 
 
 @app.command(cls=ReplogCommand)
@@ -263,6 +327,14 @@ def repair(
         "--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
     backup: Annotated[Path | None, typer.Option(
         metavar="DIR", help="with --in-place: empty dir to back the replicas up into first")] = None,
+    metadata: MetadataOpt = None,
+    partition_state: PartitionStateOpt = None,
+    broker_version: BrokerVersionOpt = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="write the replay's self-contained HTML report, with what was written")
+    ] = None,
+    offsets: OffsetsOpt = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
@@ -273,17 +345,57 @@ def repair(
     Example: replog repair b1=/data/b1/orders-2 b2=/data/b2/orders-2 --out /tmp/repaired
 
     With --in-place --backup DIR (brokers stopped!) the replicas are backed up to DIR, then each is swapped
-    atomically for its repaired self; if that is interrupted, running it again restores everything from DIR.
+    atomically for its repaired self; a running broker or a second run is refused (the log dirs' .lock). If
+    that is interrupted, running it again starts over (nothing swapped yet) or restores everything from DIR.
     """
-    from replog.toolkit.commands import run_repair, run_repair_in_place
+    from replog.toolkit.commands import ReplayOptions, run_repair, run_repair_in_place
 
+    given = ReplayOptions(metadata, partition_state, broker_version)
+    _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, out, backup, html)
     if in_place:
-        if backup is None or out is not None:
-            raise typer.BadParameter("--in-place needs --backup DIR and no --out")
-        raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt))
+        if backup is None or out is not None or html is not None:
+            raise typer.BadParameter("--in-place needs --backup DIR, and takes no --out or --html")
+        raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt, given))
     if out is None:
         raise typer.BadParameter("--out DIR is required (or --in-place --backup DIR)")
-    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt))
+    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt, given, html, offsets))
+
+
+@app.command(cls=ReplogCommand)
+@guarded
+def impact(
+    replicas: ReplicaArgs,
+    offsets: OffsetsOpt = None,
+    leader: LeaderOpt = None,
+    protocol: ProtocolOpt = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="write a self-contained HTML report here")] = None,
+    metadata: MetadataOpt = None,
+    partition_state: PartitionStateOpt = None,
+    broker_version: BrokerVersionOpt = None,
+    follow_symlinks: FollowOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """What a replay's truncation means for consumer groups, producers and transactions.
+
+    Kafka: each group committed on the partition (__consumer_offsets) is unaffected,
+    consumed lost records, will detect the truncation or will reset by auto.offset.reset;
+    producers whose writes are lost, and what the new leader does with their next batch;
+    transactions left open or hanging (__transaction_state, markers lost).
+    RocketMQ: consumer offsets against each queue after the replay, master and slave metadata.
+    Exit 1 when a replica loses records or would fail.
+
+    Examples:
+
+      replog impact b1=/data/b1/orders-2 b2=/data/b2/orders-2 b3=/data/b3/orders-2
+
+      replog impact b1=... b3=... --offsets /data/b2 --format json
+    """
+    from replog.toolkit.commands import ReplayOptions, run_impact
+
+    _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html)
+    raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt,
+                                ReplayOptions(metadata, partition_state, broker_version)))
 
 
 @samples_app.command("generate", cls=ReplogCommand)
@@ -327,6 +439,7 @@ def fleet_scan(
         "--tail", help="compare replicas from checkpoints, epoch files and segment tails only (fast)")] = False,
     conf: Annotated[list[str] | None, typer.Option(
         "--conf", metavar="KEY=VALUE", help="a Spark setting, as spark-submit takes it (repeatable)")] = None,
+    follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Scan every partition of every log dir with Spark; Parquet tables partitions, segments,
@@ -352,6 +465,7 @@ def fleet_scan(
         if not sep or not key.strip():
             raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--conf")
         settings[key.strip()] = value
+    _confine([p for p in paths or [] if "://" not in p], follow_symlinks, out, inventory, since)
     raise typer.Exit(run_fleet_scan(paths or [], out, master, inventory, batches, force, split_bytes, fmt,
                                     spark_log_level, since=since, tail=tail, conf=settings))
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 
+from replog.toolkit.impact_view import print_with_impact
 from replog.toolkit.output import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -51,13 +55,15 @@ def run_dump(make_entries: Entries, fmt: Format | str | None, print_data: bool,
     Not through `render`: a dump can be millions of entries, so JSON lines and
     the kafka-dump-log style text are written as they are decoded, never held.
     """
-    from replog.toolkit.dump_log import dump_log_lines
+    from replog.toolkit.dump_log import Gaps, dump_log_lines
     from replog.toolkit.dump_view import print_entries
 
     errors = [False]
     with _dump_stream(make_entries, errors) as entries:
         if fmt == DUMP_LOG:
-            write_lines(dump_log_lines(entries, print_data, skip_record_metadata))
+            gaps = Gaps()
+            write_lines(dump_log_lines(entries, print_data, skip_record_metadata, gaps))
+            write_lines(gaps.lines(), sys.stderr)
         elif (chosen := resolve(None if fmt is None else Format(fmt))) is Format.jsonl:
             write_jsonl(entries)
         elif chosen is Format.json:
@@ -67,15 +73,15 @@ def run_dump(make_entries: Entries, fmt: Format | str | None, print_data: bool,
     return EXIT_FINDINGS if errors[0] else EXIT_CLEAN
 
 
-def write_lines(lines: Iterable[str]) -> None:
-    out = sys.stdout
+def write_lines(lines: Iterable[str], out: TextIO | None = None) -> None:
+    out = out or sys.stdout
     for line in lines:
         out.write(line)
         out.write("\n")
     out.flush()
 
 
-def run_ls(path: Any, fmt: Format | None) -> int:
+def run_ls(path: Any, fmt: Format | None, broker_version: str | None = None) -> int:
     """One row per partition of every Kafka log dir or partition dir under PATH (found as doctor finds
     them), or the overview of the RocketMQ store there. A partition that cannot be read is a row
     marked with its problem; exit 1 when any row (or a log dir's checkpoint) has an error finding."""
@@ -93,7 +99,9 @@ def run_ls(path: Any, fmt: Format | None) -> int:
                               + ", ".join(str(root) for _, root in roots))
     if stores:
         from replog.toolkit.rocketmq_views import run_ls_store
-        return run_ls_store(stores[0], fmt)
+        return run_ls_store(stores[0], fmt, broker_version)
+    if broker_version is not None:
+        raise typer.BadParameter(f"--broker-version is for RocketMQ stores; {path} holds none")
     with work_progress("ls") as progress:
         parts, dir_findings = summarize_roots(roots, Tally.of(progress, [root for _, root in roots], ".log"))
     for f in dir_findings:
@@ -104,55 +112,132 @@ def run_ls(path: Any, fmt: Format | None) -> int:
                     + [f.severity.value for f in dir_findings])
 
 
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What replay and repair may be told beyond the replicas: the Kafka controller's record of elections
+    (`--metadata`, `--partition-state`) or the RocketMQ broker's version (`--broker-version`)."""
+
+    metadata: Any = None
+    partition_state: Any = None
+    broker_version: str | None = None
+
+    def for_kafka(self) -> dict[str, Any]:
+        if self.broker_version is not None:
+            raise typer.BadParameter("--broker-version is for RocketMQ stores; these are Kafka replicas")
+        return {"metadata": None if self.metadata is None else str(self.metadata),
+                "partition_state": None if self.partition_state is None else str(self.partition_state)}
+
+    def for_rocketmq(self) -> str | None:
+        if self.metadata is not None or self.partition_state is not None:
+            raise typer.BadParameter("--metadata and --partition-state are for Kafka replicas; these are RocketMQ "
+                                     "stores")
+        return self.broker_version
+
+
 def _is_rocketmq(specs: list[str]) -> bool:
     from replog.formats.discovery import is_rocketmq_store
     from replog.recovery.naming import parse_named
-    return is_rocketmq_store(parse_named(specs[0])[1])
+    return bool(specs) and is_rocketmq_store(parse_named(specs[0])[1])
 
 
 def run_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, export_lost: Any,
-               force: bool, fmt: Format | None) -> int:
+               force: bool, fmt: Format | None, given: ReplayOptions = ReplayOptions(),
+               offsets: list[Any] | None = None) -> int:
     """Replay and render; `--export-lost` saves what would be lost before anything else happens.
+    With `__consumer_offsets` beside the replicas (or under `offsets`), the impact is added.
     Exit 1 when a replica loses records or would fail (`exit_for_replay`)."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_replay
-        return run_rocketmq_replay(specs, leader, protocol, html, force, fmt)
-    from replog.formats.fileio import atomic_write
+        return run_rocketmq_replay(specs, leader, protocol, html, force, fmt, given.for_rocketmq())
     from replog.recovery.kafka.replay import replay_paths
+    from replog.recovery.outputs import evidence_roots
     from replog.toolkit.replay_view import print_replay, replay_html
 
+    report = kafka_report_target(html, specs)
     with work_progress("loading replicas") as progress:
-        result = replay_paths(specs, leader, protocol or "epoch", progress)
+        result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
     if export_lost is not None:
         from replog.recovery.kafka.export import export_lost as export
         files = export(result, export_lost, force=force)
         stderr_note(f"saved {len(files)} files of records that would be lost under {export_lost}")
-    if html is not None:
-        from replog.recovery.outputs import evidence_roots, prepare_file_output
-        atomic_write(prepare_file_output(html, evidence_roots(r.replica.path for r in result.replicas)),
-                     replay_html(result).encode())
-    render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
+    impact = _impact_doc(result, offsets or [])
+    doc = result.to_dict() | ({"impact": impact} if impact is not None else {})
+    if report is not None:
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result, doc), evidence_roots(r.replica.path for r in result.replicas))
+    render(resolve(fmt), doc,
+           lambda console: print_with_impact(lambda: print_replay(result, console), impact, console))
     return exit_for_replay(result)
 
 
+def _impact_doc(result: Any, offsets: list[Any]) -> dict[str, Any] | None:
+    """The impact of a Kafka replay as JSON, when consumer offsets are on the disks."""
+    from replog.recovery.kafka.impact import impact_of_replay
+
+    impact = impact_of_replay(result, offsets)
+    return None if impact is None else impact.to_dict()
+
+
+def run_impact(specs: list[str], offsets: list[Any], leader: str | None, protocol: str | None, html: Any,
+               fmt: Format | None, given: ReplayOptions = ReplayOptions()) -> int:
+    """Replay, then what its truncation means for consumers, producers and transactions; exit as replay."""
+    if _is_rocketmq(specs):
+        from replog.toolkit.rocketmq_views import run_rocketmq_impact
+        return run_rocketmq_impact(specs, leader, protocol, html, fmt, given.for_rocketmq())
+    from replog.recovery.kafka.impact import read_impact
+    from replog.recovery.kafka.replay import replay_paths
+    from replog.recovery.outputs import evidence_roots
+    from replog.toolkit.impact_view import print_impact
+    from replog.toolkit.replay_view import replay_html
+
+    report = kafka_report_target(html, specs)
+    with work_progress("loading replicas") as progress:
+        result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
+    impact = read_impact(result, offsets).to_dict()
+    if report is not None:
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result, result.to_dict() | {"impact": impact}),
+                   evidence_roots(r.replica.path for r in result.replicas))
+    render(resolve(fmt), impact, lambda console: print_impact(impact, console))
+    return exit_for_replay(result)
+
+
+def kafka_report_target(html: Any, specs: list[str]) -> Path | None:
+    """Where an --html page of replicas goes, refused before any work: a report inside the evidence (any
+    replica's log dir) is a usage error, not a late surprise."""
+    from replog.recovery.naming import parse_named
+    from replog.recovery.outputs import evidence_roots, prepare_file_output
+
+    return None if html is None else prepare_file_output(html, evidence_roots(parse_named(s)[1] for s in specs))
+
+
 def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-               fmt: Format | None) -> int:
+               fmt: Format | None, given: ReplayOptions = ReplayOptions(), html: Any = None,
+               offsets: list[Any] | None = None) -> int:
     """Replay, write the repaired replicas, verify them; exit 1 if a replica loses records or would fail,
-    or verification found a problem."""
+    or verification found a problem. `html`: the replay's page, with what was written."""
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_repair
-        return run_rocketmq_repair(specs, out, leader, protocol, force, fmt)
+        return run_rocketmq_repair(specs, out, leader, protocol, force, fmt, given.for_rocketmq(), html)
     from replog.recovery.kafka.repair import repair
     from replog.recovery.kafka.replay import replay_paths
-    from replog.toolkit.replay_view import print_replay
+    from replog.toolkit.replay_view import print_replay, replay_html
 
+    report = kafka_report_target(html, specs)
     with work_progress("loading replicas") as progress:
-        result = replay_paths(specs, leader, protocol or "epoch", progress)
+        result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
+    impact = _impact_doc(result, offsets or [])
     repaired = repair(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
+    if impact is not None:
+        payload["impact"] = impact
+    if report is not None:
+        from replog.recovery.outputs import evidence_roots
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result, payload), evidence_roots(r.replica.path for r in result.replicas))
 
     def show(console: Console) -> None:
-        print_replay(result, console)
+        print_with_impact(lambda: print_replay(result, console), impact, console)
         print_repaired(repaired, console, lambda r: (r.identical_to_leader,
                                                      f"LEO {r.log_end_offset} HW {r.high_watermark}"))
 
@@ -161,13 +246,15 @@ def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | N
 
 
 def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, protocol: str | None,
-                        fmt: Format | None) -> int:
-    from replog.recovery.kafka.inplace import repair_in_place
+                        fmt: Format | None, given: ReplayOptions = ReplayOptions()) -> int:
+    from replog.recovery.kafka.inplace import holding, repair_in_place
     from replog.recovery.kafka.replay import replay_paths
+    from replog.recovery.naming import parse_named
 
-    with work_progress("loading replicas") as progress:
-        result = replay_paths(specs, leader, protocol or "epoch", progress)
-    repaired = repair_in_place(result, backup)
+    with holding([parse_named(spec)[1] for spec in specs], backup):   # read and written under the same locks
+        with work_progress("loading replicas") as progress:
+            result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
+        repaired = repair_in_place(result, backup)
     payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
     # one line per replica for a person; --format jsonl has always written the indented document here
     if resolve(fmt) is Format.table:

@@ -133,38 +133,48 @@ def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path]
 # --- command glue ------------------------------------------------------------------
 
 
-def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any) -> int:
-    """diagnose -> optional manifest -> render; exit 1 on error findings."""
+def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any, html: Path | None = None) -> int:
+    """diagnose -> optional manifest and page -> render; exit 1 on error findings."""
     from replog.recovery.doctor import diagnose
     from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, resolve
     from replog.toolkit.progress import work_progress
     from replog.toolkit.render import render
 
-    if manifest is not None:
-        write_manifest_check(manifest, paths)
+    for target in (manifest, html):
+        if target is not None:
+            write_manifest_check(target, paths)
     with work_progress("doctor") as progress:
         report = diagnose(list(paths), progress)
     if manifest is not None:
         write_manifest(manifest, report.inputs, list(paths))
     doc = report.to_dict()
+    if html is not None:
+        from replog.toolkit.doctor_page import render_doctor
+        from replog.toolkit.pages import write_page
+        write_page(html, render_doctor(doc), paths)
     render(resolve(fmt), doc, lambda console: print_doctor(doc, console, paths),
            lines=[dict(f, kind="finding") for f in doc["findings"]] + [dict(doc["summary"], kind="summary")])
     return EXIT_FINDINGS if report.has_errors else EXIT_CLEAN
 
 
 def write_manifest_check(target: Path, roots: list[Path]) -> None:
-    """Refuse a manifest inside an input tree before any work is done."""
+    """Refuse a manifest (or page) inside an input tree before any work is done."""
     prepare_file_output(target, roots)
 
 
-def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt: Any) -> int:
+def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt: Any,
+                broker_version: str | None = None, rebuild_queues: bool = False) -> int:
     from replog.formats.discovery import is_rocketmq_store
     from replog.recovery.kafka.recover import recover_partition
     from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, resolve
     from replog.toolkit.render import render
 
     if is_rocketmq_store(partition_dir):
-        return _recover_store(partition_dir, out, force, fmt)
+        return _recover_store(partition_dir, out, force, fmt, broker_version, rebuild_queues)
+    if broker_version is not None or rebuild_queues:
+        from replog.formats.errors import UnreadableInput
+        raise UnreadableInput("--broker-version and --rebuild-queues are for RocketMQ stores; "
+                              f"{partition_dir} is not one")
     from replog.toolkit.progress import work_progress
 
     with work_progress("recover") as progress:
@@ -174,16 +184,24 @@ def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt:
     return EXIT_FINDINGS if result.has_errors else EXIT_CLEAN
 
 
-def _recover_store(store: Path, out: Path, force: bool, fmt: Any) -> int:
-    """RocketMQ: the broker's abnormal recovery, consume queues and index rebuilt, into OUT."""
+def _recover_store(store: Path, out: Path, force: bool, fmt: Any, broker_version: str | None,
+                   rebuild_queues: bool) -> int:
+    """RocketMQ: the broker's abnormal recovery into OUT: its consume queues (or all rebuilt), index rebuilt."""
     from replog.recovery.rocketmq.recover import recover_store
     from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, write_json
+    from replog.toolkit.rocketmq_views import recovery_line
 
-    result = recover_store(store, out, force=force)
-    # a one-line summary for a person; --format jsonl has always written the indented document here
+    result = recover_store(store, out, force=force, broker_version=broker_version, rebuild_queues=rebuild_queues)
+    # a short summary for a person; --format jsonl has always written the indented document here
     if resolve(fmt) is Format.table:
-        Console().print(f"recovered RocketMQ store [bold]{store}[/] → {result['output']}: commitlog truncated "
-                        f"to {result['truncated_to']}, {len(result.get('findings', []))} findings")
+        queues = result["rebuilt"]["queues"]
+        how = ("rebuilt from every message" if queues["mode"] == "rebuilt" else
+               f"the broker's: {queues['kept']} entries kept, {queues['dispatched']} dispatched")
+        console = Console()
+        console.print(f"recovered RocketMQ store [bold]{store}[/] → {result['output']}: commitlog truncated "
+                      f"to {result['truncated_to']}, {len(result.get('findings', []))} findings; consume queues "
+                      f"{how}")
+        console.print(recovery_line(result["recovery"]))
     else:
         write_json(result)
     met = result.get("findings", []) + result.get("verification", {}).get("findings", [])

@@ -6,7 +6,8 @@ rules are those of Kafka's `DumpLogSegments` (core/src/main/scala/kafka/tools/
 DumpLogSegments.scala, 3.6+):
 
 - every file: `Dumping <path>`; a `.log`: `Log starting offset: <base offset
-  in its name>`; a KRaft `.checkpoint`: `Snapshot end offset: N, epoch: E`.
+  in its name>`; a KRaft `.checkpoint`: `Snapshot end offset: N, epoch: E`
+  (`KRaft bootstrap snapshot` for `bootstrap.checkpoint`).
 - a v2 batch (`printBatchLevel`): `baseOffset: .. lastOffset: .. count: ..
   baseSequence: .. lastSequence: .. producerId: .. producerEpoch: ..
   partitionLeaderEpoch: .. isTransactional: .. isControl: .. deleteHorizonMs:
@@ -35,12 +36,16 @@ Known differences: `position` is the batch's byte position (Kafka sums the
 sizes of the batches before it: the same number on an undamaged log), the
 inner messages of a compressed v0/v1 wrapper print no `isValid`/`crc` (replog
 does not keep their own CRC), and KRaft snapshot header/footer/voters control
-records print `controlType: NAME(id)` rather than their JSON. Values a decoder
-cannot decode print as `<hex:...>`.
+records print as Kafka prints them (`SnapshotHeader {"version":0,...}`, the
+JSON of their schema's fields), `LEADER_CHANGE` as `controlType: NAME(id)`. An
+offset index with no whole entry prints `<file> is empty.`; a deep dump ends
+with kafka-dump-log's stderr report of non-consecutive offsets (bounded: see
+`Gaps`). Values a decoder cannot decode print as `<hex:...>`.
 """
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +55,9 @@ from replog.formats.render import is_undecodable
 
 Entry = dict[str, Any]
 _CONTROL_IDS = {name: type_id for type_id, name in control.CONTROL_TYPE_NAMES.items()}
+# KRaft control records kafka-dump-log prints as `<Name> <JSON>` (its *JsonConverter.write): field order as the schema
+_KRAFT_JSON = {"SNAPSHOT_HEADER": "SnapshotHeader", "SNAPSHOT_FOOTER": "SnapshotFooter",
+               "KRAFT_VERSION": "KRaftVersion", "KRAFT_VOTERS": "KRaftVoters"}
 
 
 def _java(v: Any) -> str:
@@ -66,6 +74,8 @@ def _header(e: Entry) -> Iterator[str]:
         seg = names.parse_segment_file_name(name)
         if seg is not None:
             yield f"Log starting offset: {seg.base_offset}"
+    elif name == "bootstrap.checkpoint":  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
+        yield "KRaft bootstrap snapshot"
     elif name.endswith(".checkpoint") and e.get("file_kind") == "kafka-kraft-snapshot":
         offset, _, epoch = name.removesuffix(".checkpoint").partition("-")
         if offset.isdigit() and epoch.isdigit():
@@ -108,6 +118,8 @@ def _record_metadata(e: Entry, batch: Entry) -> str:
         kind = e.get("control_type", "INVALID")
         if kind in ("COMMIT", "ABORT") and "coordinator_epoch" in e:
             line += f" endTxnMarker: {kind} coordinatorEpoch: {e['coordinator_epoch']}"
+        elif kind in _KRAFT_JSON and e.get("control_value") is not None:
+            line += f" {_KRAFT_JSON[kind]} {json.dumps(e['control_value'], separators=(',', ':'))}"
         else:
             line += f" controlType: {kind}({_CONTROL_IDS.get(kind, -1)})"
     return line
@@ -151,18 +163,72 @@ _SIMPLE = {
 }
 
 
-def dump_log_lines(entries: Iterable[Entry], print_data: bool, skip_record_metadata: bool) -> Iterator[str]:
-    """kafka-dump-log's lines for a stream of dump entries, as they come."""
+class Gaps:
+    """kafka-dump-log's "Non-consecutive offsets in <file>" report of a deep dump (printed on stderr at the end).
+
+    Kafka compares every record's offset with the one before it in the same
+    file (control records included) and lists each pair that is not +1, newest
+    first (`DumpLogSegments.dumpLog` prepends to a list; `main` prints it). A
+    compacted log can have a gap per batch, so only the newest `KEEP` pairs of
+    a file are kept and a count of the rest is printed on a line of replog's
+    own: memory stays bounded by the number of files named.
+    """
+
+    KEEP = 10_000
+
+    def __init__(self) -> None:
+        self.pairs: dict[str, deque[tuple[int, int]]] = {}
+        self.dropped: dict[str, int] = {}
+        self._path = ""
+        self._last = -1
+
+    def start(self, path: str) -> None:
+        self._path, self._last = str(Path(path).absolute()), -1
+
+    def see(self, offset: int) -> None:
+        if self._last != -1 and offset != self._last + 1:
+            seen = self.pairs.setdefault(self._path, deque(maxlen=self.KEEP))
+            if len(seen) == self.KEEP:
+                self.dropped[self._path] = self.dropped.get(self._path, 0) + 1
+            seen.append((self._last, offset))
+        self._last = offset
+
+    def lines(self) -> Iterator[str]:
+        for path, pairs in self.pairs.items():
+            yield f"Non-consecutive offsets in {path}"
+            for first, second in reversed(pairs):
+                yield f"  {first} is followed by {second}"
+            if self.dropped.get(path):
+                yield f"  ... {self.dropped[path]} earlier pairs not shown"
+
+
+def _empty_index(e: Entry) -> bool:
+    """An offset index with no whole entry: `dumpIndex` prints `<file> is empty.` and nothing else for it."""
+    return e.get("file_kind") == "kafka-offset-index" and int(e.get("size") or 0) < 8
+
+
+def dump_log_lines(entries: Iterable[Entry], print_data: bool, skip_record_metadata: bool,
+                   gaps: Gaps | None = None) -> Iterator[str]:
+    """kafka-dump-log's lines for a stream of dump entries, as they come; `gaps` collects the stderr report."""
     batch: Entry = {"magic": 2, "codec": "none", "crc": 0, "crc_valid": True}
+    gaps = gaps if gaps is not None else Gaps()
+    silent = False  # the rest of an empty index's entries
     for e in entries:
         kind = e["kind"]
         if kind == "record":
+            gaps.see(e["offset"])
             yield record_line(e, batch, print_data, skip_record_metadata)
         elif kind == "batch":
             batch = e
             yield batch_line(e)
         elif kind == "file":
+            gaps.start(e["path"])
             yield from _header(e)
+            silent = _empty_index(e)
+            if silent:
+                yield f"{e['path']} is empty."
+        elif silent and kind != "finding":
+            continue
         elif kind == "sanity_check":
             if e["passed"]:
                 yield f"{e['path']} passed sanity check."

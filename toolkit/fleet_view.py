@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import html
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -11,7 +10,6 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from replog.formats.fileio import atomic_write
 from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, stderr
 from replog.toolkit.render import Column, Columns, render, span, thousands, words
 
@@ -70,13 +68,21 @@ def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventor
     return EXIT_FINDINGS if result.has_errors else EXIT_CLEAN
 
 
-def run_fleet_report(out_dir: Path, fmt: Format | None, html_file: Path | None) -> int:
-    from replog.spark.report import fleet_report
+LISTED_ROWS = 20  # rows of each list on the terminal and in the JSON; the page lists up to `fleet_page.PAGE_ROWS`
 
-    rep = fleet_report(out_dir)
+
+def run_fleet_report(out_dir: Path, fmt: Format | None, html_file: Path | None) -> int:
+    from replog.recovery.outputs import prepare_file_output
+    from replog.spark.report import fleet_report
+    from replog.toolkit.fleet_page import PAGE_ROWS
+
+    page = None if html_file is None else prepare_file_output(html_file, [out_dir])   # the scan is its input
+    full = fleet_report(out_dir, limit=PAGE_ROWS if page is not None else LISTED_ROWS)
+    rep = full.head(LISTED_ROWS)
     doc = rep.to_dict()
-    if html_file is not None:
-        atomic_write(html_file, render_html(doc).encode("utf-8"))
+    if page is not None:
+        from replog.toolkit.pages import write_page
+        write_page(page, render_html(full.to_dict()), [out_dir])
     render(resolve(fmt), doc, lambda console: print_report(doc, console))
     return EXIT_FINDINGS if rep.has_errors else EXIT_CLEAN
 
@@ -110,6 +116,12 @@ DIVERGENT = Columns(
     Column("kept", "kept", _names), Column("diverged", "diverged", _names), Column("behind", "behind", _names),
     Column("log ends", _leos), Column("records at risk", "records_at_risk"),
     Column("committed at risk", "committed_at_risk"),
+)
+IMPACT = Columns(
+    Column("cluster", "cluster"), Column("partition", _partition), Column("leader", "leader"), Column("groups affected", "groups_affected"),
+    Column("groups", "affected_groups", lambda gs: " ".join(f"{g['group']}:{g['classification']}" for g in gs or [])),
+    Column("consumed then lost", "records_consumed_lost"), Column("hanging txns", "hanging_transactions"),
+    Column("producers lost writes", "producers_with_lost_writes"), Column("error", "error"),
 )
 LAGGING = Columns(
     Column("cluster", "cluster"), Column("partition", _partition), Column("log ends", _leos),
@@ -149,6 +161,7 @@ FLAGGED_LOG_DIRS = Columns(
 # (title, report member, columns): the sections a person reads, in this order, on the terminal and in the page
 SECTIONS = (
     ("divergent replica sets", "divergent", DIVERGENT),
+    ("impact of the divergent replica sets on consumers and transactions", "impact", IMPACT),
     ("lagging replica sets", "lagging", LAGGING),
     ("worst partitions", "worst_partitions", WORST_PARTITIONS),
     ("damaged segments", "damaged_segments", DAMAGED_SEGMENTS),
@@ -187,61 +200,8 @@ def _one_cluster(columns: Columns) -> Columns:
 # -- HTML ----------------------------------------------------------------------------------------
 
 
-def bar_chart(title: str, labels: list[str], series: list[tuple[str, str, list[float]]]) -> str:
-    """A horizontal grouped bar chart as inline SVG; series = (name, colour, values)."""
-    bar_h, gap, left, width = 12, 10, 160, 420
-    group_h = bar_h * len(series) + gap
-    top = 28
-    height = top + group_h * max(1, len(labels)) + 24
-    peak = max([v for _, _, vals in series for v in vals] + [1])
-    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" '
-             f'role="img" aria-label="{html.escape(title)}">'),
-             f'<text x="0" y="16" font-weight="bold">{html.escape(title)}</text>']
-    for i, label in enumerate(labels):
-        y0 = top + i * group_h
-        parts.append(f'<text x="{left - 6}" y="{y0 + bar_h}" text-anchor="end" font-size="12">'
-                     f'{html.escape(label)}</text>')
-        for j, (name, colour, vals) in enumerate(series):
-            v = vals[i]
-            w = 0 if not v else max(1.0, width * v / peak)
-            y = y0 + j * bar_h
-            parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{colour}">'
-                         f'<title>{html.escape(name)}: {v:g}</title></rect>')
-            parts.append(f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 3}" font-size="10">{v:g}</text>')
-    legend_y = height - 8
-    for j, (name, colour, _) in enumerate(series):
-        parts.append(f'<rect x="{left + j * 130}" y="{legend_y - 9}" width="10" height="10" fill="{colour}"/>'
-                     f'<text x="{left + j * 130 + 14}" y="{legend_y}" font-size="11">{html.escape(name)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 def render_html(r: dict[str, Any]) -> str:
-    """A self-contained page: totals, charts, and the report's tables."""
-    t = r["totals"]
-    brokers, topics = r["brokers"], r["topics"]
-    charts = [
-        bar_chart("Findings per broker", [b["broker"] for b in brokers],
-                  [("errors", "#c0392b", [b["errors"] for b in brokers]),
-                   ("warnings", "#e67e22", [b["warnings"] for b in brokers])]),
-        bar_chart("Log end / high watermark spread per topic (offsets)", [x["topic"] for x in topics],
-                  [("max LEO spread", "#2e86c1", [x["max_leo_spread"] for x in topics]),
-                   ("max HW spread", "#7d3c98", [x["max_hw_spread"] for x in topics])]),
-        bar_chart("Divergence per topic", [x["topic"] for x in topics],
-                  [("divergent partitions", "#c0392b", [x["divergent"] for x in topics]),
-                   ("records at risk", "#f1c40f", [x["records_at_risk"] for x in topics])]),
-    ]
-    codes = [{"code": code, "count": n} for code, n in r["finding_codes"].items()]
-    sections = [(title, r.get(member) or [], columns) for title, member, columns in SECTIONS]
-    sections.append(("findings by code", codes, FINDING_CODES))
-    body = "".join(f"<h2>{html.escape(title[:1].upper() + title[1:])}</h2>"
-                   + (columns.html(rows) if rows else "<p>none</p>") for title, rows, columns in sections)
-    summary = (f"{t['brokers']} brokers, {t['partitions']:,} partition replicas, {t['segments']:,} segments, "
-               f"{t['bytes']:,} bytes; {t['errors']} errors, {t['warnings']} warnings; "
-               f"{t['divergent_replica_sets']} divergent replica sets of {t['replica_sets']}")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>replog fleet report</title><style>"
-            "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"
-            "td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}th{background:#eee}"
-            "svg{display:block;margin:1em 0}</style></head><body>"
-            f"<h1>replog fleet report</h1><p>{html.escape(r['out_dir'])}</p><p>{html.escape(summary)}</p>"
-            + "".join(charts) + body + "</body></html>")
+    """The self-contained page (`fleet_page`) of a report's JSON document."""
+    from replog.toolkit.fleet_page import render_fleet
+
+    return render_fleet(r, SECTIONS, FINDING_CODES)

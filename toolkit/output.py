@@ -12,8 +12,10 @@ from typing import Any, Protocol, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from replog.formats.errors import ReplogError, UnreadableInput, UnsafeOutput
+from replog.formats.fileio import SYSTEM_ERRNOS
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -134,7 +136,7 @@ def guarded(fn: F) -> F:
         except _PASS_THROUGH:
             raise
         except (UnreadableInput, UnsafeOutput, ReplogError) as e:
-            stderr.print(f"[bold red]replog:[/] {e}")
+            stderr.print(f"[bold red]replog:[/] {escape(str(e))}")   # a path with [brackets] is no markup
             raise typer.Exit(EXIT_USAGE) from None
         except BrokenPipeError:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -143,12 +145,21 @@ def guarded(fn: F) -> F:
             stderr.print("[bold red]replog:[/] interrupted")
             raise typer.Exit(130) from None
         except Exception as e:  # noqa: BLE001 - the last line of defence for the user
+            if isinstance(e, OSError) and e.errno in SYSTEM_ERRNOS:   # the machine's refusal, not a bug
+                stderr.print(f"[bold red]replog:[/] {escape(system_error(e))}")
+                raise typer.Exit(EXIT_USAGE) from None
             if os.environ.get("REPLOG_DEBUG"):
                 raise
             stderr.print(f"[bold red]replog: internal error:[/] {type(e).__name__}: {e} "
                          "(set REPLOG_DEBUG=1 for a traceback, and please report it)")
             raise typer.Exit(EXIT_USAGE) from None
     return wrapper  # type: ignore[return-value]
+
+
+def system_error(e: OSError) -> str:
+    """An OSError of `SYSTEM_ERRNOS` in words: what the system said, and the path(s) it said it of."""
+    where = [os.fsdecode(f) for f in (e.filename, e.filename2) if f is not None]
+    return f"{e.strerror}: {' -> '.join(where)}" if where else str(e.strerror or e)
 
 
 def print_repaired(repaired: Iterable[Any], console: Console, describe: Callable[[Any], tuple[bool, str]]) -> bool:

@@ -11,7 +11,6 @@ the JSON says, and a column naming a field can be checked against the shape.
 from __future__ import annotations
 
 import datetime as dt
-import html
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -180,12 +179,6 @@ class Columns:
             for t in c.texts(row):
                 table.add_row(c.header, c.markup(row, t))
         return table
-
-    def html(self, rows: Iterable[Row]) -> str:
-        """The same table as HTML, for the self-contained report pages."""
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.headers)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(t)}</td>" for t in r) + "</tr>" for r in self.cells(rows))
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 PROSE_MIN = 10     # a message column narrower than this reads as a word list

@@ -1,7 +1,6 @@
 """Rendering a replay: summary table, epoch timeline (terminal and SVG), transcript."""
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from rich.console import Console
@@ -64,7 +63,11 @@ def print_replay(result: ReplayResult, console: Console) -> None:
     """The replicas' table, then what is not tabular: the cross-check warnings, the epoch timeline
     (a picture of each log by offset) and the transcript (one line per protocol step)."""
     d = result.to_dict()
-    console.print(f"[bold]Kafka replay[/] ({result.protocol} protocol), leader [bold]{result.leader.name}[/]"
+    source = {"metadata": "the controller's metadata log", "partition_state": "the partition state",
+              "option": "--leader", "rule": "the election rule"}.get(result.leader.source, result.leader.source)
+    epoch = "" if result.leader.leader_epoch is None else f" in epoch {result.leader.leader_epoch}"
+    console.print(f"[bold]Kafka replay[/] ({result.protocol} protocol), leader [bold]{result.leader.name}[/]{epoch}"
+                  f" [dim](from {source})[/]"
                   + ("  [bold red]UNCLEAN ELECTION[/]" if result.leader.unclean else ""))
     for r in result.replicas:  # what the leader choice rests on: contradicted epoch histories first
         for f in r.replica.findings:
@@ -80,6 +83,7 @@ def print_replay(result: ReplayResult, console: Console) -> None:
                           "which no real election produces[/]")
     _print_hazards(d["replicas"], console)
     _print_timeline(result, console)
+    _print_elections(result, d, console)
     console.print("[bold]Transcript[/]")
     for e in result.transcript.events:
         rest = " ".join(f"{k}={v}" for k, v in e.items() if k not in ("step", "kind", "replica"))
@@ -123,34 +127,46 @@ def _print_timeline(result: ReplayResult, console: Console) -> None:
     console.print(legend)
 
 
-def replay_html(result: ReplayResult) -> str:
-    """One self-contained page: the same timeline as SVG, the table and the transcript."""
-    lo, hi = _span(result)
-    width, row_h, left = 900, 26, 170
-    rows = [(f"{r.replica.name} before", r.replica, r) for r in result.replicas]
-    rows += [(f"{r.replica.name} after", r.final, r) for r in result.replicas]
-    scale = (width - left - 20) / (hi - lo)
-    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * len(rows) + 40}" '
-              'font-family="sans-serif" font-size="12">')]
-    for i, (label, rep, res) in enumerate(rows):
-        y = 10 + i * row_h
-        parts.append(f'<text x="5" y="{y + 15}">{html.escape(label)}</text>')
-        for first, end, epoch in epoch_runs(rep):
-            x = left + (first - lo) * scale
-            parts.append(f'<rect x="{x:.1f}" y="{y}" width="{max((end - first) * scale, 1):.1f}" height="{row_h - 6}" '
-                         f'fill="{PALETTE[epoch % len(PALETTE)] if epoch >= 0 else "#ccc"}">'
-                         f'<title>offsets {first}..{end - 1}, epoch {epoch}</title></rect>')
-        if label.endswith("before") and res.diverged_at is not None:
-            x = left + (res.diverged_at - lo) * scale
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y - 2}" y2="{y + row_h - 4}" stroke="red" '
-                         f'stroke-width="2"><title>diverges at {res.diverged_at}</title></line>')
-    axis_y = 10 + len(rows) * row_h + 15
-    parts.append(f'<text x="{left}" y="{axis_y}">{lo}</text><text x="{width - 60}" y="{axis_y}">{hi}</text></svg>')
-    d = result.to_dict()
-    events = "".join(f"<li>{html.escape(str(e))}</li>" for e in d["events"])
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>replog replay</title>"
-            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
-            f"<h1>Kafka replay: leader {html.escape(result.leader.name)} ({result.protocol})</h1>"
-            f"<p>{html.escape(result.leader.explanation)}</p>{''.join(parts)}"
-            f"{REPLICA_COLUMNS.html(d['replicas'])}<h2>Transcript</h2><ol>{events}</ol></body></html>")
+def _ids(ids: list[int]) -> str:
+    return ",".join(map(str, ids)) or "-"
+
+
+ELECTION_COLUMNS = Columns(
+    Column("offset", "offset", lambda v: "-" if v is None else str(v), justify="right", key=True),
+    Column("leader", lambda e: (f"{e['leader']} ({e['leader_replica']})" if e["leader_replica"]
+                                else str(e["leader"]) if e["leader"] >= 0 else "none")),
+    Column("epoch", "leader_epoch", justify="right"),
+    Column("ISR", "isr", _ids),
+    Column("ELR", "elr", _ids, drop=2),
+    Column("election", "unclean", lambda u: "UNCLEAN" if u else "",
+           style=lambda e: "bold red" if e["unclean"] else None),
+    Column("epoch starts on the replicas", "starts", drop=1),
+)
+
+
+def _print_elections(result: ReplayResult, d: dict[str, Any], console: Console) -> None:
+    """The controller's record beside the epochs: each change, and where each replica's epoch cache
+    starts that leader epoch (nothing when the replica never saw it)."""
+    if result.controller is None:
+        return
+    starts = {e: [f"{r.replica.name}@{x.start_offset}" for r in result.replicas
+                  for x in r.replica.epochs.entries if x.epoch == e]
+              for e in {x["leader_epoch"] for x in d["elections"]}}
+    rows = [x | {"starts": " ".join(starts[x["leader_epoch"]])} for x in d["elections"]]
+    c = result.controller
+    title = (f"Controller's record ({'KRaft metadata log' if c.source == 'metadata' else 'partition state'} "
+             f"{c.path}{', topic id ' + c.topic_id if c.topic_id else ''})")
+    console.print(ELECTION_COLUMNS.table(rows, title))
+
+
+def replay_html(result: ReplayResult, doc: dict[str, Any] | None = None) -> str:
+    """The self-contained report page (`replay_page`), drawn from the JSON document the command prints
+    (`doc`: repair's, which adds what was written; by default the replay's)."""
+    from replog.toolkit.replay_logs import kafka_views
+    from replog.toolkit.replay_page import render_replay
+
+    d = result.to_dict() if doc is None else doc
+    protocol = "leader-epoch protocol" if result.protocol == "epoch" else "high-watermark protocol (pre KIP-101)"
+    return render_replay(d, kafka_views(result), REPLICA_COLUMNS,
+                         title=f"Kafka replay of {d['topic']}-{d['partition']}, {protocol}",
+                         unit_name="batches", offset_name="offset")

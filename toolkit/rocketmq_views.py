@@ -1,16 +1,14 @@
 """RocketMQ stores on the command line: `ls` of a store, HA `replay` and `repair`."""
 from __future__ import annotations
 
-import html as html_lib
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from replog.formats.fileio import atomic_write
 from replog.recovery.rocketmq.ha import replay_paths
 from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
+from replog.toolkit.impact_view import print_with_impact
 from replog.toolkit.output import EXIT_CLEAN, Format, exit_for_replay, print_repaired, resolve
 from replog.toolkit.progress import work_progress
 from replog.toolkit.render import Column, Columns, render, span, thousands, time_range
@@ -49,6 +47,7 @@ def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]
             "index_msg_timestamp": cp.index_msg_timestamp, "master_flushed_offset": cp.master_flushed_offset,
             "confirm_phy_offset": cp.confirm_phy_offset},
         "index_files": len(model.layout.index_files),
+        "recovery": model.recovery(),
     }
     return totals, rows
 
@@ -70,8 +69,10 @@ QUEUE_COLUMNS = Columns(
 )
 
 
-def run_ls_store(path: Any, fmt: Format | None) -> int:
-    model = load_store(path)
+def run_ls_store(path: Any, fmt: Format | None, broker_version: str | None = None) -> int:
+    from replog.recovery.rocketmq.recovery_rule import rule_for
+
+    model = load_store(path, rule=rule_for(broker_version))
     totals, rows = store_rows(model)
     render(resolve(fmt), {"store": totals, "queues": rows}, lambda console: _print_ls(totals, rows, console),
            lines=[{"kind": "queue", **r} for r in rows] + [{"kind": "store", **totals}])
@@ -89,6 +90,14 @@ def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Conso
                   f"{totals['file_size']:,} bytes, {totals['messages']} messages, {totals['queues']} queues, "
                   f"confirm offset {_or_none(totals['confirm_offset'])}, epochs {totals['epochs'] or '-'}  "
                   + " ".join(flags))
+    console.print(recovery_line(totals["recovery"]))
+
+
+def recovery_line(recovery: dict[str, Any]) -> str:
+    """Which of the broker's recovery rules the numbers follow (they differ by version: rocketmq.md §7.2)."""
+    version = recovery["broker_version"] or "newest (default)"
+    return (f"[dim]{recovery['mode']} recovery by the {recovery['rule']} rule (broker version {version}): "
+            f"scan from {recovery['scan_start']}[/]")
 
 
 def _or_none(value: Any) -> Any:
@@ -118,6 +127,8 @@ STORE_COLUMNS = Columns(
 
 def print_replay(result: HAReplayResult, console: Console) -> None:
     d = result.to_dict()
+    for r in d["replicas"]:
+        console.print(f"{r['name']}: " + recovery_line(r["recovery"]))
     console.print(f"[bold]RocketMQ HA replay[/] ({result.protocol}), master [bold]{result.master}[/]")
     console.print(f"[dim]{result.explanation}[/]")
     console.print(STORE_COLUMNS.table(d["replicas"]))
@@ -135,61 +146,91 @@ def print_replay(result: HAReplayResult, console: Console) -> None:
         console.print(f"[dim]{e['step']:>3}[/] [cyan]{e['kind']:<16}[/] {e['replica']:<12} {rest}", highlight=False)
 
 
-def replay_html(result: HAReplayResult) -> str:
-    """One self-contained page: each store's commitlog range as a bar, the table and the transcript."""
-    d = result.to_dict()
-    reps = d["replicas"]
-    hi = max([r["log_end_offset_before"] for r in reps] + [r["log_end_offset_after"] for r in reps] + [1])
-    width, left, row_h = 900, 170, 26
-    scale = (width - left - 20) / hi
-    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row_h * 2 * len(reps) + 20}" '
-             'font-family="sans-serif" font-size="12">')]
-    for i, (r, when) in enumerate((r, w) for r in reps for w in ("before", "after")):
-        y = 10 + i * row_h
-        lo, end = r[f"log_start_offset_{when}"], r[f"log_end_offset_{when}"]
-        parts.append(f'<text x="5" y="{y + 15}">{html_lib.escape(r["name"])} {when}</text>'
-                     f'<rect x="{left + lo * scale:.1f}" y="{y}" width="{max((end - lo) * scale, 1):.1f}" '
-                     f'height="{row_h - 6}" fill="#4e79a7"><title>{lo}..{end}</title></rect>')
-        if when == "before" and r["diverged_at"] is not None:
-            x = left + r["diverged_at"] * scale
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y - 2}" y2="{y + row_h - 4}" stroke="red" '
-                         f'stroke-width="2"><title>diverges at {r["diverged_at"]}</title></line>')
-    parts.append("</svg>")
-    events = "".join(f"<li>{html_lib.escape(str(e))}</li>" for e in d["events"])
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>replog RocketMQ replay</title>"
-            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
-            f"<h1>RocketMQ HA replay: master {html_lib.escape(result.master)} ({result.protocol})</h1>"
-            f"<p>{html_lib.escape(result.explanation)}</p>{''.join(parts)}{STORE_COLUMNS.html(reps)}"
-            f"<h2>Transcript</h2><ol>{events}</ol></body></html>")
+def replay_html(result: HAReplayResult, doc: dict[str, Any] | None = None) -> str:
+    """The self-contained report page (`replay_page`), drawn from the JSON document the command prints
+    (`doc`: repair's, which adds what was written; by default the replay's)."""
+    from replog.toolkit.replay_logs import rocketmq_views
+    from replog.toolkit.replay_page import render_replay
+
+    protocol = "auto-switch HA (epochs)" if result.protocol == "autoswitch" else "classic HA"
+    return render_replay(result.to_dict() if doc is None else doc, rocketmq_views(result), STORE_COLUMNS,
+                         title=f"RocketMQ {protocol} replay: {len(result.replicas)} stores, master “{result.master}”",
+                         unit_name="messages", offset_name="physical offset")
+
+
+def _report_target(html: Any, specs: list[str]) -> Any:
+    """Where an --html page of stores goes, refused before any work when inside a store (evidence)."""
+    from replog.recovery.naming import parse_named
+    from replog.recovery.outputs import prepare_file_output
+
+    return None if html is None else prepare_file_output(html, [parse_named(s)[1] for s in specs])
 
 
 def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, force: bool,
-                        fmt: Format | None) -> int:
+                        fmt: Format | None, broker_version: str | None = None) -> int:
     """Replay HA between stores; exit 1 when a store loses messages, stalls or needs manual intervention."""
+    report = _report_target(html, specs)
     with work_progress("loading stores") as progress:
-        result = replay_paths(specs, leader, protocol, progress)
-    if html is not None:
-        atomic_write(Path(html), replay_html(result).encode())
-    render(resolve(fmt), result.to_dict(), lambda console: print_replay(result, console))
+        result = replay_paths(specs, leader, protocol, progress, broker_version)
+    impact = _impact_when_configured(result)
+    doc = result.to_dict() | ({"impact": impact} if impact is not None else {})
+    if report is not None:
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result, doc), [r.model.path for r in result.replicas])
+    render(resolve(fmt), doc, lambda console: print_with_impact(lambda: print_replay(result, console), impact,
+                                                                console))
     return exit_for_replay(result)
 
 
+def _impact_when_configured(result: HAReplayResult) -> dict[str, Any] | None:
+    """replay and repair carry the impact (as `impact` does) when a store holds its consumer offsets."""
+    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
+
+    impact = analyze_rocketmq_impact(result)
+    return impact.to_dict() if impact.sources else None
+
+
 def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-                        fmt: Format | None) -> int:
+                        fmt: Format | None, broker_version: str | None = None, html: Any = None) -> int:
     """Replay, write every store repaired under OUT/NAME/, verify; exit 1 if a store loses messages or
     stalls, or verification found a problem."""
     from replog.recovery.rocketmq.repair import repair_stores
 
+    report = _report_target(html, specs)
     with work_progress("loading stores") as progress:
-        result = replay_paths(specs, leader, protocol, progress)
+        result = replay_paths(specs, leader, protocol, progress, broker_version)
+    impact = _impact_when_configured(result)
     repaired = repair_stores(result, out, force=force)
     payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
+    if impact is not None:
+        payload["impact"] = impact
+    if report is not None:
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result, payload), [r.model.path for r in result.replicas])
 
     def show(console: Console) -> None:
-        print_replay(result, console)
+        print_with_impact(lambda: print_replay(result, console), impact, console)
         print_repaired(repaired, console, lambda r: (r.identical_to_master, (f"({r.role}) commitlog "
                                                      f"{r.log_start_offset}..{r.log_end_offset}")))
 
     render(resolve(fmt), payload, show)
     return exit_for_replay(result, all(r.identical_to_master and not r.problems for r in repaired))
+
+
+def run_rocketmq_impact(specs: list[str], leader: str | None, protocol: str | None, html: Any,
+                        fmt: Format | None, broker_version: str | None = None) -> int:
+    """Replay HA, then the consumer offsets against the queues after it and the masters' and slaves'
+    metadata compared; exit as replay."""
+    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
+    from replog.toolkit.impact_view import print_impact
+
+    report = _report_target(html, specs)
+    with work_progress("loading stores") as progress:
+        result = replay_paths(specs, leader, protocol, progress, broker_version)
+    impact = analyze_rocketmq_impact(result).to_dict()
+    if report is not None:
+        from replog.toolkit.pages import write_page
+        write_page(report, replay_html(result, result.to_dict() | {"impact": impact}),
+                   [r.model.path for r in result.replicas])
+    render(resolve(fmt), impact, lambda console: print_impact(impact, console))
+    return exit_for_replay(result)

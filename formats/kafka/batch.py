@@ -75,6 +75,11 @@ LOG_OVERHEAD = AT["partition_leader_epoch"]  # offset + length fields: a batch's
 CRC_START = AT["attributes"]  # the CRC covers attributes to the end
 MAGIC = 2
 MIN_RECORD_SIZE = 7  # length varint + attributes + 5 one-byte varints
+# replog's own bound on the records it decodes from one batch (the broker's only bound is the batch's byte
+# size, and a 9 MiB zstd batch of 12 M tiny records stays under the decompression ratio): a batch claiming
+# more is a finding and its records are not decoded, as a decompression bomb's are not (`codecs`).
+MAX_BATCH_RECORDS = 1 << 20
+BLOCK_RECORDS = 1 << 16  # records decoded at a time from a batch that holds more (`record_blocks`)
 
 CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -165,6 +170,14 @@ def increment_sequence(sequence: int, delta: int) -> int:
     return sequence + delta
 
 
+def check_record_count(header: BatchHeader) -> None:
+    """Refuse to decode a batch claiming more than `MAX_BATCH_RECORDS` records (before any decompression)."""
+    if header.records_count > MAX_BATCH_RECORDS:
+        raise FormatError("KAFKA_BATCH_TOO_MANY_RECORDS",
+                          f"{header.records_count} records claimed; replog decodes at most {MAX_BATCH_RECORDS} "
+                          "of one batch: its records are not decoded", header.position, header.base_offset)
+
+
 def records_payload(buf: bytes | memoryview, header: BatchHeader) -> bytes | memoryview:
     """The record bytes of a batch, decompressed (bounded) when a codec is set."""
     raw = buf[header.position + HEADER_SIZE:header.position + header.size]
@@ -180,6 +193,7 @@ def decode_records(header: BatchHeader, data: bytes | memoryview) -> list[Record
         raise FormatError("KAFKA_BATCH_BAD_RECORD_COUNT",
                           f"records count {count} impossible for {len(data)} bytes of records",
                           header.position, header.base_offset)
+    check_record_count(header)
     log_append = header.timestamp_type == LOG_APPEND_TIME
     out: list[Record] = []
     pos = 0

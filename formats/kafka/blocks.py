@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from replog.formats.fileio import RELEASE_STEP, release_pages
 from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk
 
@@ -148,13 +149,19 @@ def repeat_string(text: str, n: int) -> pa.Array:
 
 
 def reference_blocks(walk: SegmentWalk, chunk: int = CHUNK) -> Iterator[BatchBlock]:
-    """A reference walk's batches grouped into blocks (small inputs, no numba, or a `limit`)."""
+    """A reference walk's batches grouped into blocks (small inputs, no numba, or a `limit`) of at most
+    `chunk` rows spanning about `RELEASE_STEP` bytes, whose bytes stay in memory until the next block
+    is asked for (as `FastWalk.blocks`'): a consumer may read them (records), then they are released."""
     pending: list[BatchInfo] = []
-    for info in walk.batches():
+    released = start = 0
+    for info in walk.batches(release=False):
         pending.append(info)
-        if len(pending) == chunk:
+        if len(pending) == chunk or info.end - start > RELEASE_STEP:
             yield BatchBlock.from_infos(pending)
-            pending = []
+            pending, start = [], info.end
+            if info.end - released > RELEASE_STEP:
+                release_pages(walk.buf, released, info.end)
+                released = info.end
     if pending:
         yield BatchBlock.from_infos(pending)
 

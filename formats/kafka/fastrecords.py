@@ -215,6 +215,7 @@ _CODEC_MASK, _TS_TYPE_MASK, _CREATE_TIME = v2.CODEC_MASK, v2.TIMESTAMP_TYPE_MASK
 _LEGACY_OVERHEAD, _LEGACY_MAGIC_AT = legacy.LOG_OVERHEAD, legacy.MAGIC_POSITION
 _LEGACY_MIN_V0, _LEGACY_MIN_V1 = legacy.RECORD_OVERHEAD[0], legacy.RECORD_OVERHEAD[1]
 _LEGACY_CODEC_MASK = legacy.CODEC_MASK
+_MAX_RECORDS = v2.MAX_BATCH_RECORDS
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -329,8 +330,8 @@ def bounds_kernel(buf, position, size, magic, base_offset, last_offset, max_time
             status[k] = SUSPECT
             continue
         stop = pos + _be(buf, pos + _AT_LENGTH, 4) + _LOG_OVERHEAD
-        if stop < pos + _V2_HEADER or stop > n:
-            status[k] = SUSPECT
+        if stop < pos + _V2_HEADER or stop > n or _be(buf, pos + _AT_COUNT, 4) > _MAX_RECORDS:
+            status[k] = SUSPECT  # (too many records: the reference refuses them before decompressing)
             continue
         attributes = _be(buf, pos + _AT_ATTRIBUTES, 2)
         if attributes & _CODEC_MASK:
@@ -470,6 +471,7 @@ def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, block: Batc
                 cols: dict[str, np.ndarray], rows: np.ndarray) -> tuple[pa.Table, list[Finding]]:
     """Decode one run of batch rows: the kernel where it can, the reference elsewhere."""
     fast = (cols["magic"][rows] == 2) if HAVE_NUMBA else np.zeros(len(rows), dtype=bool)
+    fast &= cols["count"][rows] <= v2.MAX_BATCH_RECORDS  # beyond: the reference refuses, before decompressing
     data, starts, stops = arr, cols["position"][rows] + v2.HEADER_SIZE, cols["position"][rows] + cols["size"][rows]
     compressed = fast & (cols["codec"][rows] != 0)
     if compressed.any():

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from replog.formats.fileio import RELEASE_STEP, release_pages
+from replog.formats.fileview import readable
 from replog.formats.findings import Finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import blocks
@@ -366,7 +367,8 @@ class FastWalk:
         arr = as_uint8(self.buf)
         end = len(arr)
         cols = column_buffer(chunk)
-        pos, row, released, ref.prev_last, ref.broken = 0, 0, 0, None, False
+        ref.begin()
+        pos, row, released = 0, 0, 0
         while pos < end:
             if pos - released > RELEASE_STEP:  # keep memory flat on multi-GiB segments
                 if row:  # its consumer may read its bytes: they go after it is done
@@ -376,6 +378,7 @@ class FastWalk:
                 released = pos
             start_row = row
             window = min(end, pos + RELEASE_STEP)  # a batch across the window's end goes to the reference
+            readable(self.buf, pos, window)
             row, pos = WALK_KERNEL(arr, pos, window, cols, row, chunk, CRC_TABLES)
             self._judge(cols, start_row, row)
             if row == chunk:

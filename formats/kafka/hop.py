@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from replog.formats.fileio import RELEASE_STEP, release_pages
+from replog.formats.fileview import readable
 from replog.formats.kafka.blocks import ROW, BatchBlock, column_buffer, int64_row
 from replog.formats.kafka.columns import CHUNK
 from replog.formats.kafka.segment import SegmentWalk
@@ -49,6 +50,7 @@ def hop_blocks(buf: bytes | memoryview, path: str, start: int, end: int, *, comp
     while pos < end:
         limit = min(end, block_start + RELEASE_STEP)
         if kernel is not None:
+            readable(buf, pos, limit)
             row, pos = kernel(arr, pos, limit, cols, row, chunk)
         if row < chunk and pos < limit:  # an entry the kernel leaves (or no kernel): the reference frames it
             info = reference.read_at(pos, end)

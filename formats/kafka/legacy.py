@@ -20,6 +20,7 @@ from construct import Adapter, Bytes, If, Int8sb, Int32sb, Int32ub, Int64sb, Reb
 
 from replog.formats.errors import FormatError
 from replog.formats.kafka import codecs
+from replog.formats.kafka.batch import MAX_BATCH_RECORDS
 
 # --- layout ------------------------------------------------------------------------
 
@@ -187,6 +188,9 @@ def _read_inner(data: bytes, wrapper: LegacyEntry) -> list[LegacyEntry]:
                               wrapper.position, wrapper.offset)
         entries.append(e)
         pos += e.size
+        if len(entries) > MAX_BATCH_RECORDS:
+            raise FormatError("KAFKA_BATCH_TOO_MANY_RECORDS", f"more than {MAX_BATCH_RECORDS} inner messages: "
+                              "replog decodes no more of one wrapper", wrapper.position, wrapper.offset)
     if not entries:
         raise FormatError("KAFKA_RECORDS_UNDECODABLE", "compressed wrapper holds no messages",
                           wrapper.position, wrapper.offset)

@@ -90,6 +90,15 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:0{OFFSET_DIGITS}d}.{suffix.lstrip('.')}"
 
 
+def sibling_file_name(seg: SegmentFileName, kind: str) -> str:
+    """The name of `seg`'s sibling of another kind ("log", "index", ...) in the same state: a segment's
+    files carry one suffix together, as `LogSegment.changeFileSuffixes` renames the log and its three
+    indexes at once (`.cleaned` -> `.swap` in the cleaner, "" -> `.deleted` before async deletion;
+    storage/.../log/LogSegment.java), so `00..05.index.swap` belongs to `00..05.log.swap`."""
+    name = segment_file_name(seg.base_offset, kind)
+    return f"{name}.{seg.transient}" if seg.transient else name
+
+
 def _segment_match(name: str) -> re.Match[str] | None:
     return _SEGMENT.match(name)
 

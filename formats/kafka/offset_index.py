@@ -16,6 +16,7 @@ from typing import NamedTuple
 import construct as cs
 import numpy as np
 
+from replog.formats.fileview import data_end
 from replog.formats.findings import Finding, FindingSink, finding
 
 ENTRY = cs.Struct(
@@ -46,10 +47,12 @@ def end_of_data(buf, limit: int) -> int:
     """One past the last non-zero byte of buf[:limit], scanning from the end in chunks.
 
     Keeps memory flat on a 10 MiB preallocated tail: no per-slot objects, only
-    one 64 KiB copy at a time.
+    one 64 KiB copy at a time. The holes of a sparse file (a preallocated index
+    is one) are zeros: the scan starts where its last data does, unread GiBs of
+    holes after it cost nothing.
     """
     mv = memoryview(buf)
-    end = limit
+    end = data_end(buf, limit)
     while end > 0:
         start = max(0, end - _SCAN_CHUNK)
         kept = len(bytes(mv[start:end]).rstrip(b"\0"))

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from replog.formats.errors import FormatError
-from replog.formats.fileio import RELEASE_STEP, release_pages
+from replog.formats.fileio import RELEASE_STEP, all_zero, release_pages
+from replog.formats.fileview import readable
 from replog.formats.findings import Finding, finding, from_error
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import control, legacy
@@ -21,7 +22,10 @@ from replog.formats.kafka import control, legacy
 HEADER_SIZE_UP_TO_MAGIC = v2.AT["magic"] + 1  # offset, length, epoch, magic: what every magic shares
 MIN_ENTRY_SIZE = 14          # LegacyRecord.RECORD_OVERHEAD_V0: smaller is corrupt
 V2_MIN_LENGTH = v2.HEADER_SIZE - v2.LOG_OVERHEAD
-_ZERO_CHUNK = 1 << 20
+# The largest file a segment can be: `FileRecords` refuses to open a larger one ("The size of segment
+# ... is larger than the maximum allowed segment size of Integer.MAX_VALUE";
+# clients/.../record/FileRecords.java), positions being ints; `log.segment.bytes` is an int too.
+MAX_SEGMENT_BYTES = v2.INT32_MAX
 
 
 class BatchInfo(NamedTuple):
@@ -75,21 +79,32 @@ class SegmentWalk:
     prev_last: int | None = field(default=None, repr=False)  # highest last offset so far
     broken: bool = field(default=False, repr=False)          # an invalid batch was met
 
-    def batches(self) -> Iterator[BatchInfo]:
-        """Yield every batch whose framing can be read, valid or not."""
+    def batches(self, release: bool = True) -> Iterator[BatchInfo]:
+        """Yield every batch whose framing can be read, valid or not. A batch's bytes stay in memory
+        until the next one is asked for; with `release`, those behind go then (memory stays flat on
+        multi-GiB segments). Without, the caller releases them (it holds batches longer)."""
         end = len(self.buf) if self.limit is None else min(self.limit, len(self.buf))
-        pos, released, self.prev_last, self.broken = 0, 0, None, False
+        self.begin()
+        pos, released = 0, 0
         while pos < end:
+            if release and pos - released > RELEASE_STEP:  # batches the consumer is done with
+                release_pages(self.buf, released, pos)
+                released = pos
             info = self.read_at(pos, end)
             if info is None:
                 break
             self.step(info)
             pos = info.end
-            if pos - released > RELEASE_STEP:  # keep memory flat on multi-GiB segments
-                release_pages(self.buf, released, pos)
-                released = pos
             yield info
         self.end_position = pos
+
+    def begin(self) -> None:
+        """Start (or restart) a walk from position 0; a file larger than any segment is a finding first."""
+        self.prev_last, self.broken = None, False
+        if len(self.buf) > MAX_SEGMENT_BYTES:
+            self._add("KAFKA_SEGMENT_TOO_LARGE", 0, self.base_offset,
+                      f"{len(self.buf)} bytes; a segment holds at most {MAX_SEGMENT_BYTES} (Integer.MAX_VALUE): "
+                      "the broker refuses to open it")
 
     def step(self, info: BatchInfo) -> None:
         """Account for one batch: its findings, the recovery truncation point, the counters."""
@@ -116,6 +131,7 @@ class SegmentWalk:
         if remaining < HEADER_SIZE_UP_TO_MAGIC:
             self._tail(pos, end, "KAFKA_TRAILING_BYTES")
             return None
+        readable(buf, pos, pos + HEADER_SIZE_UP_TO_MAGIC)
         offset = int.from_bytes(buf[pos:pos + 8], "big", signed=True)
         size = int.from_bytes(buf[pos + v2.LENGTH_OFFSET:pos + v2.LOG_OVERHEAD], "big", signed=True)
         if size < MIN_ENTRY_SIZE:
@@ -129,6 +145,7 @@ class SegmentWalk:
                 self._add(code, pos, offset, f"batch of {v2.LOG_OVERHEAD + size} bytes declared, "
                           f"{remaining} bytes remain in the file (magic {magic})")
             return None
+        readable(buf, pos, pos + v2.LOG_OVERHEAD + size)
         if magic >= 2:
             return self._read_v2(pos, size, magic)
         return self._read_legacy(pos, offset)
@@ -234,7 +251,7 @@ class SegmentWalk:
         """Classify what is left at `pos`: a zero-filled tail or damage."""
         if self.limit is not None and end < len(self.buf):
             return
-        if _all_zero(self.buf, pos, end):
+        if all_zero(self.buf, pos, end):
             self.zero_tail = True
             self._add("KAFKA_ZERO_TAIL", pos, None, f"{end - pos} zero bytes from position {pos} to the end")
         else:
@@ -249,14 +266,6 @@ _LEGACY_TS_TYPES = {"CreateTime": v2.CREATE_TIME, "LogAppendTime": v2.LOG_APPEND
                     "NoTimestampType": v2.NO_TIMESTAMP_TYPE}
 
 
-def _all_zero(buf: bytes | memoryview, start: int, end: int) -> bool:
-    for chunk_start in range(start, end, _ZERO_CHUNK):
-        chunk = buf[chunk_start:min(end, chunk_start + _ZERO_CHUNK)]
-        if bytes(chunk).count(0) != len(chunk):
-            return False
-    return True
-
-
 def batch_records(buf: bytes | memoryview, info: BatchInfo) -> list[v2.Record]:
     """Decode the records of one batch (decompressing, bounded). Raises FormatError."""
     if info.magic == 2 and (info.size < v2.HEADER_SIZE or info.position + v2.HEADER_SIZE > len(buf)):
@@ -264,6 +273,7 @@ def batch_records(buf: bytes | memoryview, info: BatchInfo) -> list[v2.Record]:
                           f"{v2.HEADER_SIZE}-byte header", info.position, info.base_offset)
     if info.magic == 2:
         header = v2.read_header(buf, info.position)
+        v2.check_record_count(header)
         return v2.decode_records(header, v2.records_payload(buf, header))
     entry = legacy.read_legacy_entry(buf, info.position)
     return [v2.Record(r.offset, r.timestamp, _copy(r.key), _copy(r.value), (), r.attributes)

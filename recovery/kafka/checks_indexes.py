@@ -48,7 +48,7 @@ class SegmentIndexChecks:
                 continue
             shown = str(path)
             try:
-                with ev.mapped(path) as buf:
+                with ev.mapped(path, live=active) as buf:  # the broker trims an active index at roll
                     self._parts.append(self._open(kind, buf, base_offset, log_size, shown))
             except UnreadableInput as e:
                 self._parts.append(([from_unreadable(e, shown)], None))

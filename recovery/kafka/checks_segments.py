@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replog.formats.errors import FormatError
-from replog.formats.fileio import EntryType
+from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.fileio import EntryType, file_size
 from replog.formats.findings import Finding, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
@@ -22,6 +22,8 @@ from replog.formats.kafka.partition_files import KNOWN_PARTITION_FILES, Partitio
 from replog.formats.kafka.segment import BatchInfo, batch_records
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from replog.formats.kafka.blocks import BatchBlock
 
 MAX_RECORD_FINDINGS = 100  # per segment
@@ -86,7 +88,7 @@ def inventory(pdir: Path) -> Inventory:
                                         message=f".{kind} without {names.segment_file_name(base, 'log')}: "
                                                 "the broker deletes it at startup"))
     for base, path in files.logs.items():
-        if (base, "index") not in files.indexes and path.stat().st_size > 0:
+        if (base, "index") not in files.indexes and _size(path) > 0:
             inv.findings.append(finding("KAFKA_INDEX_MISSING", str(path.with_suffix(".index")), offset=base,
                                         message="no .index for this segment; the broker rebuilds it at startup "
                                                 "(normal for an active segment whose preallocated index "
@@ -94,7 +96,16 @@ def inventory(pdir: Path) -> Inventory:
     return inv
 
 
-_DECODE_CODES = ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT")  # kept; others are UNDECODABLE
+def _size(path: Path) -> int:
+    """A listed file's size; 0 when it is gone (its reader reports `INPUT_VANISHED` when it gets there)."""
+    try:
+        return file_size(path)
+    except UnreadableInput:
+        return 0
+
+
+# kept; others are UNDECODABLE
+_DECODE_CODES = ("KAFKA_DECOMPRESSION_BOMB", "KAFKA_BATCH_BAD_RECORD_COUNT", "KAFKA_BATCH_TOO_MANY_RECORDS")
 
 
 def decode_error_finding(e: FormatError, b: BatchInfo, path: str) -> Finding:
@@ -124,6 +135,7 @@ def deep_check(buf: memoryview | bytes, b: BatchInfo, path: str) -> Finding | No
 
 
 FAST_DEEP_BYTES = 1 << 20  # below this the numba import costs more than it saves
+FAST_DEEP_RECORDS = 1 << 14  # ... unless a block holds this many records (tiny ones compress 10:1 and more)
 
 
 class RecordCheck:
@@ -157,7 +169,7 @@ class RecordCheck:
         magic = block.magic
         rows = np.flatnonzero((block.crc_valid != 0) & (magic >= 0) & (magic <= 2))  # as `record_findings` selects
         errors: dict[int, FormatError] = {}
-        if self.fast and len(rows):
+        if len(rows) and (self.fast or self._record_heavy(block, rows)):
             from replog.formats.kafka.fastrecords import check_record_bounds
             flagged = check_record_bounds(self.buf, block, rows, budget=MAX_RECORD_FINDINGS - len(self.findings))
             rows, errors = flagged.rows, flagged.errors
@@ -169,6 +181,13 @@ class RecordCheck:
                 self.findings.append(f)
                 if self.full:
                     return
+
+    @staticmethod
+    def _record_heavy(block: BatchBlock, rows: np.ndarray) -> bool:
+        """The work of a block is its records as much as its bytes: past `FAST_DEEP_RECORDS` of them the
+        kernel checks it, whatever the size of the segment (when numba is there)."""
+        from replog.recovery.kafka.logdir import use_fast_walk
+        return use_fast_walk(int(block.count[rows].clip(0).sum()), FAST_DEEP_RECORDS)
 
     def feed_infos(self, batches: Sequence[BatchInfo]) -> None:
         """Check the next consecutive batches given as `BatchInfo`s, through the reference alone

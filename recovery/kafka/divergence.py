@@ -8,7 +8,7 @@ the bytes from there on are walked again.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,14 +114,22 @@ def first_difference(a: ReplicaLog, b: ReplicaLog, start: int, skip_to: int | No
     differs gives max(min(base offsets), start). None when the shorter log ends first.
 
     `skip_to` (>= start) starts the pairing later, where both logs are known to agree before it."""
-    xs, ys = key_stream(a, start if skip_to is None else skip_to), key_stream(b, start if skip_to is None else skip_to)
+    at = start if skip_to is None else skip_to
+    return first_difference_keys(key_stream(a, at), key_stream(b, at), start)
+
+
+def first_difference_keys(xs: Iterable[np.ndarray], ys: Iterable[np.ndarray], start: int) -> int | None:
+    """`first_difference` over two logs given as (3, n) blocks of (base, last, CRC) keys in log order,
+    each from its first batch reaching the offset the pairing starts at: the one pairing rule for
+    replay and for a fleet scan's replica sets."""
+    xi, yi = iter(xs), iter(ys)
     x: np.ndarray | None = np.empty((3, 0), dtype=np.int64)
     y: np.ndarray | None = x
     while True:
         while x is not None and not x.shape[1]:
-            x = next(xs, None)
+            x = next(xi, None)
         while y is not None and not y.shape[1]:
-            y = next(ys, None)
+            y = next(yi, None)
         if x is None or y is None:
             return None
         n = min(x.shape[1], y.shape[1])
@@ -130,6 +138,11 @@ def first_difference(a: ReplicaLog, b: ReplicaLog, start: int, skip_to: int | No
             i = int(bad[0])
             return max(min(int(x[0, i]), int(y[0, i])), start)
         x, y = x[:, n:], y[:, n:]
+
+
+def reaching(keys: np.ndarray, offset: int) -> np.ndarray:
+    """The (3, n) keys of an ordered log from its first batch reaching `offset` (last offset >= it)."""
+    return keys[:, np.searchsorted(keys[1], offset, side="left"):] if keys.shape[1] else keys
 
 
 def _tail_keys(tail: ReplicaLog, lo: int, hi: int) -> np.ndarray:

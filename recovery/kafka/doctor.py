@@ -14,11 +14,12 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 
 from replog.formats.discovery import FileKind, classify_file, is_partition_dir
-from replog.formats.errors import FormatError, NotRegularFile, UnreadableInput
+from replog.formats.errors import FormatError, NotRegularFile, ReplogError, UnreadableInput
 from replog.formats.fileio import EntryType, entry_type, is_regular
 from replog.formats.findings import Finding, finding, from_error, from_unreadable
 from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.checkpoint import EpochEntry
+from replog.formats.kafka.partition_files import is_live_segment
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.producer_snapshot import parse_producer_snapshot
 from replog.formats.kafka.quorum_state import parse_quorum_state
@@ -27,7 +28,10 @@ from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state, segment_pass
 from replog.recovery.kafka.checks_broker import PartitionOffsets
 from replog.recovery.kafka.logdir import BrokerCheckpoints, use_fast_walk
+from replog.recovery.kafka.producer_state import ProducerState
 from replog.recovery.kafka.segment_pass import RecordedWalk, SegmentResult, Walked
+from replog.recovery.kafka.transactions import hanging_findings, txn_view
+from replog.recovery.kafka.txn_coordinator import log_dir_coordinator
 
 PartitionStep = Walked | SegmentResult   # a block of the pass, or the end of a segment's pass
 # An earlier pass's record of a segment, when the caller has one it trusts: (base offset, path, active)
@@ -115,11 +119,26 @@ def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_
             prev = seg
     out += [f for f in state.finish(leo) if not (f.code == "KAFKA_EPOCH_CHECKPOINT_MISMATCH"
                                                  and f.offset is None and not epoch_ok)]
+    out += _hanging_transactions(pdir, parsed.topic, parsed.partition, state.producers, log_dir)
     offsets = PartitionOffsets(str(pdir), parsed.topic, parsed.partition, parsed.state,
                                bases[0] if bases else None, leo)
     if cps is not None:
         out += checks_broker.check_partition_offsets(offsets, cps, log_dir)
     return offsets, out
+
+
+def _hanging_transactions(pdir: Path, topic: str, partition: int, producers: ProducerState,
+                          log_dir: Path) -> list[Finding]:
+    """Transactions open at the log end that no marker will close (`transactions.hanging_findings`), judged
+    with the coordinators' records of the log dir's `__transaction_state`, read only when one is open."""
+    view = txn_view(topic, partition, str(pdir), producers)
+    if not view.open:
+        return []
+    try:
+        coordinator = log_dir_coordinator(log_dir)
+    except (ReplogError, OSError):
+        coordinator = None   # its own partition pass reports what is wrong with it
+    return hanging_findings(view, coordinator)
 
 
 def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: checks_state.StateChecker,
@@ -136,7 +155,7 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
         found = seg.findings + seg.record_findings
     else:
         try:
-            with ev.mapped(path) as buf:
+            with ev.mapped(path, live=inv.files.live(path), windows=True) as buf:
                 indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=len(buf),
                                                             active=active)
                 fast = use_fast_walk(len(buf), fast_threshold)
@@ -221,7 +240,7 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
         if kind is FileKind.KAFKA_SEGMENT and seg is not None and not seg.transient:
             return _log_file(ev, path, seg.base_offset)
         if kind in (FileKind.KAFKA_OFFSET_INDEX, FileKind.KAFKA_TIME_INDEX, FileKind.KAFKA_TXN_INDEX) and seg:
-            return _index_file(ev, path, seg.base_offset, seg.kind)
+            return _index_file(ev, path, seg)
         if kind is FileKind.KAFKA_PRODUCER_SNAPSHOT:
             parse_producer_snapshot(ev.read_small(path))
             return []
@@ -242,8 +261,9 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
     raise UnreadableInput(f"{path}: not a Kafka file doctor can check ({kind.value})")
 
 
-def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]:
-    log = path.with_name(names.segment_file_name(base, "log"))
+def _index_file(ev: Evidence, path: Path, name: names.SegmentFileName) -> list[Finding]:
+    base, kind = name.base_offset, name.kind
+    log = path.with_name(names.sibling_file_name(name, "log"))
     if not is_regular(log):
         from replog.formats.kafka import offset_index, time_index, txn_index
         data = ev.read_small(path, 1 << 30)
@@ -251,7 +271,7 @@ def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]
             "index": offset_index.read_offset_index, "timeindex": time_index.read_time_index,
             "txnindex": txn_index.read_txn_index}
         return readers[kind](data, base, path=str(path)).findings
-    with ev.mapped(log) as buf:
+    with ev.mapped(log, live=is_live_segment(log), windows=True) as buf:
         indexes = checks_indexes.SegmentIndexChecks(ev, {kind: path}, base_offset=base, log_size=len(buf),
                                                     active=True)
         state = checks_state.StateChecker(None, "", [], 0) if kind == "txnindex" else None
@@ -262,7 +282,7 @@ def _index_file(ev: Evidence, path: Path, base: int, kind: str) -> list[Finding]
 
 def _log_file(ev: Evidence, path: Path, base: int) -> list[Finding]:
     """A segment on its own: its walk and every record decoded."""
-    with ev.mapped(path) as buf:
+    with ev.mapped(path, live=is_live_segment(path), windows=True) as buf:
         records = checks_segments.RecordCheck(buf, str(path))
         seg = segment_pass.scan_segment(buf, path, base, compiled=use_fast_walk(len(buf)), checks=[records])
         found = seg.findings + records.finish()

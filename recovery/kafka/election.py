@@ -9,12 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+RULE, OPTION = "rule", "option"  # where the leader came from; controller.METADATA / PARTITION_STATE too
+
 
 @dataclass
 class LeaderChoice:
     name: str
     unclean: bool
     explanation: str
+    source: str = RULE
+    leader_epoch: int | None = None   # the epoch the leader serves in when the controller's record gives it
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from replog.formats.dump import DumpOptions, dump_file
 from replog.formats.filecopy import OutputFile, open_source
 from replog.formats.kafka import names
+from replog.formats.kafka.partition_files import is_live_segment
 from replog.recovery.kafka.replay import ReplayResult
 from replog.recovery.kafka.replica_log import ReplicaLog
-from replog.recovery.outputs import evidence_roots, mark_complete, prepare_output
+from replog.recovery.outputs import claimed_output, evidence_roots, mark_complete
 
 
 def in_offset_order(lost: ReplicaLog) -> ReplicaLog:
@@ -21,7 +23,11 @@ def in_offset_order(lost: ReplicaLog) -> ReplicaLog:
 def export_lost(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:
     """Per replica with losses: `NAME/<first offset>.log` (the batches as they are on disk)
     and `NAME/lost.jsonl` (every record, keys and values in hex). Returns the files written."""
-    root = prepare_output(out, evidence_roots(r.replica.path for r in result.replicas), force)
+    with claimed_output(out, evidence_roots(r.replica.path for r in result.replicas), force) as root:
+        return _export(result, root)
+
+
+def _export(result: ReplayResult, root: Path) -> list[str]:
     written: list[str] = []
     for r in result.replicas:
         if not r.lost:
@@ -32,7 +38,7 @@ def export_lost(result: ReplayResult, out: str | os.PathLike[str], *, force: boo
         log = d / names.segment_file_name(lost.first_offset, "log")
         with OutputFile(log) as sink:
             for file, start, end, _base in lost.byte_ranges():
-                with open_source(file) as source:
+                with open_source(file, live=is_live_segment(file)) as source:
                     sink.copy(source, start, end)
         opts = DumpOptions(deep=True, key_decoder="hex", value_decoder="hex")
         with OutputFile(d / "lost.jsonl") as lines:   # streamed: a lost tail can be large

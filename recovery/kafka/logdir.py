@@ -171,13 +171,15 @@ class RisingEpochs:
             self.feed(int(epoch[i]), int(base[i]))
 
 
-def summarize_segment(path: Path, base_offset: int, fast_threshold: int | None = None) -> SegmentSummary:
+def summarize_segment(path: Path, base_offset: int, fast_threshold: int | None = None, *,
+                      live: bool = False) -> SegmentSummary:
     """One pass over a segment: counts, offsets, timestamps, epoch changes, findings.
 
     Segments larger than `fast_threshold` (default `FAST_WALK_BYTES`) are walked
     by the compiled kernel and summarised over its columns; same answer (tested).
+    A `live` one (the broker may be writing it) is read with pread, never mapped.
     """
-    with mapped(path) as buf:
+    with mapped(path, live=live, windows=True) as buf:
         summary = SegmentSummary(str(path), base_offset, len(buf))
         if use_fast_walk(len(buf), fast_threshold):
             walk = _summarize_fast(buf, summary)
@@ -275,7 +277,8 @@ def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpo
     part.findings += [f for f in entry_findings(files) if f.severity.value != "info"]
     for base, path in files.logs.items():
         given = (summaries or {}).get(base)
-        part.segments.append(given if given is not None else _summarize_or_note(path, base, fast_threshold))
+        part.segments.append(given if given is not None else
+                             _summarize_or_note(path, base, fast_threshold, files.live(path)))
         if tally is not None:
             tally.done(path)
     _read_epoch_checkpoint(p, part)
@@ -283,11 +286,11 @@ def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpo
     return part
 
 
-def _summarize_or_note(path: Path, base: int, fast_threshold: int | None) -> SegmentSummary:
+def _summarize_or_note(path: Path, base: int, fast_threshold: int | None, live: bool) -> SegmentSummary:
     """`summarize_segment`, or an empty summary carrying why the segment could not be read:
     one unreadable segment marks its partition, it does not end the overview."""
     try:
-        return summarize_segment(path, base, fast_threshold)
+        return summarize_segment(path, base, fast_threshold, live=live)
     except UnreadableInput as e:
         return SegmentSummary(str(path), base, 0, findings=[from_unreadable(e, str(path))])
 

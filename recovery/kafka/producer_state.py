@@ -45,8 +45,8 @@ class ProducerState:
 
     def update(self, b: BatchInfo, marker: tuple[int, int] | None = None) -> AbortedTxn | None:
         """Apply one v2 batch; `marker` is (control type, coordinator epoch) for markers."""
-        if b.magic != 2 or b.producer_id < 0:
-            return None
+        if b.magic != 2 or b.producer_id < 0 or (b.is_control and marker is None):
+            return None   # a control batch the cleaner emptied changes nothing (`ProducerAppendInfo.append`)
         entry = self.producers.setdefault(b.producer_id, ProducerEntry(b.producer_id))
         entry.producer_epoch = b.producer_epoch
         entry.timestamp = b.max_timestamp
@@ -69,6 +69,7 @@ class ProducerState:
         and per marker, not per row: a field a row sets is the producer's last row (of the kind that sets
         it); transactions open at the first transactional data row after the producer's previous marker.
         """
+        block, markers = _without_emptied_controls(block, markers)
         keep = (block.magic == 2) & (block.producer_id >= 0)
         sel = None if keep.all() else np.flatnonzero(keep)  # None: every row (no copies)
 
@@ -224,6 +225,22 @@ def marker_of(records: list[v2.Record]) -> tuple[int, int] | None:
     if key.type not in (control.ABORT, control.COMMIT):
         return None
     return key.type, control.parse_end_txn_marker(records[0].value).coordinator_epoch
+
+
+def _without_emptied_controls(block: BatchBlock, markers: Mapping[int, tuple[int, int] | None] | None,
+                              ) -> tuple[BatchBlock, Mapping[int, tuple[int, int] | None] | None]:
+    """The block less its control rows that are no marker (`update` skips them), markers renumbered."""
+    if not block.is_control.any():
+        return block, markers
+    found = markers or {}
+    emptied = [r for r in np.flatnonzero(block.is_control == 1).tolist() if found.get(r) is None]
+    if not emptied:
+        return block, markers
+    keep = np.ones(len(block), dtype=bool)
+    keep[emptied] = False
+    rows = np.flatnonzero(keep)
+    new_row = {old: new for new, old in enumerate(rows.tolist())}
+    return block[rows], {new_row[r]: m for r, m in found.items() if r in new_row}
 
 
 def _slots(pid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

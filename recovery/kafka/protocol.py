@@ -204,25 +204,27 @@ def truncation_on_fetch(leader: Replica, follower: Replica) -> int:
     return f.log_end_offset
 
 
-def become_leader(leader: Replica, followers: list[Replica]) -> None:
-    """`Partition.makeLeader` -> `maybeAssignEpochStartOffset`: every election bumps the leader epoch and
-    the new leader caches (new epoch, its log end) before it serves a fetch.
+def become_leader(leader: Replica, followers: list[Replica], leader_epoch: int | None = None) -> None:
+    """`Partition.makeLeader` -> `maybeAssignEpochStartOffset`: the leader caches (its leader epoch, its
+    log end) before it serves a fetch (`LeaderEpochFileCache.assign`: a no-op when the cache already ends
+    in that epoch).
 
-    From disk alone the controller's epoch is unknown; it is above every epoch any replica has seen
-    (each was a leader epoch the controller handed out), so the new one is the highest of them plus one.
-    Logs without any epoch (message formats 0 and 1 only) keep none."""
+    `leader_epoch` is the controller's, from its own record. Without it, from disk alone, the epoch is
+    above every epoch any replica has seen (each was a leader epoch the controller handed out), so it
+    is the highest of them plus one. Logs without any epoch (message formats 0 and 1 only) keep none."""
     known = [r.epochs.latest_epoch for r in [leader, *followers] if r.epochs.latest_epoch is not None]
     if known:
-        leader.epochs.assign(max(known) + 1, leader.log_end_offset)
+        leader.epochs.assign(max(known) + 1 if leader_epoch is None else leader_epoch, leader.log_end_offset)
 
 
-def replay(leader: Replica, followers: list[Replica],
-           protocol: str = EPOCH) -> tuple[Transcript, dict[str, FollowerOutcome]]:
-    """Replay on copies; the inputs stay untouched. Returns the transcript and per-follower outcomes."""
+def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH,
+           leader_epoch: int | None = None) -> tuple[Transcript, dict[str, FollowerOutcome]]:
+    """Replay on copies; the inputs stay untouched. Returns the transcript and per-follower outcomes.
+    `leader_epoch`: the controller's epoch for the leader, when its record is known."""
     log = Transcript()
     outcomes = {f.name: FollowerOutcome(f.name) for f in followers}
     if protocol == EPOCH:
-        become_leader(leader, followers)
+        become_leader(leader, followers, leader_epoch)
     log.add("leader", leader.name, leader_epoch=leader.epochs.latest_epoch, log_end_offset=leader.log_end_offset,
             high_watermark=leader.high_watermark)
     for f in followers:

@@ -24,41 +24,38 @@ re-verified with `diagnose`, and `.replog-complete` is written last.
 """
 from __future__ import annotations
 
+import contextlib
 import json
-import mmap
 import os
 import shutil
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
-from crc32c import crc32c
 
-from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.fileio import RELEASE_STEP, atomic_write, fsync_dir, mapped, read_small, release_pages
-from replog.formats.findings import FINDING, Finding, finding
-from replog.formats.kafka import batch as v2
+from replog.formats.errors import FormatError, InputChanged, UnreadableInput, VanishedInput
+from replog.formats.fileio import atomic_write, file_size, fsync_dir, mapped, read_small, writing
+from replog.formats.findings import FINDING, Finding, finding, from_unreadable
 from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.blocks import BatchBlock, walk_blocks
-from replog.formats.kafka.partition_files import list_partition_files
+from replog.formats.kafka.partition_files import is_live_segment, list_partition_files
 from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.producer_snapshot import build_producer_snapshot, parse_producer_snapshot
-from replog.formats.kafka.segment import MIN_ENTRY_SIZE, SegmentWalk
+from replog.formats.kafka.segment import SegmentWalk
 from replog.formats.shape import Field, Shape
 from replog.recovery import outputs
+from replog.recovery.evidence import StatKey, stat_key
 from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import read_broker_checkpoints, use_fast_walk
 from replog.recovery.kafka.producer_state import ProducerEntry, ProducerState
-from replog.recovery.kafka.rebuild import EpochRises
+from replog.recovery.kafka.recover_epochs import KeptEpochs, recovered_epochs
+from replog.recovery.kafka.salvage import salvage_segment, salvage_summary
 from replog.recovery.kafka.segment_writer import ByteRun, write_segment
 from replog.recovery.progress import Progress, Tally
 
 COMPLETE_MARKER = outputs.COMPLETE_MARKER
-_MAX_V2_BATCH = 1 << 30
-_HEADER = struct.Struct(">qiibI")
 
 
 @dataclass
@@ -72,6 +69,7 @@ class Segment:
     batches: int = 0                      # kept
     next_offset: int | None = None        # after the last batch kept
     max_last_offset: int | None = None    # the highest last offset kept
+    seen: StatKey | None = None           # `source`'s size, times and inode when it was walked
 
     def keep(self, block: BatchBlock, rows: np.ndarray | None = None, shift: int = 0) -> BatchBlock:
         """Keep the block's `rows` (a boolean mask; None: all of them), whose positions are `shift`
@@ -132,14 +130,6 @@ RECOVER_RESULT = Shape("output", "partition", "truncated_to", "valid_bytes", "tr
                        Field("findings", shape=FINDING), "verification")
 
 
-# --- safety -----------------------------------------------------------------------
-
-
-def check_output(out_dir: Path, inputs: list[Path], force: bool) -> None:
-    """Refuse an output inside (or containing) an input tree, or a non-empty one without force."""
-    outputs.check_output(out_dir, inputs, force)
-
-
 # --- reading the input --------------------------------------------------------------
 
 
@@ -171,7 +161,7 @@ def _cleanup_plan(pdir: Path, result: RecoverResult) -> dict[int, Path]:
 
 
 def _next_offset(path: Path, base: int) -> int:
-    with mapped(path) as buf:
+    with mapped(path, live=is_live_segment(path), windows=True) as buf:
         walk, blocks = _walk(buf, path, base)
         for _ in blocks:
             pass
@@ -183,59 +173,6 @@ def _walk(buf: memoryview, path: Path, base: int | None) -> tuple[SegmentWalk, I
     return walk_blocks(buf, str(path), base, use_fast_walk(len(buf)))
 
 
-def _resync(buf: memoryview, start: int, above: int) -> int | None:
-    """Position of the next plausible v2 batch after `start` whose CRC checks.
-
-    Candidates are found with a C-speed search for the magic byte; each is
-    checked cheaply (offset above what was kept, sane length) before its CRC.
-    """
-    data = cast("mmap.mmap | bytes", buf.obj if isinstance(buf, memoryview) and buf.obj is not None
-                else buf)  # mmap or bytes: .find
-    size = len(buf)
-    pos = start + 1 + 16
-    while pos < size:
-        magic_at = data.find(b"\x02", pos, size)
-        if magic_at < 0:
-            return None
-        p = magic_at - 16
-        pos = magic_at + 1
-        if p + v2.HEADER_SIZE > size:
-            return None
-        base, length, _, _, crc = _HEADER.unpack_from(buf, p)
-        if base <= above or length < v2.HEADER_SIZE - 12 or p + 12 + length > size or length > _MAX_V2_BATCH:
-            continue
-        if crc32c(buf[p + v2.CRC_START:p + 12 + length]) == crc:
-            return p
-    return None
-
-
-def _region_blocks(buf: memoryview, path: Path, start: int) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
-    """The walk of `buf[start:]` as a segment of its own (no base offset), positions relative to `start`.
-
-    A walk releases the pages behind it only on a whole map; this one releases those of `buf` behind
-    each block it has yielded, so resuming deep into a large segment keeps memory flat all the same."""
-    if not start:
-        return _walk(buf, path, None)
-    walk, blocks = walk_blocks(buf[start:], str(path), None, use_fast_walk(len(buf) - start))
-
-    def released() -> Iterator[BatchBlock]:
-        done = start
-        for block in blocks:
-            yield block
-            end = start + int(block.end[-1]) if len(block) else done
-            release_pages(buf, done, end)
-            done = end
-    return walk, released()
-
-
-def _region_findings(walk: SegmentWalk, start: int, cut: int | None) -> list[Finding]:
-    """The region walk's findings as the segment's (positions from the segment's start), up to the
-    region's first damaged batch (`cut`: its end, relative): the region is read no further."""
-    return [finding(f.code, f.path, position=(f.position or 0) + start, offset=f.offset, message=f.message,
-                    severity=f.severity)
-            for f in walk.findings if cut is None or f.position is None or f.position < cut]
-
-
 # --- the recovery -------------------------------------------------------------------
 
 
@@ -244,18 +181,22 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
     """Recover one partition dir into `out_dir` (a new log dir); the input is only read.
 
     `progress` hears of each input segment as recovery is done with it."""
-    from replog.recovery.doctor import diagnose
-
     pdir, out = Path(partition_dir), Path(out_dir)
     parsed = names.parse_partition_dir(pdir.name)
     if not pdir.is_dir() or parsed is None:
         raise UnreadableInput(f"{pdir}: not a Kafka partition dir (<topic>-<partition>)")
+    # held for the whole run, checked once held: a second run into the same DIR is refused, not interleaved
+    with outputs.claimed_output(out, outputs.evidence_roots([pdir]), force, built_aside=True):
+        return _recover(pdir, (parsed.topic, parsed.partition), out, salvage, progress)
+
+
+def _recover(pdir: Path, tp: tuple[str, int], out: Path, salvage: bool, progress: Progress | None) -> RecoverResult:
+    """`recover_partition`'s work, with the output held: built in a sibling dir, renamed into place, verified."""
+    from replog.recovery.doctor import diagnose
+
     log_dir = pdir.parent
     cps = read_broker_checkpoints(log_dir)
-    uses_parent = any((log_dir / n).is_file() for n in names.OFFSET_CHECKPOINT_NAMES)
-    check_output(out, [log_dir if uses_parent else pdir], force)
-    tp = (parsed.topic, parsed.partition)
-    result = RecoverResult(str(out), names.partition_dir_name(parsed.topic, parsed.partition))
+    result = RecoverResult(str(out), names.partition_dir_name(*tp))
     result.dropped = {"segments": [], "bytes": 0, "batches": 0, "first_offset": None, "last_offset": None,
                       "files": [], "holes": []}
     result.findings += cps.findings
@@ -265,7 +206,7 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
     kept = KeptEpochs(lso_cp)
     segments = _recover_segments(logs, recovery_point, salvage, result, kept, Tally.of(progress, [pdir], ".log"))
     if salvage:
-        _salvage_summary(result, segments)
+        salvage_summary(result, segments)
     leo = _log_end(segments)
     if leo < lso_cp:  # §10.2 step 5: everything deleted, empty log at the checkpointed start
         result.dropped["segments"].extend(str(s.source) for s in segments if s.source)
@@ -274,14 +215,15 @@ def recover_partition(partition_dir: str | os.PathLike[str], out_dir: str | os.P
     result.log_start_offset = max(lso_cp, segments[0].base_offset)
     result.high_watermark = min(max((cps.high_watermarks or {}).get(tp, 0), result.log_start_offset), leo)
     result.recovery_point = min(recovery_point, leo)
-    epochs = _epochs(pdir, kept, leo, lso_cp, result)
+    epochs = recovered_epochs(pdir, kept, leo, lso_cp, result.findings)
     result.epochs = [(e.epoch, e.start_offset) for e in epochs.entries]
     tmp = out.parent / f".{out.name}.replog-partial-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
     try:
-        _write_output(tmp, pdir, log_dir, segments, epochs, result, lso_cp)
-        _swap_into_place(tmp, out)
+        with writing(out):
+            _write_output(tmp, pdir, log_dir, segments, epochs, result, lso_cp)
+            _swap_into_place(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -303,14 +245,22 @@ def _recover_segments(logs: dict[int, Path], recovery_point: int, salvage: bool,
     segments: list[Segment] = []
     for i, base in enumerate(bases):
         path = logs[base]
-        seg = Segment(base, path, scanned=i >= start)
-        with mapped(path) as buf:
+        seg = Segment(base, path, scanned=i >= start, seen=stat_key(path))
+        with contextlib.ExitStack() as stack:
+            try:
+                buf = stack.enter_context(mapped(path, live=is_live_segment(path), windows=True))
+            except UnreadableInput as e:
+                if _unreadable(seg, e, salvage, bases[i + 1:], logs, result):
+                    segments.append(seg)
+                    tally.done(path)
+                    return segments
+                continue
             if not seg.scanned:  # below the recovery point: kept as it is, every framed batch
                 _, blocks = _walk(buf, path, base)
                 for block in blocks:
                     kept.feed(seg.keep(block), scanned=False)
             elif salvage:
-                _salvage_segment(buf, seg, segments, result, kept)
+                salvage_segment(buf, seg, segments, result, kept)
             else:
                 walk, blocks = _walk(buf, path, base)
                 lost = Lost()
@@ -326,7 +276,26 @@ def _recover_segments(logs: dict[int, Path], recovery_point: int, salvage: bool,
                     return segments
         segments.append(seg)
         tally.done(path)
-    return segments
+    return segments or [Segment(bases[0], None)]
+
+
+def _unreadable(seg: Segment, err: UnreadableInput, salvage: bool, later: list[int], logs: dict[int, Path],
+                result: RecoverResult) -> bool:
+    """A segment replog cannot read (gone, unreadable, not mappable under an address-space limit) is a
+    finding, as in doctor and ls, and recovery goes on as if it were damaged from its first byte: the
+    log is truncated at its base offset (True: recovery ends here, `seg` kept empty), or with `salvage`
+    it is left out whole and the next segments are read (False). One that vanished means the partition
+    is changing under recovery (a live broker): that stops it (`InputChanged`)."""
+    if isinstance(err, VanishedInput):
+        raise InputChanged(f"{err}. Stop the broker, or recover a copy of the partition") from None
+    result.findings.append(from_unreadable(err, str(seg.source)))
+    if salvage:
+        result.dropped["files"].append({"file": Path(str(seg.source)).name, "reason": f"unreadable: {err}"})
+        return False
+    seg.source = None
+    _record_truncation(seg, 0, _size_or_zero(logs[seg.base_offset]), Lost(), later, logs, result)
+    result.truncated_segment = str(logs[seg.base_offset])
+    return True
 
 
 @dataclass
@@ -349,140 +318,26 @@ class Lost:
 def _record_truncation(seg: Segment, valid: int, size: int, lost: Lost, later: list[int],
                        logs: dict[int, Path], result: RecoverResult) -> None:
     for base in later:
-        with mapped(logs[base]) as buf:
-            _, blocks = _walk(buf, logs[base], base)
-            for block in blocks:
-                lost.add(block)
+        try:
+            with mapped(logs[base], live=is_live_segment(logs[base]), windows=True) as buf:
+                _, blocks = _walk(buf, logs[base], base)
+                for block in blocks:
+                    lost.add(block)
+        except UnreadableInput as e:  # dropped all the same; what it held cannot be counted
+            result.findings.append(from_unreadable(e, str(logs[base])))
     result.truncated_to = seg.next_offset if seg.batches else seg.base_offset
     result.valid_bytes, result.truncated_segment = valid, str(seg.source)
-    lost_bytes = (size - valid) + sum(logs[b].stat().st_size for b in later)
+    lost_bytes = (size - valid) + sum(_size_or_zero(logs[b]) for b in later)
     result.dropped.update({
         "segments": [logs[b].name for b in later], "bytes": lost_bytes, "batches": lost.batches,
         "first_offset": lost.first_offset, "last_offset": lost.last_offset})
 
 
-def _salvage_segment(buf: memoryview, seg: Segment, done: list[Segment], result: RecoverResult,
-                     kept: KeptEpochs) -> None:
-    """Keep every valid batch of the segment, resynchronising after each damaged region."""
-    above = max((s.max_last_offset for s in done if s.max_last_offset is not None), default=-1)
-    pos, size, first_run = 0, len(buf), True
-    holes = result.dropped["holes"]
-    while pos < size:
-        region, end = _salvage_region(buf, seg, pos, above, result if first_run else None, kept)
-        if region.batches:
-            above = cast(int, region.last_offset)
-            if not first_run:
-                result.salvaged.append({"first_offset": region.first_offset, "last_offset": region.last_offset,
-                                        "position": region.position, "segment": str(seg.source),
-                                        "batches": region.batches})
-        if end >= size:
-            break
-        nxt = _resync(buf, end, above)
-        hole_end = size if nxt is None else nxt
-        if _all_zero(buf, end, hole_end) and nxt is None:
-            break  # a zero-filled tail is not a hole
-        holes.append(_hole(buf, seg, end, hole_end, above, nxt))
-        if nxt is None:
-            break
-        result.findings.append(finding(
-            "KAFKA_SALVAGE_RESYNC", str(seg.source), position=nxt, offset=_base_at(buf, nxt),
-            message=f"{hole_end - end} damaged bytes at {end}..{hole_end}; valid batches again from position {nxt} "
-                    f"(offsets {above + 1}..{_base_at(buf, nxt) - 1} lost)"))
-        pos, first_run = nxt, False
-    if result.truncated_to is None and holes:
-        result.valid_bytes = holes[0]["position"]
-
-
-def _hole(buf: memoryview, seg: Segment, start: int, end: int, above: int, nxt: int | None) -> dict[str, Any]:
-    """A damaged stretch salvage skips, with what it costs: its bytes, the whole batches framed in it,
-    and the offsets lost: above the last kept and below the next valid batch. A tail (no valid batch
-    after it) loses open-ended offsets only when whole batches are framed in it; a torn partial batch
-    counts as bytes alone, as the broker's truncation reports it."""
-    next_offset = _base_at(buf, nxt) if nxt is not None else None
-    batches = _framed_batches(buf, start, end)
-    last = None if next_offset is None else next_offset - 1
-    lost = batches > 0 if last is None else last > above
-    return {"segment": str(seg.source), "position": start, "end_position": end, "bytes": end - start,
-            "after_offset": above, "next_offset": next_offset, "batches": batches,
-            "first_offset": above + 1 if lost else None, "last_offset": last if lost else None}
-
-
-def _framed_batches(buf: memoryview, start: int, end: int) -> int:
-    """Whole batches whose length fields chain from `start` within `end` (damaged ones count)."""
-    pos, count = start, 0
-    while pos + v2.LOG_OVERHEAD <= end:
-        length = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
-        nxt = pos + v2.LOG_OVERHEAD + length
-        if length < MIN_ENTRY_SIZE or nxt > end:
-            break
-        count, pos = count + 1, nxt
-    return count
-
-
-def _salvage_summary(result: RecoverResult, segments: list[Segment]) -> None:
-    """What salvage dropped, from its holes alone, so the summary cannot contradict them: a hole at the
-    end of the last segment is the truncation; all holes add to `dropped` (bytes, batches, offsets)."""
-    holes = result.dropped["holes"]
-    last_source = str(segments[-1].source) if segments and segments[-1].source else None
-    if holes and holes[-1]["next_offset"] is None and holes[-1]["segment"] == last_source:
-        tail = holes[-1]
-        result.truncated_to, result.truncated_segment = tail["after_offset"] + 1, tail["segment"]
-        result.valid_bytes = tail["position"]
-    firsts = [h["first_offset"] for h in holes if h["first_offset"] is not None]
-    lasts = [h["last_offset"] for h in holes if h["last_offset"] is not None]
-    open_ended = any(h["first_offset"] is not None and h["last_offset"] is None for h in holes)
-    result.dropped.update({
-        "bytes": result.dropped["bytes"] + sum(h["bytes"] for h in holes),
-        "batches": result.dropped["batches"] + sum(h["batches"] for h in holes),
-        "first_offset": min(firsts, default=None),
-        "last_offset": None if open_ended or not lasts else max(lasts)})
-
-
-@dataclass
-class Region:
-    """The batches a salvage keeps from one stretch of valid batches (first, last, where, how many)."""
-
-    batches: int = 0
-    first_offset: int | None = None
-    last_offset: int | None = None
-    position: int | None = None
-
-
-def _salvage_region(buf: memoryview, seg: Segment, start: int, above: int, report: RecoverResult | None,
-                    kept: KeptEpochs) -> tuple[Region, int]:
-    """Keep the valid batches from `start` up to the next damage whose offsets are above `above`; the
-    region kept and where the damage starts. The region's findings go to `report` when given."""
-    walk, blocks = _region_blocks(buf, cast(Path, seg.source), start)
-    region, cut = Region(), None
-    for block in blocks:
-        valid = block.end <= walk.valid_bytes
-        rows = seg.keep(block, valid & (block.base_offset > above), shift=start)
-        kept.feed(rows, scanned=True)
-        if len(rows):
-            if region.first_offset is None:
-                region.first_offset, region.position = int(rows.base_offset[0]), int(rows.position[0]) + start
-            region.batches += len(rows)
-            region.last_offset = int(rows.last_offset[-1])
-        if not valid.all():  # the damage: the region ends (and is read no further) at its first batch
-            cut = int(block.end[np.argmin(valid)])
-            break
-    if report is not None:
-        report.findings += _region_findings(walk, start, cut)
-    return region, start + walk.valid_bytes
-
-
-def _base_at(buf: memoryview, pos: int) -> int:
-    return int.from_bytes(buf[pos:pos + 8], "big", signed=True)
-
-
-def _all_zero(buf: memoryview, start: int, end: int) -> bool:
-    """Whether buf[start:end] is all zeros, read piece by piece (a zero-filled tail can be GiBs)."""
-    for lo in range(start, end, RELEASE_STEP):
-        hi = min(end, lo + RELEASE_STEP)
-        if np.frombuffer(buf[lo:hi], dtype=np.uint8).any():
-            return False
-        release_pages(buf, lo, hi)
-    return True
+def _size_or_zero(path: Path) -> int:
+    try:
+        return file_size(path)
+    except UnreadableInput:
+        return 0
 
 
 def _log_end(segments: list[Segment]) -> int:
@@ -491,78 +346,6 @@ def _log_end(segments: list[Segment]) -> int:
 
 
 # --- epochs and producer state ---------------------------------------------------------
-
-
-class EpochSpans:
-    """Per epoch, the lowest and highest base offset of the kept v2 batches at or above the log start
-    that carry it: all `_consistent` needs. A cache maps offsets to epochs by a non-decreasing step
-    function, so it gives every batch of an epoch that epoch iff it gives it to the lowest and the
-    highest. One pair per epoch, whatever the length of the log."""
-
-    def __init__(self, log_start: int) -> None:
-        self.log_start = log_start
-        self.spans: dict[int, tuple[int, int]] = {}
-
-    def feed(self, block: BatchBlock) -> None:
-        rows = (block.magic == 2) & (block.partition_leader_epoch >= 0) & (block.base_offset >= self.log_start)
-        if not rows.any():
-            return
-        epochs, starts = block.partition_leader_epoch[rows], block.base_offset[rows]
-        if epochs.min() == epochs.max():  # the usual block: one epoch
-            self._widen(int(epochs[0]), starts)
-            return
-        for epoch in np.unique(epochs).tolist():
-            self._widen(epoch, starts[epochs == epoch])
-
-    def _widen(self, epoch: int, starts: np.ndarray) -> None:
-        low, high = int(starts.min()), int(starts.max())
-        seen = self.spans.get(epoch)
-        self.spans[epoch] = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
-
-    def consistent_with(self, cache: EpochCache) -> bool:
-        return all(cache.epoch_for_offset(low) == epoch and cache.epoch_for_offset(high) == epoch
-                   for epoch, (low, high) in self.spans.items())
-
-
-class KeptEpochs:
-    """What the epoch rebuild needs of the batches recovery keeps, fed as they are kept: the epoch rises
-    of the scanned segments (replayed onto the checkpoint) and of all of them (the cache rebuilt when
-    the checkpoint contradicts the batches), and the epochs' offset spans (the consistency check)."""
-
-    def __init__(self, log_start: int) -> None:
-        self.scanned, self.every, self.spans = EpochRises(), EpochRises(), EpochSpans(log_start)
-
-    def feed(self, block: BatchBlock, *, scanned: bool) -> None:
-        if scanned:
-            self.scanned.feed(block)
-        self.every.feed(block)
-        self.spans.feed(block)
-
-
-def _epochs(pdir: Path, kept: KeptEpochs, leo: int, lso_cp: int, result: RecoverResult) -> EpochCache:
-    """The broker's cache (checkpoint + recovery rule + truncations); rebuilt from the batches
-    when the checkpoint contradicts them."""
-    cache = EpochCache()
-    path = pdir / names.LEADER_EPOCH_CHECKPOINT
-    if path.is_file():
-        try:
-            cache = EpochCache(checkpoint.parse_leader_epoch_checkpoint(read_small(path)))
-        except (FormatError, UnreadableInput, ValueError) as e:
-            result.findings.append(finding("KAFKA_CHECKPOINT_INVALID", str(path), message=f"{e}; rebuilt from batches"))
-    kept.scanned.assign_to(cache)
-    cache.truncate_from_end(leo)
-    cache.truncate_from_start(lso_cp)
-    if not kept.spans.consistent_with(cache):
-        derived = EpochCache()
-        kept.every.assign_to(derived)
-        derived.truncate_from_end(leo)
-        derived.truncate_from_start(lso_cp)
-        result.findings.append(finding("KAFKA_EPOCH_CHECKPOINT_MISMATCH", str(path),
-                                       message=f"checkpoint {[tuple(e) for e in cache.entries]} contradicts the "
-                                               f"batches; written as rebuilt from them: "
-                                               f"{[tuple(e) for e in derived.entries]}"))
-        return derived
-    return cache
 
 
 def _seed_producers(pdir: Path, start: int) -> ProducerState:
@@ -595,8 +378,7 @@ def _write_output(tmp: Path, pdir: Path, log_dir: Path, segments: list[Segment],
         if seg.base_offset in snapshot_at and seg.base_offset != result.log_end_offset:
             _put(part, names.segment_file_name(seg.base_offset, "snapshot"),
                  build_producer_snapshot(producers.snapshot_entries()))
-        runs = [ByteRun(str(seg.source), start, end, seg.base_offset) for start, end in seg.ranges]
-        write_segment(part, seg.base_offset, runs, producers)
+        _copy_segment(part, seg, producers, result)
     _put(part, names.segment_file_name(result.log_end_offset, "snapshot"),
          build_producer_snapshot(producers.snapshot_entries()))
     _put(part, names.LEADER_EPOCH_CHECKPOINT, checkpoint.build_leader_epoch_checkpoint(epochs.entries))
@@ -613,6 +395,24 @@ def _write_output(tmp: Path, pdir: Path, log_dir: Path, segments: list[Segment],
     _copy_if_valid(log_dir / names.META_PROPERTIES, tmp, parse_meta_properties)
     fsync_dir(part)
     fsync_dir(tmp)
+
+
+def _copy_segment(part: Path, seg: Segment, producers: ProducerState, result: RecoverResult) -> None:
+    """Write `seg`'s kept ranges of its source. A source that changed since it was walked (a live broker)
+    cannot be copied as it was read: a copy that fails then stops the recovery with `InputChanged`, and
+    one that succeeds is reported (`INPUT_CHANGED`), the verification saying whether the output holds."""
+    runs = [ByteRun(str(seg.source), start, end, seg.base_offset) for start, end in seg.ranges]
+    try:
+        write_segment(part, seg.base_offset, runs, producers)
+    except (ValueError, OSError) as e:
+        if seg.source is not None and stat_key(seg.source) != seg.seen:
+            raise InputChanged(f"{seg.source} changed while recover read it (a live broker?): {e}. Stop the "
+                               "broker, or recover a copy of the partition") from None
+        raise
+    if seg.source is not None and stat_key(seg.source) != seg.seen:
+        result.findings.append(finding("INPUT_CHANGED", str(seg.source),
+                                       message="changed while recover read it (a live broker?): the output "
+                                               "holds what was read, check its verification"))
 
 
 def _copy_if_valid(src: Path, dest_dir: Path, parse: Any) -> None:

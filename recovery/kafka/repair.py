@@ -20,7 +20,7 @@ from replog.recovery.kafka.replay import ReplayResult, first_divergence
 from replog.recovery.kafka.replica import Replica
 from replog.recovery.kafka.replica_log import ReplicaLog
 from replog.recovery.kafka.segment_writer import DEFAULT_SEGMENT_BYTES, ByteRun, write_partition_runs
-from replog.recovery.outputs import evidence_roots, mark_complete, prepare_output
+from replog.recovery.outputs import claimed_output, evidence_roots, mark_complete
 
 FIRST = -2**63  # pair from the very first batch
 
@@ -91,7 +91,12 @@ def repair(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = F
     ranges it was copied from, which the replay's load had validated batch by batch (CRC, offsets).
     The replay's plan proves the content: each written log is a prefix of (or equal to) the leader's,
     compared by the fingerprints of what was written."""
-    root = prepare_output(out, evidence_roots(r.replica.path for r in result.replicas), force)
+    with claimed_output(out, evidence_roots(r.replica.path for r in result.replicas), force) as root:
+        return _write_and_prove(result, root, segment_bytes)
+
+
+def _write_and_prove(result: ReplayResult, root: Path, segment_bytes: int) -> list[RepairedReplica]:
+    """`repair`'s work in its claimed output: write every replica, compare each with the leader, mark it done."""
     written = write_replicas([r.final for r in result.replicas], root, segment_bytes)
     leader = written[result.leader.name]
     report = []

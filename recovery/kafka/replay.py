@@ -12,6 +12,14 @@ from typing import Any
 
 from replog.formats.errors import FormatError, ReplogError
 from replog.formats.shape import Field, Shape
+from replog.recovery.kafka.controller import (
+    METADATA_DIR,
+    ControllerRecord,
+    read_metadata_log,
+    read_partition_state,
+    recorded_leader,
+    replica_broker_id,
+)
 from replog.recovery.kafka.divergence import (
     BUCKET_BITS,
     LostSummary,
@@ -20,7 +28,7 @@ from replog.recovery.kafka.divergence import (
     lost_batches,
     summarize_lost,
 )
-from replog.recovery.kafka.election import Candidate, LeaderChoice, elect
+from replog.recovery.kafka.election import OPTION, Candidate, LeaderChoice, elect
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import Replica, default_name, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
@@ -58,9 +66,12 @@ def _lost(r: ReplicaResult) -> dict[str, Any]:
             "key_sample": r.lost_key_sample}
 
 
-def _fetched(r: ReplicaResult) -> dict[str, int]:
+def _fetched(r: ReplicaResult) -> dict[str, int | None]:
+    """What the follower copied from the leader: counts, and the lowest and highest offset (null when none)."""
     fetched = r.outcome.fetched if r.outcome else ReplicaLog()
-    return {"records": fetched.records, "batches": fetched.batches}
+    return {"records": fetched.records, "batches": fetched.batches,
+            "first_offset": fetched.first_offset if fetched else None,
+            "last_offset": fetched.last_offset if fetched else None}
 
 
 MAX_REPLICA_FINDINGS = 100  # what loading a replica found (checkpoints, damage, epoch contradictions), shown
@@ -68,10 +79,13 @@ MAX_REPLICA_FINDINGS = 100  # what loading a replica found (checkpoints, damage,
 
 REPLICA_RESULT = Shape(
     Field("name", "replica.name"), Field("path", "replica.path"),
+    Field("log_start_offset_before", "replica.log_start_offset"),
+    Field("log_start_offset_after", "final.log_start_offset"),
     Field("log_end_offset_before", "replica.log_end_offset"), Field("high_watermark_before", "replica.high_watermark"),
     Field("truncated_to", "outcome.truncated_to"),
     Field("log_end_offset_after", "final.log_end_offset"), Field("high_watermark_after", "final.high_watermark"),
     "diverged_at", Field("lost", _lost), Field("fetched", _fetched),
+    Field("epochs_before", lambda r: [list(e) for e in r.replica.epochs.entries]),
     Field("epochs_after", lambda r: [list(e) for e in r.final.epochs.entries]),
     Field("failed", lambda r: r.outcome.failed if r.outcome else None),
     Field("findings", lambda r: [f.to_dict() for f in r.replica.findings[:MAX_REPLICA_FINDINGS]]),
@@ -85,6 +99,7 @@ class ReplayResult:
     leader: LeaderChoice
     replicas: list[ReplicaResult]
     transcript: Transcript
+    controller: ControllerRecord | None = None   # the controller's record of elections, when given
 
     def to_dict(self) -> dict[str, Any]:
         return REPLAY_RESULT.dump(self)
@@ -95,9 +110,26 @@ class ReplayResult:
         return any(r.loses_or_fails for r in self.replicas)
 
 
+def _elections(result: ReplayResult) -> list[dict[str, Any]]:
+    """The controller's record, change by change, each leader id named by the replica on that broker."""
+    if result.controller is None:
+        return []
+    names = {replica_broker_id(r.replica.name, r.replica.broker_id): r.replica.name for r in result.replicas}
+    return [e.to_dict() | {"leader_replica": names.get(e.leader)} for e in result.controller.history]
+
+
+def _controller(result: ReplayResult) -> dict[str, Any] | None:
+    c = result.controller
+    return None if c is None else {"source": c.source, "path": c.path, "topic_id": c.topic_id}
+
+
 REPLAY_RESULT = Shape(
     Field("system", lambda _: "kafka"), "protocol", Field("leader", "leader.name"),
+    Field("leader_source", "leader.source"), Field("leader_epoch", "leader.leader_epoch"),
+    Field("topic", lambda r: r.replicas[0].replica.topic),
+    Field("partition", lambda r: r.replicas[0].replica.partition),
     Field("leader_election", "leader", shape=Shape("unclean", "explanation")),
+    Field("controller", _controller), Field("elections", _elections),
     Field("replicas", shape=REPLICA_RESULT), Field("events", "transcript.events"),
 )
 
@@ -123,7 +155,10 @@ def first_divergence(a: Replica, b: Replica, start: int | None = None) -> int | 
     return first_difference(a.log, b.log, start, skip_to)
 
 
-def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol: str = EPOCH) -> ReplayResult:
+def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol: str = EPOCH,
+               controller: ControllerRecord | None = None) -> ReplayResult:
+    """Replay the replicas behind `leader` (a NAME), else behind the leader the controller's record gives,
+    else behind the one the election rule picks from disk."""
     if protocol not in (EPOCH, HW):
         raise ReplogError(f"unknown protocol {protocol!r} for Kafka: use epoch or hw")
     names = [r.name for r in replicas]
@@ -132,19 +167,17 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
     if len({(r.topic, r.partition) for r in replicas}) > 1:
         raise ReplogError("replicas are not all the same topic-partition: "
                           + ", ".join(f"{r.name}={r.topic}-{r.partition}" for r in replicas))
-    choice = choose_leader(replicas)
+    if controller is not None:
+        _check_not_stale(replicas, controller)
     if leader is not None:
-        if leader not in names:
-            raise ReplogError(f"--leader {leader!r} is not one of {', '.join(names)}")
-        chosen = next(r for r in replicas if r.name == leader)
-        top_hw = max(r.high_watermark for r in replicas)
-        unclean = chosen.log_end_offset < top_hw
-        choice = LeaderChoice(leader, unclean, f"{leader} chosen by the user"
-                              + (f"; its log ends at {chosen.log_end_offset}, below the highest high watermark "
-                                 f"{top_hw}: an unclean election" if unclean else ""))
+        choice = user_choice(replicas, leader, controller)
+    elif controller is not None:
+        choice = controller_choice(replicas, controller)
+    else:
+        choice = choose_leader(replicas)
     lead = next(r for r in replicas if r.name == choice.name).copy()
     followers = [r.copy() for r in replicas if r.name != choice.name]
-    transcript, outcomes = replay(lead, followers, protocol)
+    transcript, outcomes = replay(lead, followers, protocol, choice.leader_epoch)
     finals = {r.name: r for r in [lead] + followers}
     results = []
     for r in replicas:
@@ -154,7 +187,62 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
         original_leader = next(x for x in replicas if x.name == choice.name)
         results.append(ReplicaResult(r, final, outcome, first_divergence(r, original_leader), lost,
                                      summarize_lost(lost), sample_keys(lost)))
-    return ReplayResult(protocol, choice, results, transcript)
+    return ReplayResult(protocol, choice, results, transcript, controller)
+
+
+def user_choice(replicas: Sequence[Replica], leader: str, controller: ControllerRecord | None) -> LeaderChoice:
+    """`--leader NAME`: unclean when its log ends below the highest high watermark. With the controller's
+    record, it leads in the recorded epoch if the record names its broker, else in the next one."""
+    names = [r.name for r in replicas]
+    if leader not in names:
+        raise ReplogError(f"--leader {leader!r} is not one of {', '.join(names)}")
+    chosen = next(r for r in replicas if r.name == leader)
+    top_hw = max(r.high_watermark for r in replicas)
+    unclean = chosen.log_end_offset < top_hw
+    epoch = None
+    if controller is not None:
+        cur = controller.current
+        same = cur.leader >= 0 and replica_broker_id(chosen.name, chosen.broker_id) == cur.leader
+        epoch = cur.leader_epoch if same else cur.leader_epoch + 1
+    return LeaderChoice(leader, unclean, f"{leader} chosen by the user"
+                        + (f"; its log ends at {chosen.log_end_offset}, below the highest high watermark "
+                           f"{top_hw}: an unclean election" if unclean else "")
+                        + (f"; leader epoch {epoch} by the controller's record" if epoch is not None else ""),
+                        OPTION, epoch)
+
+
+def controller_choice(replicas: Sequence[Replica], controller: ControllerRecord) -> LeaderChoice:
+    """The leader the controller elected (or elects next), mapped to the replica on that broker; a usage
+    error when no input replica is on it. The record's verdict on cleanliness stands; where the disk
+    shows the leader's log ends below a high watermark another replica recorded, the explanation says
+    so: the controller's clean election still loses acknowledged records."""
+    rec = recorded_leader(controller)
+    on = {r.name: replica_broker_id(r.name, r.broker_id) for r in replicas}
+    name = next((n for n, b in on.items() if b == rec.broker), None)
+    if name is None:
+        given = ", ".join(f"{n}=broker {b if b is not None else '?'}" for n, b in on.items())
+        raise ReplogError(f"{rec.explanation}; no input replica is on broker {rec.broker} ({given}): give its "
+                          "replica (brokers are named by meta.properties node.id/broker.id, or NAME broker-<id>), "
+                          "or choose with --leader")
+    lead = next(r for r in replicas if r.name == name)
+    top_hw = max(r.high_watermark for r in replicas)
+    why = f"{name} is broker {rec.broker}: {rec.explanation}"
+    if lead.log_end_offset < top_hw and not rec.unclean:
+        why += (f"; yet its log ends at {lead.log_end_offset}, below the high watermark {top_hw} another replica "
+                "recorded: acknowledged records are lost although the controller counted the election clean")
+    return LeaderChoice(name, rec.unclean, why, controller.source, rec.leader_epoch)
+
+
+def _check_not_stale(replicas: Sequence[Replica], controller: ControllerRecord) -> None:
+    """Every epoch on a replica was handed out by the controller: one above the record's current epoch
+    means the record is older than the replicas (a lagging copy), and the replay would be a guess."""
+    epoch = controller.current.leader_epoch
+    ahead = [(r.name, r.epochs.latest_epoch) for r in replicas
+             if r.epochs.latest_epoch is not None and r.epochs.latest_epoch > epoch]
+    if ahead:
+        raise ReplogError(f"{controller.path}: the controller's record of {controller.topic}-{controller.partition} "
+                          f"ends in leader epoch {epoch}, but " + ", ".join(f"{n} holds epoch {e}" for n, e in ahead)
+                          + ": the record is older than the replicas; give the current one")
 
 
 def sample_keys(batches: ReplicaLog, limit: int = 5) -> list[str]:
@@ -173,14 +261,17 @@ def sample_keys(batches: ReplicaLog, limit: int = 5) -> list[str]:
 def _piece_keys(piece: Piece, keys: list[str], limit: int) -> None:
     """Add the keys of `piece`'s batches, in order, to `keys` until it holds `limit`."""
     from replog.formats.fileio import mapped
+    from replog.formats.fileview import readable
+    from replog.formats.kafka.partition_files import is_live_segment
     from replog.formats.kafka.segment import SegmentWalk, batch_records
     file = piece.file
-    with mapped(file) as buf:
+    with mapped(file, live=is_live_segment(file), windows=True) as buf:
         for block in piece.blocks():
             for pos, size in zip(block.position.tolist(), block.size.tolist(), strict=True):
+                readable(buf, pos, pos + size)
                 one = buf[pos:pos + size]
                 info = next(SegmentWalk(one, file).batches(), None)
-                if info is None:
+                if info is None or info.is_control:   # a marker's key is no record key
                     continue
                 try:
                     recs = batch_records(one, info)
@@ -196,9 +287,42 @@ def _piece_keys(piece: Piece, keys: list[str], limit: int) -> None:
 
 
 def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH,
-                 progress: Progress | None = None) -> ReplayResult:
-    """Load `[NAME=]PATH` replicas and replay them; `progress` hears of each segment loaded."""
+                 progress: Progress | None = None, *, metadata: str | None = None,
+                 partition_state: str | None = None) -> ReplayResult:
+    """Load `[NAME=]PATH` replicas and replay them; `progress` hears of each segment loaded.
+
+    The controller's record comes from `metadata` (a KRaft `__cluster_metadata-0` dir, or a log dir
+    holding one), from a `__cluster_metadata-0` dir among `specs`, or from `partition_state`
+    (ZooKeeper's partition state JSON)."""
+    specs, given = _split_metadata(specs)
+    if metadata is not None:
+        given.append(metadata)
+    if len(given) > 1 or (given and partition_state is not None):
+        raise ReplogError("give the controller's record once: one metadata log, or --partition-state")
     if len(specs) < 2:
         raise ReplogError("replay needs at least two replicas")
     named = replica_names([parse_named(spec) for spec in specs], default_name)
-    return run_replay(load_replicas(named, Tally.of(progress, [path for _, path in named], ".log")), leader, protocol)
+    replicas = load_replicas(named, Tally.of(progress, [path for _, path in named], ".log"))
+    controller = None
+    if given or partition_state is not None:
+        first = replicas[0]
+        ids = {r.topic_id for r in replicas if r.topic_id is not None}
+        if len(ids) > 1:
+            raise ReplogError(f"the replicas' partition.metadata name different topic ids: {', '.join(sorted(ids))}")
+        controller = (read_metadata_log(given[0], first.topic, first.partition, next(iter(ids), None)) if given
+                      else read_partition_state(partition_state or "", first.topic, first.partition))
+    return run_replay(replicas, leader, protocol, controller)
+
+
+def _split_metadata(specs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The replicas, and the KRaft metadata log dirs given among them (`__cluster_metadata-0`)."""
+    from pathlib import Path
+
+    replicas, metadata = [], []
+    for spec in specs:
+        path = parse_named(spec)[1]
+        if Path(path).name == METADATA_DIR:
+            metadata.append(path)
+        else:
+            replicas.append(spec)
+    return replicas, metadata

@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.errors import FormatError, InputChanged, UnreadableInput, VanishedInput
 from replog.formats.fileio import mapped, read_small
-from replog.formats.findings import Finding, finding
+from replog.formats.findings import Finding, finding, from_unreadable
 from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock, walk_blocks
 from replog.formats.kafka.checkpoint import EpochEntry
@@ -84,6 +84,7 @@ class Replica:
     # but sets the log end to the target (`LocalLog.truncateTo` -> `updateLogEndOffset`). None once
     # anything is appended (or the log restarts).
     truncated_end: int | None = None
+    broker_id: int | None = None             # node.id / broker.id of its log dir's meta.properties
 
     @property
     def kept_end(self) -> int:
@@ -103,7 +104,7 @@ class Replica:
         return Replica(self.name, self.path, self.topic, self.partition, self.log.copy(),
                        EpochCache(self.epochs.entries), self.log_start_offset, self.high_watermark,
                        self.recovery_point, self.topic_id, self.dropped_at_load, list(self.findings),
-                       truncated_end=self.truncated_end)
+                       truncated_end=self.truncated_end, broker_id=self.broker_id)
 
 
 def default_name(path: Path) -> str:
@@ -123,7 +124,8 @@ def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
     parsed = names.parse_partition_dir(p.name)
     if parsed is None or not p.is_dir():
         raise UnreadableInput(f"{p}: not a Kafka partition directory")
-    rep = Replica(name or default_name(p), str(p), parsed.topic, parsed.partition)
+    rep = Replica(name or default_name(p), str(p), parsed.topic, parsed.partition,
+                  broker_id=node_id(p.resolve().parent))
     first_segment_base, rising = _load_batches(p, rep, fast_threshold, tally)
     cps = read_broker_checkpoints(p.parent)
     rep.findings.extend(cps.findings)
@@ -156,25 +158,40 @@ def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None,
     """Batches up to the first invalid one, as pieces; returns the first segment's base offset and the
     epoch candidates: (epoch, base offset) of kept v2 batches whose epoch exceeds every earlier one."""
     truncated, first_base, rising, fingerprint = False, None, RisingEpochs(), Fingerprint()
-    for base, seg_path in list_partition_files(p).logs.items():
+    files = list_partition_files(p)
+    for base, seg_path in files.logs.items():
         first_base = base if first_base is None else first_base
-        path = str(seg_path)
-        with mapped(seg_path) as buf:
-            kept = PieceBuilder(path, base)
-            walk, blocks = walk_blocks(buf, path, base, use_fast_walk(len(buf), fast_threshold), replica_log.BLOCK_ROWS)
-            for block in blocks:
-                n = 0 if truncated else int(np.searchsorted(block.end, walk.valid_bytes, side="right"))
-                _keep(block[:n], kept, rising, fingerprint)
-                rep.dropped_at_load += len(block) - n
-            rep.findings.extend(walk.findings)
-            truncated = truncated or walk.valid_bytes < len(buf)
-            del walk, blocks
-        if kept:
-            rep.log.pieces.append(kept.piece())
+        try:
+            with mapped(seg_path, live=files.live(seg_path), windows=True) as buf:
+                truncated = _load_segment(buf, str(seg_path), base, truncated, rep, (rising, fingerprint),
+                                          fast_threshold)
+        except VanishedInput as e:
+            raise InputChanged(f"{e}: the replica is changing under replay (a live broker?)") from None
+        except UnreadableInput as e:
+            # unreadable (not mappable under an address-space limit, say): a finding, as in doctor and ls,
+            # and the log ends before it, as it does at a damaged batch
+            rep.findings.append(from_unreadable(e, str(seg_path)))
+            truncated = True
         if tally is not None:
             tally.done(seg_path)
     rep.fingerprint = fingerprint if rep.log.ordered else None
     return first_base, rising.starts
+
+
+def _load_segment(buf: memoryview, path: str, base: int, truncated: bool, rep: Replica,
+                  folds: tuple[RisingEpochs, Fingerprint], fast_threshold: int | None) -> bool:
+    """One segment's batches up to the first invalid one into `rep` (none once `truncated`); whether the
+    log is truncated after it."""
+    kept = PieceBuilder(path, base)
+    walk, blocks = walk_blocks(buf, path, base, use_fast_walk(len(buf), fast_threshold), replica_log.BLOCK_ROWS)
+    for block in blocks:
+        n = 0 if truncated else int(np.searchsorted(block.end, walk.valid_bytes, side="right"))
+        _keep(block[:n], kept, *folds)
+        rep.dropped_at_load += len(block) - n
+    rep.findings.extend(walk.findings)
+    if kept:
+        rep.log.pieces.append(kept.piece())
+    return truncated or walk.valid_bytes < len(buf)
 
 
 def _keep(block: BatchBlock, kept: PieceBuilder, rising: RisingEpochs, fingerprint: Fingerprint) -> None:

@@ -23,6 +23,7 @@ from replog.formats.errors import UnreadableInput
 from replog.formats.fileio import mapped
 from replog.formats.kafka.blocks import ROW, BatchBlock, walk_blocks
 from replog.formats.kafka.columns import CHUNK
+from replog.formats.kafka.partition_files import is_live_segment
 
 # marks: one column per walk block: where it starts and what lies before it in the piece
 M_POS, M_BASE, M_BATCHES, M_RECORDS, M_PREV_LAST = range(5)
@@ -75,7 +76,7 @@ def walk_range(file: str, base: int, start: int, end: int) -> Iterator[BatchBloc
     The compiled walk reads them once it is loaded (a large log loaded it), else the reference walk."""
     from replog.recovery.kafka.logdir import use_fast_walk
     compiled = use_fast_walk(end - start, 0 if "replog.formats.kafka.fastwalk" in sys.modules else None)
-    with mapped(file) as buf:
+    with mapped(file, live=is_live_segment(file), windows=True) as buf:
         if len(buf) < end:
             raise UnreadableInput(f"{file}: shorter than when it was loaded ({len(buf)} < {end} bytes)")
         view = buf[start:end]

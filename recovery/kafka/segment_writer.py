@@ -34,6 +34,7 @@ from replog.formats.jit import kernel
 from replog.formats.kafka import checkpoint, names, txn_index
 from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.hop import hop_blocks
+from replog.formats.kafka.partition_files import is_live_segment
 from replog.formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
 from replog.formats.kafka.producer_snapshot import build_producer_snapshot
 from replog.recovery.kafka.epoch_cache import EpochCache
@@ -165,7 +166,7 @@ class _Sources:
     def of(self, run: ByteRun) -> SourceFile:
         if self._open is None or self._open.path != run.file:
             self._stack.close()
-            self._open = self._stack.enter_context(open_source(run.file))
+            self._open = self._stack.enter_context(open_source(run.file, live=is_live_segment(run.file)))
         return self._open
 
 

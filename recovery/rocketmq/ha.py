@@ -27,6 +27,7 @@ from replog.formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_
 from replog.recovery.naming import parse_named, replica_names
 from replog.recovery.progress import Progress, Tally
 from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
+from replog.recovery.rocketmq.recovery_rule import rule_for
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.transcript import Transcript
 
@@ -376,14 +377,15 @@ def replay_stores(stores: Sequence[StoreModel], leader: str | None = None, proto
 
 
 def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str | None = None,
-                 progress: Progress | None = None) -> HAReplayResult:
+                 progress: Progress | None = None, broker_version: str | None = None) -> HAReplayResult:
     """Load `[NAME=]PATH` stores and replay them (protocol default: classic); `progress` hears of each
-    commit-log file walked."""
+    commit-log file walked. `broker_version` picks the recovery rule each store is loaded by."""
 
     if len(specs) < 2:
         raise ReplogError("replay needs at least two stores (a master and a slave)")
     named = replica_names([parse_named(spec) for spec in specs], lambda p: p.resolve().name)
     tally = Tally.of(progress, [Path(path) / "commitlog" for _, path in named])
-    stores = [load_store(path, name, tally=tally) for name, path in named]
+    rule = rule_for(broker_version)
+    stores = [load_store(path, name, tally=tally, rule=rule) for name, path in named]
     return replay_stores(stores, leader, protocol or CLASSIC)
 

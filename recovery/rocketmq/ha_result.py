@@ -123,7 +123,7 @@ REPLICA_OUTCOME = Shape(
     Field("fetched", lambda r: {"bytes": r.fetched_bytes, "frames": r.frames}),
     "stall", Field("findings", lambda r: [f.to_dict() for f in r.findings]), Field("repair_plan", _repair_plan),
     Field("epochs_before", lambda r: _epochs(r.model.epochs)), Field("epochs_after", lambda r: _epochs(r.epochs_after)),
-    Field("abort_present", "model.abort.present"),
+    Field("abort_present", "model.abort.present"), Field("recovery", lambda r: r.model.recovery()),
 )
 
 HA_REPLAY_RESULT = Shape(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replog.formats.fileio import atomic_write, fsync_dir, mapped, read_small
+from replog.formats.fileio import atomic_file, atomic_write, mapped, read_small
 from replog.formats.findings import Finding, Severity
 from replog.formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
 from replog.formats.rocketmq.commitlog import file_name
@@ -24,7 +24,9 @@ from replog.formats.rocketmq.consumequeue import DEFAULT_FILE_SIZE as CQ_DEFAULT
 from replog.formats.rocketmq.consumequeue import write_queue
 from replog.formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
 from replog.formats.rocketmq.index_file import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, IndexWriter
-from replog.recovery.outputs import mark_complete, prepare_output
+from replog.recovery.outputs import claimed_output, mark_complete
+from replog.recovery.rocketmq.queue_recovery import Queue, recover_queues
+from replog.recovery.rocketmq.recovery_rule import rule_for
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 
 _CHUNK = 8 << 20
@@ -56,7 +58,7 @@ def write_commitlog(directory: Path, pieces: Iterable[Piece], file_size: int, fi
     """Full-size segment files at `file_starts`, filled from `pieces` (zeros elsewhere).
 
     Streams through read-only maps (1 GiB segments never sit in memory); each file
-    goes to a temporary name, is fsynced and renamed, as `atomic_write` does.
+    goes to a unique temporary name, is fsynced and renamed (`atomic_file`), removed on failure.
     """
     directory.mkdir(parents=True, exist_ok=True)
     by_file: dict[int, list[Piece]] = {s: [] for s in file_starts}
@@ -68,19 +70,14 @@ def write_commitlog(directory: Path, pieces: Iterable[Piece], file_size: int, fi
     written = []
     for start in sorted(by_file):
         target = directory / file_name(start)
-        tmp = target.with_name(target.name + ".replog-tmp")
-        with open(tmp, "wb") as out:
+        with atomic_file(target) as out:
             for p in by_file[start]:
                 out.seek(p.offset - start)
                 with mapped(p.source) as buf:
                     for i in range(p.position, p.position + p.length, _CHUNK):
                         out.write(buf[i:min(i + _CHUNK, p.position + p.length)])
             out.truncate(file_size)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
         written.append(target)
-    fsync_dir(directory)
     return written
 
 
@@ -171,12 +168,15 @@ def copy_metadata(source: StoreModel, root: Path) -> list[str]:
 
 def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *,
                 epochs: list[EpochEntry] | None, confirm_offset: int, file_size: int | None = None,
-                file_starts: Iterable[int] | None = None, like: StoreModel | None = None) -> dict[str, Any]:
-    """A complete store under `root`: commitlog from `pieces` up to `end`, then rebuilt CQs, index, checkpoint.
+                file_starts: Iterable[int] | None = None, like: StoreModel | None = None,
+                queues: dict[tuple[str, int], Queue] | None = None) -> dict[str, Any]:
+    """A complete store under `root`: commitlog from `pieces` up to `end`, then CQs, index, checkpoint.
 
     `source` supplies the geometry (segment, CQ and index sizes), the metadata
     copied across, and the checkpoint's master flushed offset; `like` (the
-    master, for a slave) supplies the geometry `source` does not show.
+    master, for a slave) supplies the geometry `source` does not show. The
+    consume queues are `queues` as given (the broker's own, `queue_recovery`),
+    else rebuilt from every message.
     """
     fs = file_size or source.file_size
     starts = list(file_starts) if file_starts is not None else sorted({p.offset - p.offset % fs for p in pieces})
@@ -185,8 +185,11 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     write_commitlog(root / "commitlog", pieces, fs, starts)
     rebuilt = load_store(root, abnormal=False)
     messages = [m for m in rebuilt.messages if m.end <= end]
-    cq_source = source if source.queues or like is None else like
-    queues = rebuild_consume_queues(root, messages, cq_file_size(cq_source))
+    if queues is None:
+        cq_source = source if source.queues or like is None else like
+        written_queues = rebuild_consume_queues(root, messages, cq_file_size(cq_source))
+    else:
+        written_queues = sum(1 for q in queues.values() if q.write(root))
     geometry = index_geometry(source) or (index_geometry(like) if like is not None else None)
     index_files, index_end = rebuild_index(root, messages, *geometry) if geometry else (0, 0)
     newest = max((m.store_timestamp for m in messages), default=0)
@@ -197,7 +200,7 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     if epochs:
         write_epoch_file(root / "epochFileCheckpoint", epochs)
     copied = copy_metadata(source, root)
-    return {"commitlog_files": len(starts), "messages": len(messages), "consume_queues": queues,
+    return {"commitlog_files": len(starts), "messages": len(messages), "consume_queues": written_queues,
             "index_files": index_files,
             "index_note": None if geometry else "the input has no index file to take the broker's geometry from; "
                                                 "no index written",
@@ -209,29 +212,38 @@ def _summary(findings: list[Finding]) -> dict[str, int]:
             for s, sev in (("errors", Severity.ERROR), ("warnings", Severity.WARNING), ("infos", Severity.INFO))}
 
 
-def recover_store(store: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False) -> dict[str, Any]:
+def recover_store(store: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False,
+                  broker_version: str | None = None, rebuild_queues: bool = False) -> dict[str, Any]:
     """Run the broker's abnormal recovery offline and write the recovered store to `out`.
 
-    The input is only read. Returns the contract's recover shape (offsets are
-    commitlog physical offsets) plus what was dropped, rebuilt and verified.
+    The input is only read. The start file follows `broker_version`'s rule; the
+    consume queues are the broker's (kept, then dispatched from the start file:
+    `queue_recovery`), or with `rebuild_queues` rebuilt from every message.
+    Returns the contract's recover shape (offsets are commitlog physical offsets)
+    plus what was dropped, rebuilt and verified.
     """
     from replog.recovery.rocketmq.doctor import diagnose_store
 
     before, _ = diagnose_store(store)
-    model = load_store(store, abnormal=True)
-    root = prepare_output(out, [store], force)
+    rule = rule_for(broker_version)
+    model = load_store(store, abnormal=True, rule=rule)
     end = model.max_offset
     truncated = end < model.walk_end
     epochs = [e for e in model.epochs if not truncated or e.start_offset < end]
     starts = [s for s, _ in model.files if s <= end] or [end - end % model.file_size]
     confirm = model.confirm_offset if model.confirm_offset is not None else 0
-    rebuilt = write_store(root, model, prefix_pieces(model, end), end, epochs=epochs, confirm_offset=confirm,
-                          file_starts=starts)
-    after, _ = diagnose_store(root)
-    mark_complete(root, f"replog recover: {store} up to {end}")
+    queues = None if rebuild_queues else recover_queues(model, end, cq_file_size(model), rule.reput_from_queues)
+    with claimed_output(out, [store], force) as root:
+        rebuilt = write_store(root, model, prefix_pieces(model, end), end, epochs=epochs, confirm_offset=confirm,
+                              file_starts=starts, queues=queues)
+        rebuilt["queues"] = {"mode": "rebuilt" if queues is None else "broker",
+                             "kept": None if queues is None else sum(q.kept for q in queues.values()),
+                             "dispatched": None if queues is None else sum(q.dispatched for q in queues.values())}
+        after, _ = diagnose_store(root)
+        mark_complete(root, f"replog recover: {store} up to {end}")
     return {
         "output": str(root), "truncated_to": end, "valid_bytes": end - model.min_offset,
-        "log_end_offset_before": model.walk_end, "scan_start": model.scan_start,
+        "log_end_offset_before": model.walk_end, "scan_start": model.scan_start, "recovery": model.recovery(),
         "dropped": {"messages": len(model.beyond), "bytes": max(0, model.walk_end - end),
                     "files": [str(p) for s, p in model.files if s > end]},
         "salvaged": [], "findings": [f.to_dict() for f in before], "rebuilt": rebuilt,

@@ -16,7 +16,7 @@ from typing import Any
 
 from replog.formats.fileio import mapped
 from replog.formats.findings import Severity
-from replog.recovery.outputs import mark_complete, prepare_output
+from replog.recovery.outputs import claimed_output, mark_complete
 from replog.recovery.rocketmq.doctor import diagnose_store
 from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
 from replog.recovery.rocketmq.recover import Piece, prefix_pieces, write_store
@@ -91,7 +91,12 @@ def _write_one(root: Path, r: ReplicaOutcome, master: StoreModel) -> tuple[Path,
 
 def repair_stores(result: HAReplayResult, out: str | os.PathLike[str], *, force: bool = False) -> list[RepairedStore]:
     """Write every store of the replay under `out/NAME/` and prove the result."""
-    root = prepare_output(out, [r.model.path for r in result.replicas], force)
+    with claimed_output(out, [r.model.path for r in result.replicas], force) as root:
+        return _write_and_prove(result, root)
+
+
+def _write_and_prove(result: HAReplayResult, root: Path) -> list[RepairedStore]:
+    """`repair_stores`' work in its claimed output: write every store, check each against the master."""
     master = next(r.model for r in result.replicas if r.role == "master")
     report = []
     for r in result.replicas:

@@ -1,10 +1,10 @@
 """A RocketMQ store as a model: message metadata, recovered log end, queues, checkpoint, epochs.
 
 Bodies stay on disk: each message keeps only where it is and what identifies it
-(rocketmq.md §2.2). `max_offset` is what the broker's abnormal recovery keeps
-(§7.2-§7.4): the scan starts at the segment the checkpoint selects, validates
-records with body CRC on, and stops at the first record that fails (a BLANK
-moves to the next file). Everything at or after it is the dirty tail.
+(rocketmq.md §2.2). `max_offset` is what the broker's recovery keeps (§7.2-§7.4):
+the scan starts at the segment the broker version's rule selects (`recovery_rule`),
+validates records with body CRC on, and stops at the first record that fails (a
+BLANK moves to the next file). Everything at or after it is the dirty tail.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from replog.formats.rocketmq.epoch_file import EpochEntry, read_epoch_file
 from replog.formats.rocketmq.index_file import message_keys
 from replog.formats.rocketmq.store import StoreLayout, detect_store
 from replog.recovery.progress import Tally
+from replog.recovery.rocketmq.recovery_rule import NEWEST, RecoveryRule, start_index
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_" + "X" * 4  # the delay-queue topic; its name really ends in four X
 _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -121,10 +122,16 @@ class StoreModel:
     abort: AbortMarker
     queues: dict[tuple[str, int], QueueState] = field(default_factory=dict)
     files_read: list[Path] = field(default_factory=list)
+    rule: RecoveryRule = NEWEST                   # the broker version's rule for the scan's start file
+    abnormal: bool = False                        # the scan was the abnormal recovery's
 
     @property
     def min_offset(self) -> int:
         return self.files[0][0] if self.files else 0
+
+    def recovery(self) -> dict[str, object]:
+        """Which recovery the model is: the broker version's rule, normal or abnormal, where the scan began."""
+        return self.rule.to_dict() | {"mode": "abnormal" if self.abnormal else "normal", "scan_start": self.scan_start}
 
     @property
     def confirm_offset(self) -> int | None:
@@ -165,26 +172,6 @@ def to_ref(msg: cl.Message, path: str) -> MessageRef:
 
 def _delay_level(text: str | None) -> int:
     return int(text) if text and text.isdigit() and len(text) < 10 else 0
-
-
-def recovery_start(files: list[tuple[int, Path]], cp: Checkpoint | None, abnormal: bool) -> int:
-    """Index of the segment the broker's recovery scan starts at (§7.2, 4.x-5.3.1 rules).
-
-    Normal: the third from last. Abnormal: the newest whose first record is a
-    message with `0 < storeTs <= checkpoint.minTimestamp`; otherwise the first.
-    """
-    if not abnormal:
-        return max(0, len(files) - 3)
-    limit = cp.min_timestamp if cp is not None else 0
-    for i in range(len(files) - 1, -1, -1):
-        try:
-            with mapped(files[i][1]) as buf:
-                msg = cl.read_message(buf, 0, file_start=files[i][0])
-        except (FormatError, UnreadableInput):
-            continue
-        if msg.kind == "message" and 0 < msg.store_timestamp <= limit:
-            return i
-    return 0
 
 
 def recovery_scan(files: list[tuple[int, Path]], start_index: int) -> int:
@@ -239,11 +226,12 @@ def _read_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tuple[str,
 
 
 def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnormal: bool | None = None,
-               tally: Tally | None = None) -> StoreModel:
+               tally: Tally | None = None, rule: RecoveryRule = NEWEST) -> StoreModel:
     """Model of the store under `path`; raises `UnreadableInput` when it is not a RocketMQ store.
 
     `abnormal` None follows the abort file, as the broker does; recovery always
-    asks for the abnormal scan (CRC-checked from the checkpoint's segment).
+    asks for the abnormal scan. `rule` (the broker version's) picks the file the
+    CRC-checked scan starts at (`recovery_rule`).
     """
     layout = detect_store(path)
     if layout is None:
@@ -267,7 +255,8 @@ def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnorma
     files_read += [p for p in (layout.abort, layout.abort_bak) if p is not None]
     if abnormal is None:
         abnormal = abort.present
-    start_idx = recovery_start(files, cp, abnormal)
+    queues = _read_queues(layout, files_read)
+    start_idx = start_index(files, cp, abnormal, rule, max((q.max_physic_offset for q in queues.values()), default=0))
     max_offset = recovery_scan(files, start_idx)
     messages: list[MessageRef] = []
     beyond: list[MessageRef] = []
@@ -297,8 +286,7 @@ def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnorma
             epochs, _ = read_epoch_file(layout.epoch_file)
         except (FormatError, UnreadableInput):
             epochs = []
-    queues = _read_queues(layout, files_read)
     return StoreModel(name or Path(path).resolve().name, str(path), layout, file_size, files, messages, beyond,
                       findings, max_offset, files[start_idx][0] if files else 0, walk_end, cp, epochs, abort,
-                      queues, files_read)
+                      queues, files_read, rule, abnormal)
 

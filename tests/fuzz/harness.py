@@ -26,7 +26,7 @@ from pathlib import Path
 from replog.formats.errors import FormatError
 from tests.fuzz import seeds as seed_sources
 from tests.fuzz.mutators import mutate
-from tests.fuzz.targets import TARGETS, Scratch
+from tests.fuzz.targets import COST, TARGETS, Scratch
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -107,22 +107,28 @@ def _alarm(signum: int, frame: object) -> None:
 
 
 def execute(target: str, data: bytes, scratch: Scratch, timeout: float = EXEC_TIMEOUT) -> Crash | None:
-    """Run one input; None when it parsed or was rejected with `FormatError`."""
+    """Run one input; None when it parsed or was rejected with `FormatError` and left its input files
+    as they were put (hashed before and after: an input that changes is a crash too)."""
     watchdog = threading.current_thread() is threading.main_thread()
     if watchdog:
         old = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout)
+    crash = None
     try:
         TARGETS[target](data, scratch)
     except FormatError:
-        return None
+        pass
     except (Exception, Hang, RecursionError) as err:  # noqa: BLE001 - this is what the harness looks for
-        return Crash(target, _signature(err), f"{type(err).__name__}: {err}"[:500], traceback.format_exc(), data)
+        crash = Crash(target, _signature(err), f"{type(err).__name__}: {err}"[:500], traceback.format_exc(), data)
     finally:
         if watchdog:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
-    return None
+    changed = scratch.changed()
+    if crash is None and changed:
+        crash = Crash(target, f"InputModified {changed[0]}", f"inputs changed by the run: {', '.join(changed)}",
+                      "", data)
+    return crash
 
 
 def check_input(target: str, data: bytes) -> None:
@@ -188,5 +194,6 @@ def run(*, seconds: float | None = 60.0, targets: list[str] | None = None, seed:
         raise ValueError(f"unknown fuzz targets {unknown}; known: {', '.join(TARGETS)}")
     pools = gather_seeds(names, with_fleet)
     share = seconds / len(names) if seconds is not None else None
-    return [fuzz_target(t, pools[t], random.Random(f"{seed}:{t}"), seconds=share, max_execs=max_execs,
+    return [fuzz_target(t, pools[t], random.Random(f"{seed}:{t}"), seconds=share,
+                        max_execs=None if max_execs is None else max(1, max_execs // COST.get(t, 1)),
                         save=save, crashes_dir=crashes_dir) for t in names]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from crc32c import crc32c
+
 from replog.formats.discovery import FileKind, classify_file
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import checkpoint, codecs, control, legacy, offset_index, time_index, txn_index
@@ -184,7 +186,21 @@ def hand_built() -> dict[str, dict[str, bytes]]:
     out.update(small_text_files())
     out.update(rocketmq_small())
     out["kafka_partition"] = {k: v for k, v in segments().items() if k in ("v2_mixed", "legacy")}
+    out["kafka_recover"] = recoverable()
     return out
+
+
+def recoverable() -> dict[str, bytes]:
+    """Segments for `recover` and `--salvage`: damage between valid batches, and a valid batch (CRC and
+    all) whose last offset delta is 0x7fffffff, beyond what its segment can index."""
+    good = [v2.build_batch(_records(i * 3, 3), base_offset=i * 3, partition_leader_epoch=1) for i in range(3)]
+    over = bytearray(v2.build_batch(_records(9, 1), base_offset=9, partition_leader_epoch=1))
+    struct.pack_into(">i", over, v2.AT["last_offset_delta"], 0x7FFFFFFF)
+    struct.pack_into(">I", over, v2.AT["crc"], crc32c(bytes(over[v2.CRC_START:])))
+    after = v2.build_batch(_records(12, 2), base_offset=12, partition_leader_epoch=1)
+    junk = b"\xff" * 30
+    return {"damaged_middle": b"".join(good[:2]) + junk + good[2] + after,
+            "offset_overflow": b"".join(good) + junk + bytes(over) + after}
 
 
 # --- seeds cut from a generated fleet ----------------------------------------------------

@@ -7,6 +7,7 @@ CLI's path: nothing at all may escape it). `Scratch` holds the files.
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 import struct
 import tempfile
@@ -44,16 +45,34 @@ _OPTIONS = (DumpOptions(deep=True, print_data=True, key_decoder="hex"),
 
 
 class Scratch:
-    """A private directory for targets that need a file on disk (removed by `close`)."""
+    """A private directory for targets that need a file on disk (removed by `close`).
+
+    Every file `put` there is an input: its SHA-256 is kept, and `changed` says which inputs no longer
+    hash the same (or are gone) after a run: replog must never modify an input."""
 
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="replog-fuzz-"))
+        self.inputs: dict[Path, str] = {}
 
     def put(self, rel: str, data: bytes) -> Path:
         p = self.root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)
+        self.inputs[p] = hashlib.sha256(data).hexdigest()
         return p
+
+    def changed(self) -> list[str]:
+        """The inputs put since the last call that changed or vanished; forgets them all."""
+        out = []
+        for p, digest in self.inputs.items():
+            try:
+                now: str | None = hashlib.sha256(p.read_bytes()).hexdigest()
+            except OSError:
+                now = None
+            if now != digest:
+                out.append(str(p.relative_to(self.root)))
+        self.inputs.clear()
+        return out
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -177,6 +196,15 @@ def kafka_partition(data: bytes, scratch: Scratch) -> None:
     diagnose([pdir])
 
 
+def kafka_recover(data: bytes, scratch: Scratch) -> None:
+    """A partition dir whose only segment is `data`, recovered as the broker would, then with salvage."""
+    from replog.recovery.kafka.recover import recover_partition
+    pdir = scratch.root / "rc" / "t-0"
+    scratch.put(f"rc/t-0/{SEG}.log", data)
+    for salvage in (False, True):
+        recover_partition(pdir, scratch.root / "rc-out", salvage=salvage, force=True)
+
+
 # --- RocketMQ --------------------------------------------------------------------------------
 
 def rocketmq_commitlog(data: bytes, scratch: Scratch) -> None:
@@ -236,6 +264,10 @@ Target = Callable[[bytes, Scratch], None]
 TARGETS: dict[str, Target] = {f.__name__: f for f in (
     kafka_segment, kafka_legacy, kafka_codecs, kafka_offset_index, kafka_time_index, kafka_txn_index,
     kafka_producer_snapshot, kafka_checkpoint, kafka_partition_metadata, kafka_meta_properties,
-    kafka_quorum_state, kafka_clean_shutdown, kafka_internal, kafka_partition,
+    kafka_quorum_state, kafka_clean_shutdown, kafka_internal, kafka_partition, kafka_recover,
     rocketmq_commitlog, rocketmq_consumequeue, rocketmq_index, rocketmq_checkpoint, rocketmq_epoch,
     rocketmq_config)}
+
+# How many times one execution costs more than a parser call (a recovery writes and verifies a whole
+# partition): a run with an execution budget gives such a target that many times fewer.
+COST: dict[str, int] = {"kafka_recover": 10}

@@ -56,3 +56,27 @@ def bomb_batch(codec: int, total: int = 512 << 20) -> bytes:
     """A v2 batch claiming one record whose compressed payload inflates to `total` bytes."""
     tmpl = v2.build_batch([v2.Record(0, 1, b"k", b"v")], base_offset=0, codec=codec)
     return reframe(tmpl, zeros_compressed(codec, total))
+
+
+def many_records_batch(n: int) -> bytes:
+    """One zstd v2 batch of `n` minimal records (null key and value, no headers; offsets 0..n-1): about
+    twelve bytes a record before compression, 12:1 after, well under the decompression-bomb ratio.
+    Records are laid out with numpy (a Python loop over 12 M records would take minutes)."""
+    import numpy as np
+    delta = np.arange(n, dtype=np.int64) << 1                # zig-zag offset deltas
+    width = 1 + sum((delta >= (1 << k)).astype(np.int64) for k in (7, 14, 21, 28))
+    body = 5 + width                                          # attributes, ts delta, delta, key, value, headers
+    starts = np.concatenate(([0], np.cumsum(body + 1)[:-1]))
+    out = np.zeros(int((body + 1).sum()), dtype=np.uint8)
+    out[starts] = (body << 1).astype(np.uint8)                # the length varint: one byte, < 64
+    for k in range(5):                                        # the offset delta varint, from byte 3
+        sel = width > k
+        out[starts[sel] + 3 + k] = (((delta[sel] >> (7 * k)) & 0x7F) | np.where(width[sel] > k + 1, 0x80, 0))
+    tail = starts + 3 + width
+    out[tail] = out[tail + 1] = 1                            # null key, null value (zig-zag -1)
+    payload = zstandard.ZstdCompressor(level=3, write_content_size=False).compress(out.tobytes())
+    head = bytearray(v2.build_batch([v2.Record(0, 1, None, None)], base_offset=0, codec=codecs.ZSTD)[:v2.HEADER_SIZE])
+    struct.pack_into(">i", head, v2.AT["last_offset_delta"], n - 1)
+    struct.pack_into(">i", head, v2.AT["records_count"], n)
+    return reframe(bytes(head), payload)
+

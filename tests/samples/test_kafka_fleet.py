@@ -15,11 +15,12 @@ from replog.formats.kafka.partition_metadata import parse_partition_metadata
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
 from replog.recovery.kafka.logdir import flags, summarize_log_dir
 from replog.samples.kafka_fleet import generate_kafka_fleet
+from replog.samples.kafka_topics import TXN_PRODUCER_ID
 from replog.samples.manifest import is_manifest
 
 BROKERS = ("broker-1", "broker-2", "broker-3")
 PARTITIONS = ("orders-0", "orders-1", "orders-2", "payments-0", "users-0", "legacy-events-0",
-              "__consumer_offsets-0")
+              "__consumer_offsets-0", "__transaction_state-0")
 SEGMENT_CODES = {"KAFKA_BATCH_CRC_MISMATCH", "KAFKA_TORN_TAIL", "KAFKA_ZERO_TAIL", "KAFKA_ORPHAN_TEMP_FILE"}
 
 
@@ -132,7 +133,7 @@ def test_each_planted_damage_is_where_the_manifest_says(fleet: tuple[Path, dict]
     for d in manifest["damage"]:
         seen.add(d["code"])
         path = root / d["file"]
-        data = path.read_bytes()
+        data = path.read_bytes() if path.is_file() else b""
         if d["code"] in ("KAFKA_BATCH_CRC_MISMATCH", "KAFKA_TORN_TAIL", "KAFKA_ZERO_TAIL"):
             assert (d["code"], d["position"], d["offset"]) in _walk_findings(root, d["file"])
         if d["code"] == "KAFKA_BATCH_CRC_MISMATCH":
@@ -158,8 +159,12 @@ def test_each_planted_damage_is_where_the_manifest_says(fleet: tuple[Path, dict]
             part = next(p for p in summarize_log_dir(root / d["broker"]).partitions
                         if f"{p.topic}-{p.partition}" == d["partition"])
             assert part.high_watermark == d["offset"] > part.log_end_offset and "hw>leo" in flags(part)
+        elif d["code"] == "KAFKA_TXN_MARKER_MISSING":
+            last = [b for _, b in replica_batches(root / d["file"]) if b.producer_id == TXN_PRODUCER_ID][-1]
+            assert last.is_transactional and not last.is_control and last.base_offset == d["offset"]
     assert seen == {"KAFKA_BATCH_CRC_MISMATCH", "KAFKA_TORN_TAIL", "KAFKA_ZERO_TAIL", "KAFKA_INDEX_ZERO_TAIL",
-                    "KAFKA_ORPHAN_TEMP_FILE", "KAFKA_INDEX_WITHOUT_LOG", "KAFKA_HW_ABOVE_LEO"}
+                    "KAFKA_ORPHAN_TEMP_FILE", "KAFKA_INDEX_WITHOUT_LOG", "KAFKA_HW_ABOVE_LEO",
+                    "KAFKA_TXN_MARKER_MISSING"}
 
 
 def test_high_watermarks_agree_and_stay_below_log_ends(fleet: tuple[Path, dict]) -> None:

@@ -27,3 +27,20 @@ def test_slave_truncates_at_the_planted_consistent_point(tmp_path: Path) -> None
     master = next(r for r in d["replicas"] if r["name"] == "master")
     assert slave["log_end_offset_after"] == master["log_end_offset_after"]
     assert MASTER_TAIL > 0
+
+
+def test_impact_finds_the_planted_consumers_and_metadata(tmp_path: Path) -> None:
+    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
+
+    planted = generate_rocketmq_samples(tmp_path / "rocketmq")["divergences"][0]["impact"]
+    root = tmp_path / "rocketmq"
+    impact = analyze_rocketmq_impact(replay_paths([f"master={root / 'master'}", f"slave={root / 'slave'}"],
+                                                  protocol="autoswitch")).to_dict()
+    slave = {f"{g['topic']}@{g['group']}/{g['queue_id']}": g["classification"]
+             for g in impact["consumer_groups"] if g["store"] == "slave"}
+    assert slave == planted["slave_groups"]
+    assert impact["summary"]["messages_consumed_lost"] == planted["messages_consumed_lost"]
+    found: dict[str, list[str]] = {}
+    for d in impact["metadata_differences"]:
+        found.setdefault(d["file"], []).append(d["key"])
+    assert found == planted["metadata_differences"]

@@ -11,7 +11,7 @@ import pytest
 
 from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.logdir import summarize_log_dir
-from replog.spark.fleet import MARKER, prepare_output
+from replog.spark.fleet import MARKER, claimed_output
 from replog.spark.inputs import LogDir
 from replog.spark.report import fleet_report, load_table
 from replog.toolkit.views import ls_rows
@@ -35,16 +35,19 @@ def session():
 
 @pytest.fixture(scope="module")
 def scan(session, tmp_path_factory: pytest.TempPathFactory):
-    """Sample generator's fleet as g1..g3 and the test builder's as b1..b3, named by an inventory."""
+    """Sample generator's fleet as g1..g3, the test builder's as b1..b3 and the KIP-279 histories as ka..kc,
+    named by an inventory."""
     from replog.samples.kafka_fleet import generate_kafka_fleet
     from replog.spark.fleet import scan_fleet
 
     root = tmp_path_factory.mktemp("fleetscan")
     manifest = generate_kafka_fleet(root / "gen", seed=7)
     planted = build_fleet(root / "fx")
+    kip279(root / "kip")
     inv = root / "inventory.txt"
     inv.write_text("# broker=path\n" + "".join(f"g{i}={root / 'gen' / f'broker-{i}'}\n" for i in (1, 2, 3))
-                   + "".join(f"b{b}={root / 'fx' / f'broker-{b}'}\n" for b in BROKERS))
+                   + "".join(f"b{b}={root / 'fx' / f'broker-{b}'}\n" for b in BROKERS)
+                   + "".join(f"k{b}={root / 'kip' / b}\n" for b in "abc"))
     steps: list[str] = []
     result = scan_fleet([], root / "out", inventory=inv, batches=True, session=session,
                         progress=lambda step, done, total: steps.append(step))
@@ -60,9 +63,10 @@ def test_scan_wrote_every_table(scan, session) -> None:
     out, result, *_ = scan
     assert (out / MARKER).is_file()
     assert session.conf.get("spark.sql.inMemoryColumnarStorage.batchSize", None) is None  # put back as it was
-    assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches", "stores", "log_dirs"}
+    assert set(result.rows) == {"partitions", "segments", "findings", "replicas", "batches", "stores", "log_dirs",
+                                "impact"}
     assert result.rows["partitions"] == len(load_table(out, "partitions")) > 30
-    assert result.errors > 0 and len(result.log_dirs) == 6
+    assert result.errors > 0 and len(result.log_dirs) == 9
 
 
 def test_partitions_equal_ls(scan) -> None:
@@ -119,8 +123,24 @@ def test_every_planted_divergence_found(scan) -> None:
     lagging = reps[next(iter(planted.lag))]
     assert lagging["first_divergent_offset"] is None and lagging["leo_spread"] == 39
     planted_tps = ({(d.topic, d.partition) for d in manifest.divergences if d.kind == "divergence"}
-                   | set(planted.divergences))
+                   | set(planted.divergences) | {("kip", 1)})
     assert {tp for tp, r in reps.items() if r["first_divergent_offset"] is not None} == planted_tps
+
+
+def test_impact_of_every_divergent_set(scan) -> None:
+    out, _, manifest, planted, _ = scan
+    rows = {(r["topic"], r["partition"]): r for r in load_table(out, "impact").to_pylist()}
+    divergent = {(r["topic"], r["partition"]) for r in load_table(out, "replicas").to_pylist()
+                 if r["first_divergent_offset"] is not None}
+    assert set(rows) == divergent and not any(r["error"] for r in rows.values())
+    div = next(d for d in manifest.divergences if d.kind == "divergence")
+    row = rows[(div.topic, div.partition)]
+    assert {g["group"]: g["classification"] for g in row["affected_groups"]} == \
+        {g: c for g, c in div.impact["groups"].items() if c != "unaffected"}
+    assert [(h["producer_id"], h["first_offset"]) for h in row["hanging"]] == \
+        [(h["producer_id"], h["first_offset"]) for h in div.impact["hanging_transactions"]]
+    rep = fleet_report(out)
+    assert rep.totals["hanging_transactions"] >= 1 and rep.impact[0]["groups_affected"] == 2
 
 
 def test_report_reads_the_scan(scan) -> None:
@@ -193,10 +213,12 @@ def test_force_replaces_only_a_previous_scan(scan, tmp_path: Path) -> None:
     shared, result, *_ = scan
     out = tmp_path / "previous-scan"
     shutil.copytree(shared, out)  # a copy: the module's scan output is shared by the other tests
-    assert prepare_output(out, result.log_dirs, force=True) == out.resolve() and not any(out.iterdir())
+    with claimed_output(out, result.log_dirs, force=True) as claimed:
+        assert claimed == out.resolve() and not any(out.iterdir())
     assert (shared / MARKER).is_file()
-    with pytest.raises(Exception, match="overlap"):
-        prepare_output(Path(result.log_dirs[0].path) / "x", [LogDir("1", result.log_dirs[0].path)], force=False)
+    with pytest.raises(Exception, match="overlap"), \
+            claimed_output(Path(result.log_dirs[0].path) / "x", [LogDir("1", result.log_dirs[0].path)], force=False):
+        pass
 
 
 def test_replica_sets_never_span_clusters(session, tmp_path: Path) -> None:
@@ -297,3 +319,54 @@ def test_replica_sets_split_by_topic_id(session) -> None:
         "cluster string, log_dir string, topic string, partition int, state string, topic_id string")
     sets = sorted((r["cluster"], r["set_topic_id"], r["log_dir"]) for r in replica_sets(frame).collect())
     assert sets == [("a", "X", "1"), ("a", "X", "2"), ("a", "X", "3"), ("b", "", "3"), ("b", "", "4")]
+
+
+def _log(root: Path, broker: str, partition: int, batches: list[tuple[int, int, int, bytes]],
+         epochs: list[tuple[int, int]], hw: int) -> Path:
+    """`root/broker/kip-partition`, batches by kafka-python (each with its own content tag), text checkpoints
+    and meta.properties."""
+    from tests.recovery.kafka.independent import kp_batch
+
+    pdir = root / broker / f"kip-{partition}"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.log").write_bytes(b"".join(kp_batch(b, last, e, tag) for b, last, e, tag in batches))
+    (pdir / "leader-epoch-checkpoint").write_text(f"0\n{len(epochs)}\n" + "".join(f"{e} {o}\n" for e, o in epochs))
+    cp = root / broker / "replication-offset-checkpoint"
+    lines = cp.read_text().splitlines()[2:] if cp.exists() else []
+    lines.append(f"kip {partition} {hw}")
+    cp.write_text(f"0\n{len(lines)}\n" + "".join(line + "\n" for line in lines))
+    # one cluster: log dirs named by separate inventory lines and no cluster id would be three groups
+    (root / broker / "meta.properties").write_text(f"version=0\nbroker.id={ord(broker)}\ncluster.id=kip-cluster\n")
+    return pdir
+
+
+def kip279(root: Path) -> None:
+    """KIP-279 histories on brokers a, b, c (the `scan` fixture's ka, kb, kc): see the test below."""
+    common = [(0, 1, 0, b"p"), (2, 3, 1, b"q")]
+    _log(root, "a", 0, [(0, 1, 0, b"p"), (2, 3, 3, b"q")], [(0, 0), (3, 2)], 4)
+    _log(root, "b", 0, common + [(4, 5, 2, b"b")], [(0, 0), (1, 2), (2, 4)], 4)
+    _log(root, "c", 0, common + [(4, 5, 2, b"c")], [(0, 0), (1, 2), (2, 4)], 4)
+    head = [(0, 0, 0, b"p"), (1, 1, 0, b"q")]
+    _log(root, "a", 1, head + [(2, 2, 3, b"a")], [(0, 0), (3, 2)], 2)
+    for b in ("b", "c"):
+        _log(root, b, 1, head + [(2, 3, 1, b"x"), (4, 5, 2, b"y")], [(0, 0), (1, 2), (2, 4)], 2)
+
+
+def test_fleet_and_replay_agree_on_kip279_divergence(scan) -> None:
+    """KIP-279 histories on three brokers. kip-0: a leads in epoch 3 and holds 2..3 with the same bytes b and
+    c hold in epoch 1 (the epoch is outside the CRC); b and c went on in epoch 2 with different records at
+    4..5, beyond a's log. Replay pairs each with the leader: nothing differs before a's log ends (b and c
+    truncate to 2 and fetch 2..3 again, losing 4..5, but do not diverge from a); the old fleet join
+    compared b with c and reported 4. kip-1: a's epoch 3 starts at 2, b and c hold epochs 1 and 2 from
+    there: both part from a at 2. The fleet's replica sets now say what replay says."""
+    from replog.recovery.kafka.replay import replay_paths
+
+    out, *_ = scan
+    root = out.parent / "kip"
+    rows = {r["partition"]: r for r in load_table(out, "replicas").to_pylist() if r["topic"] == "kip"}
+    for partition, want in ((0, None), (1, 2)):
+        result = replay_paths([f"k{b}={root / b / f'kip-{partition}'}" for b in "abc"])
+        diverged = {r.replica.name: r.diverged_at for r in result.replicas}
+        assert result.leader.name == "ka" and min((d for d in diverged.values() if d is not None), default=None) == want
+        assert rows[partition]["first_divergent_offset"] == want
+        assert rows[partition]["diverged"] == sorted(n for n, d in diverged.items() if d is not None)

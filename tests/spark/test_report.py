@@ -70,9 +70,10 @@ def test_report_of_an_empty_scan(tmp_path: Path) -> None:
     assert rep.totals["partitions"] == 0 and not rep.has_errors and rep.divergent == []
 
 
-def test_html_has_charts(scan_dir: Path) -> None:
+def test_html_has_heat_maps_charts_and_tables(scan_dir: Path) -> None:
     page = render_html(fleet_report(scan_dir).to_dict())
-    assert page.count("<svg") == 3 and "fx.orders-1" in page and "<script" not in page
+    assert page.count('class="heatmap"') == 2 and page.count('class="chart"') >= 3 and "fx.orders-1" in page
+    assert page.count("<script") == 1 and "src=" not in page        # its own few lines, nothing loaded
 
 
 def test_cli_report_json_and_html(scan_dir: Path, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from replog.formats.kafka.control import build_marker_batch
+from tests.realdata import real_files
 from tests.toolkit.terminal import run_piped
 
 TS = 1_700_000_000_000
@@ -154,3 +155,54 @@ def test_impossible_ranges_are_usage_errors(segment: tuple[Path, list[bytes]], a
     assert res.returncode == 2 and res.stdout == b""
     assert message in " ".join(res.stderr.decode().replace("│", " ").split())
     assert b"Traceback" not in res.stderr
+
+
+def test_deep_dump_reports_non_consecutive_offsets_on_stderr_newest_first(tmp_path: Path) -> None:
+    """`DumpLogSegments.main` prints each file's pairs, newest first (dumpLog prepends to its list)."""
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(kp_batch(0, [(b"a", b"1", []), (b"b", b"2", [])]) + kp_batch(5, [(b"c", b"3", [])])
+                    + kp_batch(9, [(b"d", b"4", [])]))
+    res = run_piped(["dump", str(seg), "--deep-iteration", "--format", "dump-log"])
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.decode().splitlines() == [f"Non-consecutive offsets in {seg.absolute()}",
+                                                "  5 is followed by 9", "  1 is followed by 5"]
+    shallow = run_piped(["dump", str(seg), "--format", "dump-log"])  # Kafka checks records only when deep
+    assert shallow.stderr == b""
+
+
+def test_an_offset_index_without_an_entry_is_empty(tmp_path: Path) -> None:
+    idx = tmp_path / "00000000000000000000.index"
+    idx.write_bytes(b"\0" * 7)  # `dumpIndex`: entries = length / 8 = 0
+    res = run_piped(["dump", str(idx), "--format", "dump-log"])
+    lines = res.stdout.decode().splitlines()
+    assert lines[:2] == [f"Dumping {idx}", f"{idx} is empty."]
+    assert lines[2:] and all(line.split(":")[0] in ("error", "warning", "info") for line in lines[2:])  # replog's own
+
+
+def test_kraft_snapshot_control_records_print_their_json(tmp_path: Path) -> None:
+    """A SnapshotHeader control record, bytes laid out here from SnapshotHeaderRecord.json and the v2 batch
+    format: kafka-dump-log prints ` SnapshotHeader {"version":0,"lastContainedLogTimestamp":T}`."""
+    crc32c = pytest.importorskip("crc32c")
+    key = struct.pack(">hh", 0, 3)                 # ControlRecordType key: version 0, type 3
+    value = struct.pack(">hq", 0, TS) + b"\x00"    # version, lastContainedLogTimestamp, no tagged fields
+    record = (b"\x00" + b"\x00" + b"\x00"          # attributes, timestampDelta 0, offsetDelta 0 (varints)
+              + bytes([len(key) * 2]) + key + bytes([len(value) * 2]) + value + b"\x00")
+    record = bytes([len(record) * 2]) + record
+    body = struct.pack(">hiqqqhii", 0x20, 0, TS, TS, -1, -1, -1, 1) + record  # attributes: control bit
+    head = struct.pack(">qiib", 0, 4 + 1 + 4 + len(body), 2, 2)
+    batch = head + struct.pack(">I", crc32c.crc32c(body)) + body
+    snap = tmp_path / "00000000000000000010-0000000002.checkpoint"
+    snap.write_bytes(batch)
+    res = run_piped(["dump", str(snap), "--deep-iteration", "--format", "dump-log"])
+    lines = res.stdout.decode().splitlines()
+    assert lines[:2] == [f"Dumping {snap}", "Snapshot end offset: 10, epoch: 2"], res.stderr
+    assert lines[3].endswith(f'headerKeys: [] SnapshotHeader {{"version":0,"lastContainedLogTimestamp":{TS}}}')
+
+
+def test_a_real_bootstrap_snapshot_prints_like_kafka_dump_log() -> None:
+    """Real KRaft `bootstrap.checkpoint` (read in place): header line, then the header/footer JSON."""
+    snap = real_files("niloufar-ldi-kraft/bootstrap.checkpoint")[0]
+    lines = run_piped(["dump", str(snap), "--deep-iteration", "--format", "dump-log"]).stdout.decode().splitlines()
+    assert lines[:2] == [f"Dumping {snap}", "KRaft bootstrap snapshot"]
+    assert any(' SnapshotHeader {"version":0,"lastContainedLogTimestamp":' in line for line in lines)
+    assert lines[-1].endswith(' SnapshotFooter {"version":0}')

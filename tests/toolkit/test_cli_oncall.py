@@ -11,7 +11,7 @@ import pytest
 
 from tests.toolkit.test_cli import run_replog
 
-COMMANDS = [[], ["dump"], ["ls"], ["doctor"], ["recover"], ["replay"], ["repair"], ["samples"],
+COMMANDS = [[], ["dump"], ["ls"], ["doctor"], ["recover"], ["replay"], ["repair"], ["impact"], ["samples"],
             ["samples", "generate"], ["fleet"], ["fleet", "scan"], ["fleet", "report"]]
 
 

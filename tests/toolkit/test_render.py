@@ -13,11 +13,21 @@ from typer.testing import CliRunner
 
 from replog.formats.findings import FINDING
 from replog.formats.shape import Field, Shape
+from replog.recovery.kafka.impact_groups import GROUP_IMPACT
+from replog.recovery.kafka.impact_producers import PRODUCER_IMPACT, TXN_IMPACT
 from replog.recovery.kafka.recover import RECOVER_RESULT
 from replog.recovery.kafka.replay import REPLICA_RESULT
 from replog.recovery.rocketmq.ha_result import REPLICA_OUTCOME
+from replog.recovery.rocketmq.impact import METADATA_DIFFERENCE, QUEUE_IMPACT
 from replog.toolkit.cli import app
 from replog.toolkit.doctor_view import FINDING_COLUMNS, RECOVER_COLUMNS
+from replog.toolkit.impact_view import (
+    GROUP_COLUMNS,
+    METADATA_COLUMNS,
+    PRODUCER_COLUMNS,
+    ROCKETMQ_GROUP_COLUMNS,
+    TXN_COLUMNS,
+)
 from replog.toolkit.output import Format
 from replog.toolkit.render import Column, Columns, render, thousands, words
 from replog.toolkit.replay_view import REPLICA_COLUMNS
@@ -112,11 +122,14 @@ def test_record_view_has_a_row_per_column_and_per_item_of_a_many_column() -> Non
     assert "hole" not in console.file.getvalue()
 
 
-def test_html_table_is_the_same_cells_escaped() -> None:
-    page = PART_COLUMNS.html([PART.dump(p) for p in PARTS])
-    assert page.startswith("<table><thead><tr><th>name</th><th>size</th>")
-    assert "<td>[b]-1</td><td>0</td><td>-</td>" in page
-    page = Columns(Column("x", "x")).html([{"x": "<script>"}])
+def test_a_page_table_is_the_same_cells_escaped_with_numbers_to_sort_by() -> None:
+    from replog.toolkit import pages
+    table = pages.environment().get_template("macros.html.j2").module.data_table
+    page = str(table("parts", pages.table(PART_COLUMNS, [PART.dump(p) for p in PARTS])))
+    assert [h.split(">")[-1] for h in page.split("</th>")[:2]] == ["name", "size"]
+    assert '<td>[b]-1</td><td class="num" data-s="0">0</td><td class="num">-</td>' in page
+    assert '<td class="num" data-s="1234567">1,234,567</td>' in page
+    page = str(table("x", pages.table(Columns(Column("x", "x")), [{"x": "<script>"}])))
     assert "<td>&lt;script&gt;</td>" in page and "<script>" not in page
 
 
@@ -140,7 +153,10 @@ def test_shape_members_in_order_nested_and_omitted() -> None:
 @pytest.mark.parametrize(("columns", "shape"), [
     (LS_COLUMNS, LS_ROW), (FINDING_COLUMNS, FINDING), (RECOVER_COLUMNS, RECOVER_RESULT),
     (REPLICA_COLUMNS, REPLICA_RESULT), (STORE_COLUMNS, REPLICA_OUTCOME),
-], ids=["ls", "doctor", "recover", "kafka-replay", "rocketmq-replay"])
+    (GROUP_COLUMNS, GROUP_IMPACT), (PRODUCER_COLUMNS, PRODUCER_IMPACT), (TXN_COLUMNS, TXN_IMPACT),
+    (ROCKETMQ_GROUP_COLUMNS, QUEUE_IMPACT), (METADATA_COLUMNS, METADATA_DIFFERENCE),
+], ids=["ls", "doctor", "recover", "kafka-replay", "rocketmq-replay", "impact-groups", "impact-producers",
+        "impact-transactions", "rocketmq-impact", "rocketmq-metadata"])
 def test_columns_show_only_fields_their_result_declares(columns: Columns, shape: Shape) -> None:
     assert columns.fields and columns.fields <= set(shape.names)
 

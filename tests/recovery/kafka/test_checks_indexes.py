@@ -92,5 +92,5 @@ def test_an_unreadable_index_is_reported_and_not_checked(tmp_path: Path) -> None
                                                active=False)
     checks.feed(BatchBlock.empty())
     [f] = checks.finish()
-    assert (f.code, f.path) == ("UNREADABLE_FILE", str(missing))
+    assert (f.code, f.path) == ("INPUT_VANISHED", str(missing))  # listed, gone when opened
     ev.close()

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replog.formats import filecopy
+from replog.formats.errors import UnwritableOutput
 from replog.formats.kafka import batch as v2
 from replog.recovery.kafka.segment_writer import ByteRun, write_partition_runs
 from tests.recovery.kafka.reference_writer import reference_write_partition
@@ -160,7 +161,8 @@ def test_a_real_io_error_is_raised_not_hidden(tmp_path: Path) -> None:
         raise OSError(errno.EIO, "I/O error")
 
     runs = runs_over_files(tmp_path, some_batches(), random.Random(4))
-    with mock.patch.object(os, "copy_file_range", broken), pytest.raises(OSError, match="I/O error"):
+    # reported as what it is, naming the output (an ordinary error, exit 2, at the command line)
+    with mock.patch.object(os, "copy_file_range", broken), pytest.raises(UnwritableOutput, match="I/O error"):
         write_partition_runs(tmp_path / "p-0", runs)
     assert list((tmp_path / "p-0").iterdir()) == []
 

@@ -1,0 +1,137 @@
+"""Rendering `impact`: consumer groups, producers and transactions (Kafka), consumer offsets (RocketMQ).
+
+Everything here reads the impact's JSON document (`ImpactResult.to_dict`, or the
+RocketMQ impact's), so `impact`, and the `impact` section of `replay` and `repair`,
+show the same thing in a table, in JSON and in the HTML report.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from replog.toolkit.render import Column, Columns, span, time_range
+
+_CLASS_STYLE = {"unaffected": "green", "consumed_lost": "bold red", "will_detect_truncation": "yellow",
+                "will_reset": "bold yellow"}
+
+
+def _lost(r: dict[str, Any]) -> str:
+    n = r["records_consumed_lost"]
+    return f"{n} ({r['first_lost_offset']}..{r['last_lost_offset']})" if n else "0"
+
+
+GROUP_COLUMNS = Columns(
+    Column("group", "group", key=True),
+    Column("committed", "committed_offset", justify="right"),
+    Column("epoch", "committed_leader_epoch", justify="right", drop=2),
+    Column("classification", "classification", style=lambda r: _CLASS_STYLE.get(r["classification"])),
+    Column("read, now lost", _lost, justify="right"),
+    Column("lost records' time", time_range("first_lost_timestamp", "last_lost_timestamp"), drop=3),
+    Column("never read", "records_skipped", justify="right", drop=1),
+    Column("resumes at", "resumes_at", justify="right", drop=1),
+)
+
+PRODUCER_COLUMNS = Columns(
+    Column("producer", "producer_id", key=True, justify="right"),
+    Column("epoch", "producer_epoch", justify="right"),
+    Column("replica", "replica"),
+    Column("records lost", "records_lost", justify="right", style="bold red"),
+    Column("sequences", span("first_sequence", "last_sequence"), justify="right"),
+    Column("acked (HW)", "acknowledged", lambda v: "yes" if v else "no", drop=2),
+    Column("leader's last seq", "leader_last_sequence", justify="right", drop=1),
+    Column("next batch", "next_append"),
+    Column("retry", "retry", drop=1),
+)
+
+TXN_COLUMNS = Columns(
+    Column("producer", "producer_id", key=True, justify="right"),
+    Column("epoch", "producer_epoch", justify="right"),
+    Column("first offset", "first_offset", justify="right"),
+    Column("state", "state", style=lambda r: "bold red" if r["state"] == "hanging" else "yellow"),
+    Column("cause", "cause", min_width=20),
+)
+
+ROCKETMQ_GROUP_COLUMNS = Columns(
+    Column("store", "store", key=True),
+    Column("group", "group", key=True),
+    Column("topic", "topic", drop=1),
+    Column("queue", "queue_id", justify="right"),
+    Column("committed", "committed_offset", justify="right"),
+    Column("max after", "max_offset_after", justify="right"),
+    Column("classification", "classification", style=lambda r: _CLASS_STYLE.get(r["classification"])),
+    Column("consumed, gone", "messages_consumed_lost", justify="right"),
+    Column("never consumed", "messages_skipped", justify="right", drop=2),
+)
+
+METADATA_COLUMNS = Columns(
+    Column("file", "file", key=True),
+    Column("entry", "key", key=True),
+    Column("difference", "difference", min_width=20),
+)
+
+
+def print_impact(doc: dict[str, Any], console: Console) -> None:
+    """The impact as tables, each followed by what a table cannot say (the explanations)."""
+    if doc.get("system") == "rocketmq":
+        _print_rocketmq(doc, console)
+        return
+    s = doc["summary"]
+    console.print(f"[bold]Impact on {escape(doc['topic'])}-{doc['partition']}[/] after the replay: leader "
+                  f"{escape(doc['leader'])}, log {doc['log_start_offset_after']}..{doc['log_end_offset_after']}, "
+                  f"last stable offset {doc['last_stable_offset_after']}")
+    console.print(f"{s['groups_affected']} of {s['groups']} consumer groups affected, {s['records_consumed_lost']} "
+                  f"records consumed then lost, {s['producers_with_lost_writes']} producers with lost writes, "
+                  f"{s['hanging_transactions']} hanging transactions")
+    if not doc["offsets_sources"]:
+        console.print("[dim]no __consumer_offsets found: give the log dirs holding it with --offsets[/]")
+    if doc["consumer_groups"]:
+        console.print(GROUP_COLUMNS.table(doc["consumer_groups"], "consumer groups"))
+        for g in doc["consumer_groups"]:
+            if g["classification"] != "unaffected":
+                console.print(f"[bold]{escape(g['group'])}[/]: {escape(g['explanation'])}")
+    if doc["producers"]:
+        console.print(PRODUCER_COLUMNS.table(doc["producers"], "producers whose writes are lost"))
+        for p in doc["producers"]:
+            console.print(f"[dim]producer {p['producer_id']}: {escape(p['explanation'])}[/]")
+    if doc["transactions"]:
+        console.print(TXN_COLUMNS.table(doc["transactions"], "open transactions after the replay"))
+
+
+def _print_rocketmq(doc: dict[str, Any], console: Console) -> None:
+    s = doc["summary"]
+    console.print(f"[bold]Impact on consumers[/] after the replay: {s['groups_affected']} of {s['groups']} "
+                  f"group queues affected, {s['messages_consumed_lost']} messages consumed then gone")
+    if doc["consumer_groups"]:
+        console.print(ROCKETMQ_GROUP_COLUMNS.table(doc["consumer_groups"], "consumer offsets (config/consumerOffset"
+                                                                          ".json) against each queue after the replay"))
+    if doc["metadata_differences"]:
+        console.print(METADATA_COLUMNS.table(doc["metadata_differences"],
+                                             "master and slave metadata (what the slave's sync copies)"))
+
+
+def page_data(doc: dict[str, Any]) -> dict[str, Any]:
+    """The impact for its report-page section (`templates/sections/impact.html.j2`): the same tables as the
+    terminal's, each as a page table, and the words on each affected group."""
+    from replog.toolkit.pages import table
+
+    if doc.get("system") == "rocketmq":
+        tables = [("Consumer offsets against each queue", ROCKETMQ_GROUP_COLUMNS, doc["consumer_groups"]),
+                  ("Master and slave metadata", METADATA_COLUMNS, doc["metadata_differences"])]
+        return {"summary": None, "notes": [],
+                "tables": [(title, table(columns, rows)) for title, columns, rows in tables if rows]}
+    tables = [("Consumer groups", GROUP_COLUMNS, doc["consumer_groups"]),
+              ("Producers whose writes are lost", PRODUCER_COLUMNS, doc["producers"]),
+              ("Open transactions after the replay", TXN_COLUMNS, doc["transactions"])]
+    return {"summary": doc["summary"],
+            "tables": [(title, table(columns, rows)) for title, columns, rows in tables if rows],
+            "notes": [g for g in doc["consumer_groups"] if g["classification"] != "unaffected"]}
+
+
+def print_with_impact(show: Callable[[], None], impact: dict[str, Any] | None, console: Console) -> None:
+    """A replay's (or repair's) table, then its impact when the disks held consumer offsets."""
+    show()
+    if impact is not None:
+        print_impact(impact, console)
