@@ -140,10 +140,10 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
     rep.worst_partitions = _worst(parts, limit)
     rows = reps.to_pylist()
     rep.divergent = sorted((r for r in rows if r["first_divergent_offset"] is not None),
-                           key=lambda r: (-r["records_at_risk"], r["cluster"] or "", r["topic"], r["partition"]))[:limit]
+                           key=lambda r: (-r["records_at_risk"], *_where(r)))[:limit]
     lagging = [r for r in rows if r["first_divergent_offset"] is None and r["leo_spread"]]
     rep.totals["lagging_replica_sets"] = len(lagging)
-    rep.lagging = sorted(lagging, key=lambda r: (-r["leo_spread"], r["cluster"] or "", r["topic"], r["partition"]))[:limit]
+    rep.lagging = sorted(lagging, key=lambda r: (-r["leo_spread"], *_where(r)))[:limit]
     rep.broker_topics = _broker_topics(parts, rows)
     damaged = segs.filter(segs.column("damaged"))
     rep.damaged_segments = sorted(damaged.select(["cluster", "broker", "topic", "partition", "path", "size",
@@ -232,6 +232,11 @@ def _topics(parts: pa.Table, reps: pa.Table) -> list[dict[str, Any]]:
         t["divergent"] += r["first_divergent_offset"] is not None
         t["records_at_risk"] += r["records_at_risk"] or 0
     return [out[k] for k in sorted(out)]
+
+
+def _where(row: dict[str, Any]) -> tuple[str, str, int]:
+    """A replica set's place in a sorted list: cluster (none in an older scan's rows), topic, partition."""
+    return row["cluster"] or "", row["topic"], row["partition"]
 
 
 def _broker_topics(parts: pa.Table, replica_sets: list[dict[str, Any]]) -> list[dict[str, Any]]:

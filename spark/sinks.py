@@ -78,6 +78,8 @@ class ParquetSink(_Sink):
             self._flush()
             self.writer.write_batch(batch)
             return
+        if batch.get_total_buffer_size() > 2 * batch.nbytes + (64 << 10):
+            batch = batch.take(pa.array(range(batch.num_rows)))   # a slice held would hold all it slices
         self.pending.append(batch)
         self.pending_rows += batch.num_rows
         if self.pending_rows >= ROWS:

@@ -118,7 +118,8 @@ DIVERGENT = Columns(
     Column("committed at risk", "committed_at_risk"),
 )
 IMPACT = Columns(
-    Column("cluster", "cluster"), Column("partition", _partition), Column("leader", "leader"), Column("groups affected", "groups_affected"),
+    Column("cluster", "cluster"), Column("partition", _partition), Column("leader", "leader"),
+    Column("groups affected", "groups_affected"),
     Column("groups", "affected_groups", lambda gs: " ".join(f"{g['group']}:{g['classification']}" for g in gs or [])),
     Column("consumed then lost", "records_consumed_lost"), Column("hanging txns", "hanging_transactions"),
     Column("producers lost writes", "producers_with_lost_writes"), Column("error", "error"),

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from replog.formats.fileio import RELEASE_STEP, release_pages
+from replog.formats.kafka import legacy
 from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk
 
@@ -131,6 +132,16 @@ _ROW_PAD = 8
 def column_buffer(chunk: int) -> np.ndarray:
     """The int64 buffer a compiled walk fills, one row per field: `chunk` usable columns (plus padding)."""
     return np.empty((len(FIELDS), chunk + _ROW_PAD), dtype=np.int64)
+
+
+def rows_for(span: int, chunk: int) -> int:
+    """The block size to walk `span` bytes with: `chunk`, or fewer when no more entries fit in the span.
+
+    The smallest entry is a v0 message of an empty key and value. Sized to the file, a small
+    segment's buffer is kilobytes, not `chunk` rows of every field (10 MiB): the pages of a fresh
+    10 MiB buffer cost milliseconds to fault in, which was most of a fleet scan's time on small
+    segments, and a block a consumer keeps (a slice of its buffer) no longer holds 10 MiB."""
+    return max(1, min(chunk, span // (legacy.LOG_OVERHEAD + legacy.RECORD_OVERHEAD[0]) + 1))
 
 
 def int64_row(info: BatchInfo) -> list[int]:

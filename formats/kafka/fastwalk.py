@@ -27,7 +27,7 @@ from replog.formats.fileview import readable
 from replog.formats.findings import Finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import blocks
-from replog.formats.kafka.blocks import BatchBlock, column_buffer, int64_row, reference_blocks
+from replog.formats.kafka.blocks import BatchBlock, column_buffer, int64_row, reference_blocks, rows_for
 from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK, to_record_batch
 from replog.formats.kafka.segment import SegmentWalk
 
@@ -366,6 +366,7 @@ class FastWalk:
         ref = self.reference
         arr = as_uint8(self.buf)
         end = len(arr)
+        chunk = rows_for(end, chunk)
         cols = column_buffer(chunk)
         ref.begin()
         pos, row, released = 0, 0, 0

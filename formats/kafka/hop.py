@@ -20,7 +20,7 @@ import numpy as np
 
 from replog.formats.fileio import RELEASE_STEP, release_pages
 from replog.formats.fileview import readable
-from replog.formats.kafka.blocks import ROW, BatchBlock, column_buffer, int64_row
+from replog.formats.kafka.blocks import ROW, BatchBlock, column_buffer, int64_row, rows_for
 from replog.formats.kafka.columns import CHUNK
 from replog.formats.kafka.segment import SegmentWalk
 
@@ -44,6 +44,7 @@ def hop_blocks(buf: bytes | memoryview, path: str, start: int, end: int, *, comp
             from replog.formats.kafka.fasthop import hop_kernel as kernel
     arr = np.frombuffer(buf, dtype=np.uint8)
     reference = SegmentWalk(buf, path)
+    chunk = rows_for(end - start, chunk)
     cols = column_buffer(chunk)
     pos = block_start = start
     row = 0

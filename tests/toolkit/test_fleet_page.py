@@ -38,11 +38,13 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> Path:
             evil = topic == EVIL
             leos = [1000, 1000, 990] if evil else [1000, 1000 - (TOPICS.index(topic) % 97) - 1, 1000]
             for b, leo in zip(BROKERS, leos, strict=True):
-                parts.append({"cluster": "c1", "broker": b, "log_dir": f"/d/{b}", "topic": topic, "partition": p, "state": "live",
+                parts.append({"cluster": "c1", "broker": b, "log_dir": f"/d/{b}", "topic": topic, "partition": p,
+                              "state": "live",
                               "path": f"/d/{b}/{topic}-{p}", "segments": 1, "bytes": 1000, "log_start_offset": 0,
                               "log_end_offset": leo, "high_watermark": 990, "errors": int(evil and b == "b3"),
                               "warnings": 0, "infos": 0, "flags": []})
-            sets.append({"cluster": "c1", "topic": topic, "partition": p, "replicas": list(BROKERS), "log_end_offsets": leos,
+            sets.append({"cluster": "c1", "topic": topic, "partition": p, "replicas": list(BROKERS),
+                         "log_end_offsets": leos,
                          "high_watermarks": [990] * 3, "latest_epochs": [1] * 3, "leo_spread": max(leos) - min(leos),
                          "hw_spread": 0, "first_divergent_offset": 980 if evil else None,
                          "kept": ["b1", "b2"] if evil else [], "diverged": ["b3"] if evil else [], "behind": [],

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import fastrecords, fastwalk, legacy
+from replog.formats.kafka.blocks import FIELDS
 from replog.formats.kafka.fastwalk import FastWalk, fast_batch_columns, reference_batch_columns
 from tests.formats.kafka.segments import TS, marker
 from tests.realdata import REALDATA
@@ -154,3 +155,18 @@ def test_real_segments() -> None:
         base = int(path.stem) if path.stem.isdigit() else None
         assert_same_walk(buf, base, os.fspath(path))
         assert_same_records(buf, os.fspath(path))
+
+
+def test_a_small_segment_walks_with_a_buffer_sized_to_it() -> None:
+    """Blocks are views into the walk's buffer: on a segment of a few batches that buffer is sized to
+    the most entries the bytes can hold, not to a full block of every field (which a block kept by its
+    consumer held, 10 MiB per small segment of a fleet). A v0 message of 26 bytes is the smallest entry."""
+    from tests.recovery.kafka.independent import kp_batch
+
+    buf = b"".join(kp_batch(k, k, 0, b"x") for k in range(3))
+    if not fastwalk.HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    [block] = list(FastWalk(buf, "seg.log", 0).blocks())
+    assert block.cols.shape[1] == 3
+    held = block.cols.base if block.cols.base is not None else block.cols
+    assert held.nbytes <= len(FIELDS) * (len(buf) // 26 + 1 + 8) * 8
