@@ -314,7 +314,8 @@ def _replicas(spark: Any, out: Path, batches: Path, batch_rows: int) -> None:
     parts = load_table(out, "partitions")
     live = parts.filter(pc.equal(parts.column("state"), "live"))
     sets = live.group_by(["cluster", "topic", "partition"]).aggregate([([], "count_all")]) if live.num_rows else None
-    if sets is None or not sets.num_rows or pc.max(sets.column("count_all")).as_py() < 2 or not batches.is_dir():
+    if sets is None or not sets.num_rows or pc.max(sets.column("count_all")).as_py() < 2 or not batches.is_dir() \
+            or not (out / WORK / "replica_digests").is_dir():
         _write_table(out, "replicas", schemas.REPLICAS.empty_table())
         return
     schema = schemas.BATCHES if batches.name == "batches" else schemas.REPLICA_BATCHES
@@ -322,7 +323,9 @@ def _replicas(spark: Any, out: Path, batches: Path, batch_rows: int) -> None:
              "spark.sql.shuffle.partitions": str(max(2, spark.sparkContext.defaultParallelism))}
     with _sql_conf(spark, small if batch_rows < SMALL_JOIN_ROWS else {}):
         replicas_frame(spark.read.schema(schemas.spark_schema(schemas.PARTITIONS)).parquet(str(out / "partitions")),
-                       spark.read.schema(schemas.spark_schema(schema)).parquet(str(batches))) \
+                       spark.read.schema(schemas.spark_schema(schema)).parquet(str(batches)),
+                       spark.read.schema(schemas.spark_schema(schemas.REPLICA_DIGESTS_READ))
+                       .parquet(str(out / WORK / "replica_digests"))) \
             .write.mode("overwrite").parquet(str(out / "replicas"))
 
 

@@ -34,6 +34,7 @@ WORK = "_work"
 PENDING = {"partitions": "split_partitions", "segments": "split_segments"}   # a light unit's rows, unfinished
 INTERNAL = {"split_partitions": schemas.PARTITIONS, "split_segments": schemas.SEGMENTS,
             "split_counts": schemas.SPLIT_COUNTS, "replica_batches": schemas.REPLICA_BATCHES_WRITTEN,
+            "replica_digests": schemas.REPLICA_DIGESTS,
             "tail_batches": schemas.TAIL_BATCHES}
 
 
@@ -102,7 +103,7 @@ def run_task(task: int, units: Iterable[Unit], options: JobOptions) -> dict[str,
     out = Path(options.out)
     files = TaskFiles(out, task)
     recorder = cache.Recorder(out, task, options.scan) if options.record else None
-    context = Context(options.with_batches, recorder, options.fast_threshold)
+    context = Context(options.with_batches, recorder, options.fast_threshold, digests=True)
     count = 0
     try:
         for unit in units:

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from replog.spark import schemas
+from replog.spark.digests import BUCKET_BITS, suspects_frame
 
 SET = ("cluster", "topic", "partition", "set_topic_id")       # one replica set
 REPLICA = "log_dir"                                            # one replica of it
@@ -34,24 +35,49 @@ def replica_sets(partitions: Any) -> Any:
     return keyed.join(multi, list(SET))
 
 
-def replicas_frame(partitions: Any, batches: Any) -> Any:
+def replicas_frame(partitions: Any, batches: Any, digests: Any) -> Any:
     """The `replicas` table: live partitions held by two or more replicas of one set, compared by batch metadata.
 
-    The join finds a lower bound L per set: the smallest base_offset of a kept batch of one replica
-    that another replica's log range [log_start_offset, log_end_offset) covers but which that replica
+    The join finds a lower bound L per set: the smallest base_offset of a batch of one replica that
+    another replica's log range [log_start_offset, log_end_offset) covers but which that replica
     does not hold identically (same base_offset, last_offset and CRC). Offsets only one replica holds
-    (one log is ahead, or the other's start was deleted by retention) are not divergence. Each
-    replica's kept batches ending at or after L then go, one set per row, to
-    `replica_sets.replica_set_row`, which pairs them as replay does.
+    (one log is ahead, or the other's start was deleted by retention) are not divergence. Batch rows
+    are joined only in the buckets of offsets where the replicas' digests differ
+    (`digests.suspect_buckets`): none at all for a set of equal replicas. Each replica's batches
+    ending at or after L then go, one set per row, to `replica_sets.replica_set_row`, which pairs
+    them as replay does.
     """
     from pyspark.sql import functions as F
 
     key = list(SET)
     reps = replica_sets(partitions).select("broker", REPLICA, *key, "log_start_offset", "log_end_offset",
                                            "high_watermark", "latest_epoch")
-    kept = batches.join(reps.select(REPLICA, "cluster", "topic", "partition", "set_topic_id"),
-                        [REPLICA, "cluster", "topic", "partition"]).select(
-        REPLICA, *key, "base_offset", "last_offset", "crc", "count")
+    suspects = suspects_frame(reps, digests, REPLICA, key)
+    per_replica = reps.withColumn("lower_bound", F.lit(None).cast("bigint")).withColumn("tail", F.lit(None).cast(
+        "array<struct<base_offset:bigint,last_offset:bigint,crc:bigint,count:bigint>>"))
+    if not suspects.isEmpty():   # else every set's replicas are equal where they overlap: no batch row is read
+        located = batches.join(reps.select(REPLICA, "cluster", "topic", "partition", "set_topic_id"),
+                               [REPLICA, "cluster", "topic", "partition"]).select(
+            REPLICA, *key, "base_offset", "last_offset", "crc", "count")
+        detail = (located.withColumn("bucket", F.shiftright("base_offset", BUCKET_BITS))
+                  .join(F.broadcast(suspects), [*key, "bucket"]).drop("bucket"))
+        div = _lower_bounds(reps, detail, key)
+        k, d = located.alias("k"), F.broadcast(div).alias("d")
+        tails = (k.join(d, _same(key, "k", "d") & (F.col("k.last_offset") >= F.col("d.lower_bound")))
+                 .groupBy(f"k.{REPLICA}", *(f"k.{c}" for c in key))
+                 .agg(F.collect_list(F.struct("k.base_offset", "k.last_offset", "k.crc", "k.count")).alias("tail")))
+        per_replica = reps.join(div, key, "left").join(tails, [REPLICA, *key], "left")
+    grouped = per_replica.groupBy(*key).agg(F.collect_list(F.struct(
+        "broker", REPLICA, "log_start_offset", "log_end_offset", "high_watermark", "latest_epoch",
+        "lower_bound", "tail")).alias("replicas"))
+    return grouped.mapInArrow(assemble_batches, schemas.spark_schema(schemas.REPLICAS))
+
+
+def _lower_bounds(reps: Any, kept: Any, key: list[str]) -> Any:
+    """(set key, lower_bound): per set, the lowest base offset of a batch one replica holds that
+    another's log range covers and that other does not hold identically (among `kept`'s rows)."""
+    from pyspark.sql import functions as F
+
     b, o = kept.alias("b"), reps.alias("o")
     covered = b.join(o, _same(key, "b", "o") & (F.col(f"b.{REPLICA}") != F.col(f"o.{REPLICA}"))
                      & (F.col("b.base_offset") >= F.col("o.log_start_offset"))
@@ -59,16 +85,7 @@ def replicas_frame(partitions: Any, batches: Any) -> Any:
         F.col(f"o.{REPLICA}").alias("other"), *(f"b.{c}" for c in key), "b.base_offset", "b.last_offset", "b.crc")
     held = kept.select(F.col(REPLICA).alias("other"), *key, "base_offset", "last_offset", "crc")
     mismatch = covered.join(held, ["other", *key, "base_offset", "last_offset", "crc"], "left_anti")
-    div = mismatch.groupBy(*key).agg(F.min("base_offset").alias("lower_bound"))
-    k, d = kept.alias("k"), div.alias("d")
-    tails = (k.join(d, _same(key, "k", "d") & (F.col("k.last_offset") >= F.col("d.lower_bound")))
-             .groupBy(f"k.{REPLICA}", *(f"k.{c}" for c in key))
-             .agg(F.collect_list(F.struct("k.base_offset", "k.last_offset", "k.crc", "k.count")).alias("tail")))
-    per_replica = reps.join(div, key, "left").join(tails, [REPLICA, *key], "left")
-    grouped = per_replica.groupBy(*key).agg(F.collect_list(F.struct(
-        "broker", REPLICA, "log_start_offset", "log_end_offset", "high_watermark", "latest_epoch", "lower_bound",
-        "tail")).alias("replicas"))
-    return grouped.mapInArrow(assemble_batches, schemas.spark_schema(schemas.REPLICAS))
+    return mismatch.groupBy(*key).agg(F.min("base_offset").alias("lower_bound"))
 
 
 def _same(columns: list[str], left: str, right: str) -> Any:

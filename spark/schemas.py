@@ -157,6 +157,15 @@ REPLICA_BATCHES = pa.schema([f for f in BATCHES if f.name in
 REPLICA_BATCHES_WRITTEN = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if pa.types.is_string(f.type)
                                      else f for f in REPLICA_BATCHES])
 
+# Internal: each replica's batches summed up by bucket of offsets (`spark.digests`): the replica comparison
+# reads batch rows only where the digests of a replica set differ.
+REPLICA_DIGESTS = pa.schema([("cluster", pa.dictionary(pa.int32(), pa.string())),
+                             ("log_dir", pa.dictionary(pa.int32(), pa.string())),
+                             ("topic", pa.dictionary(pa.int32(), pa.string())), ("partition", pa.int32()),
+                             ("bucket", pa.int64()), ("count", pa.int64()), ("digest", pa.int64())])
+REPLICA_DIGESTS_READ = pa.schema([pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f
+                                  for f in REPLICA_DIGESTS])
+
 # Internal, a tail scan's: the last batches of each segment (and its first), for the replica comparison.
 TAIL_BATCHES = pa.schema([*(f for f in BATCHES if f.name in ("cluster", "broker", "log_dir", "topic", "partition")),
                           ("base_offset", pa.int64()), ("last_offset", pa.int64()), ("crc", pa.int64()),

@@ -58,6 +58,7 @@ from replog.recovery.kafka.logdir import (
 from replog.recovery.kafka.segment_pass import SegmentResult, Walked, segment_blocks
 from replog.spark import cache, remote, schemas
 from replog.spark.identity import read_identity
+from replog.spark.digests import digest_rows
 from replog.spark.rows import (
     _counts,
     _where,
@@ -77,11 +78,13 @@ class Context:
     """What a task hands every unit it runs: whether the batch table is written, where the walks of
     sealed segments are recorded for the next scan (`spark.cache`; None: nowhere), the size above which
     a segment takes the compiled walk (None: doctor's default; a fleet scan gives 0, so every segment
-    is walked by the same kernels), and the counts of segments read and replayed."""
+    is walked by the same kernels), whether the blocks' digests are written for the replica comparison
+    (`spark.digests`; a scan's tasks write them), and the counts of segments read and replayed."""
 
     with_batches: bool = True
     recorder: cache.Recorder | None = None
     fast_threshold: int | None = None
+    digests: bool = False
     counts: Counter[str] = field(default_factory=Counter)
 
     def count(self, seg: SegmentResult) -> None:
@@ -183,6 +186,8 @@ def block_tables(where: dict[str, Any], walked: Walked, context: Context) -> Ite
         yield "batches", batch_rows(where, walked, chunk)
     else:
         yield "replica_batches", replica_batch_rows(where, walked)
+    if context.digests:
+        yield "replica_digests", digest_rows(where, walked.block)
     if recording and recorder is not None and chunk is not None:
         recorder.record(walked, chunk)
 
@@ -347,8 +352,12 @@ def _renamed(batch: pa.RecordBatch, local: str, remote_root: str) -> pa.RecordBa
     """Scratch paths back to the remote ones, in every path-bearing column."""
     cols = []
     for name, col in zip(batch.schema.names, batch.columns, strict=True):
-        if name in ("log_dir", "path", "partition_path", "message") and pa.types.is_string(col.type):
+        if name not in ("log_dir", "path", "partition_path", "message"):
+            pass
+        elif pa.types.is_string(col.type):
             col = pc.replace_substring(col, local, remote_root)
+        elif pa.types.is_dictionary(col.type) and pa.types.is_string(col.type.value_type):
+            col = pa.DictionaryArray.from_arrays(col.indices, pc.replace_substring(col.dictionary, local, remote_root))
         cols.append(col)
     return pa.RecordBatch.from_arrays(cols, schema=batch.schema)
 
