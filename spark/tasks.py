@@ -57,8 +57,8 @@ from replog.recovery.kafka.logdir import (
 )
 from replog.recovery.kafka.segment_pass import SegmentResult, Walked, segment_blocks
 from replog.spark import cache, remote, schemas
-from replog.spark.identity import read_identity
 from replog.spark.digests import digest_rows
+from replog.spark.identity import read_identity
 from replog.spark.rows import (
     _counts,
     _where,
