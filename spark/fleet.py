@@ -256,7 +256,8 @@ def _finish(spark: Any, out: Path, log_dirs: list[LogDir], with_batches: bool, t
             tail_replicas_frame(spark, out / "partitions", out / WORK / "tail_batches") \
                 .write.mode("overwrite").parquet(str(out / "replicas"))
     else:
-        _replicas(spark, out, out / ("batches" if with_batches else f"{WORK}/replica_batches"), batch_rows)
+        _replicas(spark, out, out / ("batches" if with_batches else f"{WORK}/replica_batches"), batch_rows,
+                  [d.path for d in log_dirs if d.fs is not None])
         if watcher:
             watcher.step = "impact"
         write_impact(spark, out, [d for d in log_dirs if d.kind == "kafka" and d.fs is None],
@@ -303,29 +304,33 @@ def _read(folder: Path) -> pa.Table:
 SMALL_JOIN_ROWS = 2_000_000   # batch rows under which the replica joins run without adaptive planning
 
 
-def _replicas(spark: Any, out: Path, batches: Path, batch_rows: int) -> None:
-    """The `replicas` table: Spark joins over the partitions and the batch metadata, when some partition
-    has two or more live replicas in one cluster; else an empty table, without a Spark job.
+def _replicas(spark: Any, out: Path, batches: Path, batch_rows: int, remote: list[str]) -> None:
+    """The `replicas` table: Spark joins over the partitions and the digests of the replicas' batches
+    (`spark.digests`), then batch rows where digests differ: from the batch table when the scan wrote
+    it, else read again from the segments (`spark.detail`; a remote replica's from the rows its scan
+    wrote). An empty table, without a Spark job, when no partition has two or more live replicas in
+    one cluster.
 
     The tables are read with their declared schemas (no job to infer them). Under `SMALL_JOIN_ROWS`
-    batch rows, the query's dozen joins run without adaptive re-planning and whole-stage code
-    generation, whose fixed costs (a plan per stage, a compiled class per operator) were most of the
-    time of a small fleet's scan; larger inputs keep Spark's defaults."""
+    batch rows, the query's joins run without adaptive re-planning and whole-stage code generation,
+    whose fixed costs (a plan per stage, a compiled class per operator) were most of the time of a
+    small fleet's scan; larger inputs keep Spark's defaults."""
     parts = load_table(out, "partitions")
     live = parts.filter(pc.equal(parts.column("state"), "live"))
     sets = live.group_by(["cluster", "topic", "partition"]).aggregate([([], "count_all")]) if live.num_rows else None
-    if sets is None or not sets.num_rows or pc.max(sets.column("count_all")).as_py() < 2 or not batches.is_dir() \
-            or not (out / WORK / "replica_digests").is_dir():
+    digests = out / WORK / "replica_digests"
+    if sets is None or not sets.num_rows or pc.max(sets.column("count_all")).as_py() < 2 or not digests.is_dir():
         _write_table(out, "replicas", schemas.REPLICAS.empty_table())
         return
-    schema = schemas.BATCHES if batches.name == "batches" else schemas.REPLICA_BATCHES
+    table = batches.name == "batches"
+    schema = schemas.BATCHES if table else schemas.REPLICA_BATCHES
+    rows = spark.read.schema(schemas.spark_schema(schema)).parquet(str(batches)) if batches.is_dir() else None
     small = {"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false",
              "spark.sql.shuffle.partitions": str(max(2, spark.sparkContext.defaultParallelism))}
+    partitions = spark.read.schema(schemas.spark_schema(schemas.PARTITIONS)).parquet(str(out / "partitions"))
+    summed = spark.read.schema(schemas.spark_schema(schemas.REPLICA_DIGESTS_READ)).parquet(str(digests))
     with _sql_conf(spark, small if batch_rows < SMALL_JOIN_ROWS else {}):
-        replicas_frame(spark.read.schema(schemas.spark_schema(schemas.PARTITIONS)).parquet(str(out / "partitions")),
-                       spark.read.schema(schemas.spark_schema(schema)).parquet(str(batches)),
-                       spark.read.schema(schemas.spark_schema(schemas.REPLICA_DIGESTS_READ))
-                       .parquet(str(out / WORK / "replica_digests"))) \
+        replicas_frame(partitions, rows, summed, fetch=not table, remote=remote) \
             .write.mode("overwrite").parquet(str(out / "replicas"))
 
 

@@ -103,7 +103,7 @@ def run_task(task: int, units: Iterable[Unit], options: JobOptions) -> dict[str,
     out = Path(options.out)
     files = TaskFiles(out, task)
     recorder = cache.Recorder(out, task, options.scan) if options.record else None
-    context = Context(options.with_batches, recorder, options.fast_threshold, digests=True)
+    context = Context(options.with_batches, recorder, options.fast_threshold, digests=True, replica_rows=False)
     count = 0
     try:
         for unit in units:

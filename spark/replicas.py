@@ -8,7 +8,7 @@ told apart by its log dir, so two log dirs of one broker are two replicas.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -35,7 +35,8 @@ def replica_sets(partitions: Any) -> Any:
     return keyed.join(multi, list(SET))
 
 
-def replicas_frame(partitions: Any, batches: Any, digests: Any) -> Any:
+def replicas_frame(partitions: Any, batches: Any, digests: Any, *, fetch: bool = False,
+                   remote: Collection[str] = ()) -> Any:
     """The `replicas` table: live partitions held by two or more replicas of one set, compared by batch metadata.
 
     The join finds a lower bound L per set: the smallest base_offset of a batch of one replica that
@@ -46,22 +47,29 @@ def replicas_frame(partitions: Any, batches: Any, digests: Any) -> Any:
     (`digests.suspect_buckets`): none at all for a set of equal replicas. Each replica's batches
     ending at or after L then go, one set per row, to `replica_sets.replica_set_row`, which pairs
     them as replay does.
+
+    `batches`: the batch rows (the batch table, or the rows of remote replicas; None: none). With
+    `fetch`, the rows of the local replicas (log dirs not in `remote`) are read again from their
+    segments, only where wanted (`spark.detail`).
     """
     from pyspark.sql import functions as F
 
     key = list(SET)
-    reps = replica_sets(partitions).select("broker", REPLICA, *key, "log_start_offset", "log_end_offset",
-                                           "high_watermark", "latest_epoch")
+    sets = replica_sets(partitions)
+    reps = sets.select("broker", REPLICA, *key, "log_start_offset", "log_end_offset", "high_watermark",
+                       "latest_epoch")
     suspects = suspects_frame(reps, digests, REPLICA, key)
     per_replica = reps.withColumn("lower_bound", F.lit(None).cast("bigint")).withColumn("tail", F.lit(None).cast(
         "array<struct<base_offset:bigint,last_offset:bigint,crc:bigint,count:bigint>>"))
     if not suspects.isEmpty():   # else every set's replicas are equal where they overlap: no batch row is read
-        located = batches.join(reps.select(REPLICA, "cluster", "topic", "partition", "set_topic_id"),
-                               [REPLICA, "cluster", "topic", "partition"]).select(
-            REPLICA, *key, "base_offset", "last_offset", "crc", "count")
+        source = _Source(sets, batches, fetch, set(remote))
+        located = source.located(reps, key, suspects=suspects.collect() if fetch else None)
         detail = (located.withColumn("bucket", F.shiftright("base_offset", BUCKET_BITS))
                   .join(F.broadcast(suspects), [*key, "bucket"]).drop("bucket"))
         div = _lower_bounds(reps, detail, key)
+        if fetch:
+            div = reps.sparkSession.createDataFrame(div.collect(), div.schema)
+            located = source.located(reps, key, lower_bounds=div.collect())
         k, d = located.alias("k"), F.broadcast(div).alias("d")
         tails = (k.join(d, _same(key, "k", "d") & (F.col("k.last_offset") >= F.col("d.lower_bound")))
                  .groupBy(f"k.{REPLICA}", *(f"k.{c}" for c in key))
@@ -71,6 +79,47 @@ def replicas_frame(partitions: Any, batches: Any, digests: Any) -> Any:
         "broker", REPLICA, "log_start_offset", "log_end_offset", "high_watermark", "latest_epoch",
         "lower_bound", "tail")).alias("replicas"))
     return grouped.mapInArrow(assemble_batches, schemas.spark_schema(schemas.REPLICAS))
+
+
+class _Source:
+    """Where the comparison's batch rows come from: `batches` (a table, or None), and with `fetch`
+    the local replicas' segments, read for the wanted offsets only (`spark.detail`)."""
+
+    def __init__(self, sets: Any, batches: Any, fetch: bool, remote: set[str]) -> None:
+        self.batches, self.fetch = batches, fetch
+        self.members: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        if fetch:
+            cols = ["cluster", "broker", REPLICA, "topic", "partition", "set_topic_id", "path"]
+            for r in sets.select(*cols).collect():
+                if r[REPLICA] in remote:
+                    continue   # its scan wrote its rows
+                self.members.setdefault((r["cluster"], r["topic"], r["partition"], r["set_topic_id"]), []).append(
+                    r.asDict())
+
+    def located(self, reps: Any, key: list[str], *, suspects: list[Any] | None = None,
+                lower_bounds: list[Any] | None = None) -> Any:
+        """The rows, each with its set's key: `suspects` (rows of set key and bucket) or `lower_bounds`
+        (rows of set key and lower_bound) say what to fetch."""
+        frame = self.batches
+        if self.fetch:
+            from replog.spark.detail import fetched_frame
+
+            tasks = self._tasks(suspects or [], lower_bounds or [], key)
+            fetched = fetched_frame(reps.sparkSession, tasks)
+            frame = fetched if frame is None else fetched.unionByName(frame.select(*fetched.columns))
+        return frame.join(reps.select(REPLICA, "cluster", "topic", "partition", "set_topic_id"),
+                          [REPLICA, "cluster", "topic", "partition"]).select(
+            REPLICA, *key, "base_offset", "last_offset", "crc", "count")
+
+    def _tasks(self, suspects: list[Any], lower_bounds: list[Any], key: list[str]) -> list[dict[str, Any]]:
+        wanted: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for s in suspects:
+            wanted.setdefault(tuple(s[k] for k in key), {"buckets": []})["buckets"].append(s["bucket"])
+        for b in lower_bounds:
+            wanted[tuple(b[k] for k in key)] = {"from": b["lower_bound"]}
+        where = ("cluster", "broker", REPLICA, "topic", "partition")
+        return [{"where": {k: m[k] for k in where}, "path": m["path"], **want}
+                for set_key, want in wanted.items() for m in self.members.get(set_key, [])]
 
 
 def _lower_bounds(reps: Any, kept: Any, key: list[str]) -> Any:

@@ -85,6 +85,7 @@ class Context:
     recorder: cache.Recorder | None = None
     fast_threshold: int | None = None
     digests: bool = False
+    replica_rows: bool = True   # without the batch table: the comparison's rows (a scan reads local ones again)
     counts: Counter[str] = field(default_factory=Counter)
 
     def count(self, seg: SegmentResult) -> None:
@@ -184,7 +185,7 @@ def block_tables(where: dict[str, Any], walked: Walked, context: Context) -> Ite
     chunk = walked.block.to_arrow(str(walked.segment.path)) if context.with_batches or recording else None
     if context.with_batches:
         yield "batches", batch_rows(where, walked, chunk)
-    else:
+    elif context.replica_rows:
         yield "replica_batches", replica_batch_rows(where, walked)
     if context.digests:
         yield "replica_digests", digest_rows(where, walked.block)
@@ -342,7 +343,7 @@ def run_remote_unit(unit: Unit, context: Context) -> Iterator[TableBatch]:
             only = None if unit.kind != "segments" else {names.segment_file_name(b, "log") for b in unit.segments or []}
             remote.mirror(filesystem, unit.path, local, only=only)
         copy = replace(unit, fs=None, log_dir=str(log_dir), path=str(local))
-        local_context = replace(context, recorder=None)
+        local_context = replace(context, recorder=None, replica_rows=True)
         for table, batch in run_unit(copy, context=local_context):
             yield table, _renamed(batch, str(log_dir), unit.log_dir)
         context.counts.update(local_context.counts)

@@ -370,3 +370,27 @@ def test_fleet_and_replay_agree_on_kip279_divergence(scan) -> None:
         assert result.leader.name == "ka" and min((d for d in diverged.values() if d is not None), default=None) == want
         assert rows[partition]["first_divergent_offset"] == want
         assert rows[partition]["diverged"] == sorted(n for n, d in diverged.items() if d is not None)
+
+
+def test_scan_without_the_batch_table_reads_rows_again_where_digests_differ(scan, session, tmp_path: Path) -> None:
+    """Without --batches no batch row is written: the replica sets are compared by digests, and the rows of
+    suspect buckets (then of the divergent sets' tails) are read again from the segments. The replicas
+    table equals the one the batch table gave; a file:// copy of a log dir takes the rows its scan wrote."""
+    from replog.spark.fleet import scan_fleet
+
+    out, *_ = scan
+    lines = (out.parent / "inventory.txt").read_text().splitlines()
+    inventory = tmp_path / "inventory.txt"
+    inventory.write_text("".join(f"{line}\n" for line in lines if line[:1] in "bk"))
+    scan_fleet([], tmp_path / "lean", inventory=inventory, session=session)
+    whole = [r for r in load_table(out, "replicas").to_pylist() if r["topic"].startswith(("fx.", "kip"))]
+    lean = load_table(tmp_path / "lean", "replicas").to_pylist()
+    assert sorted(map(repr, whole)) == sorted(map(repr, lean))
+    assert sum(r["first_divergent_offset"] is not None for r in lean) >= 3
+    assert not (tmp_path / "lean" / "batches").exists()
+    remote = tmp_path / "remote.txt"
+    remote.write_text("".join(f"{line.split('=')[0]}=file://{line.split('=', 1)[1]}\n" if line.startswith("b1=")
+                              else f"{line}\n" for line in lines if line[:1] == "b"))
+    scan_fleet([], tmp_path / "mixed", inventory=remote, session=session)
+    fx = [r for r in whole if r["topic"].startswith("fx.")]
+    assert sorted(map(repr, fx)) == sorted(map(repr, load_table(tmp_path / "mixed", "replicas").to_pylist()))
