@@ -71,7 +71,8 @@ def tree_rss_mib(pid: int) -> float:
     return total / 1024
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc's children lists; gone ones skipped)."""
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -99,7 +100,7 @@ class _Watchdog(threading.Thread):
             if tree_rss_mib(self.pid) > self.cap_mib:
                 self.killed = True
                 # the measured command is a descendant when GNU time wraps it: time then reports its peak
-                for p in _descendants(self.pid) or [self.pid]:
+                for p in descendants(self.pid) or [self.pid]:
                     try:
                         os.kill(p, signal.SIGKILL)
                     except OSError:

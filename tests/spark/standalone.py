@@ -15,6 +15,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from bench.children import descendants
+
 START_SECONDS = 90
 QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"   # short-lived JVMs on a shared 2-core machine
 
@@ -36,24 +38,9 @@ def cluster_env(work: Path) -> dict[str, str]:
             "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    kids = [int(c) for c in f.read().split()]
-                out += kids
-                todo += kids
-        except (OSError, ValueError):
-            continue
-    return out
-
-
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the process, then SIGKILL to it and whatever it started that is still there."""
-    kids = _descendants(proc.pid)
+    kids = descendants(proc.pid)
     proc.terminate()
     try:
         proc.wait(20)
