@@ -1,0 +1,104 @@
+"""The broker lab's jars: each Kafka version's broker, tools and one logging backend, resolved once from Maven
+Central (through `pom.xml` beside this file) into `~/.cache/replog/brokers/kafka-<version>/`, outside the repository.
+
+`python -m tests.brokers.jars [VERSION ...]` (what `make brokers` runs) resolves every lab version, or those named;
+a version already resolved costs nothing. The result is a folder of jars and `classpath.txt`, the jars in sorted
+order (a `lib/*` wildcard has no defined order: duplicate classes would load from whichever comes first).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+POM = Path(__file__).with_name("pom.xml")
+# The lab's Kafka versions: the last 3.x (ZooKeeper and KRaft, old protocols), the first 4.x, the newest 4.x.
+VERSIONS = ("3.9.1", "4.0.2", "4.4.0")
+# Kafka 4.0's own distribution ships Log4j2 2.24.3 (its POMs name no Log4j2 jar at runtime).
+DEFAULT_LOG4J2 = "2.24.3"
+BINDINGS = ("slf4j-reload4j", "log4j-slf4j-impl", "log4j-slf4j2-impl", "slf4j-log4j12", "logback-classic")
+
+
+def cache_root() -> Path:
+    """Where downloaded things live: `$REPLOG_CACHE` or `~/.cache/replog`."""
+    return Path(os.environ.get("REPLOG_CACHE") or Path.home() / ".cache" / "replog")
+
+
+def lib_dir(version: str) -> Path:
+    return cache_root() / "brokers" / f"kafka-{version}"
+
+
+def tools_problem() -> str | None:
+    """None when Maven and Java are on the PATH, else what is missing (the lab cannot run without both)."""
+    missing = [tool for tool in ("mvn", "java") if shutil.which(tool) is None]
+    if missing:
+        return f"the broker lab needs {' and '.join(missing)} on the PATH (Debian: maven, openjdk-17-jdk-headless)"
+    return None
+
+
+def classpath(version: str) -> str:
+    """The version's class path, resolving its jars first when they are not cached yet."""
+    lib = resolve(version)
+    return (lib / "classpath.txt").read_text().strip()
+
+
+def _mvn(version: str, *args: str) -> str:
+    cmd = ["mvn", "-B", "-q", "-f", str(POM), f"-Dkafka.version={version}", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout[-4000:]}{done.stderr[-4000:]}")
+    return done.stdout
+
+
+def _log4j2_version(version: str, scratch: Path) -> str | None:
+    """The Log4j2 version a 4.x tree already holds (or Kafka 4.0's), None for a tree bound to reload4j (3.x)."""
+    listing = scratch / "list.txt"
+    _mvn(version, "dependency:list", "-DincludeScope=runtime", f"-DoutputFile={listing}")
+    text = listing.read_text()
+    if "org.slf4j:slf4j-reload4j" in text:
+        return None
+    found = re.search(r"org\.apache\.logging\.log4j:log4j-core:jar:([\w.\-]+):", text)
+    return found.group(1) if found else DEFAULT_LOG4J2
+
+
+def resolve(version: str) -> Path:
+    """The version's jar folder, filled once: copied into a scratch folder, checked, then renamed into place."""
+    lib = lib_dir(version)
+    if (lib / "classpath.txt").is_file():
+        return lib
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".kafka-{version}-", dir=lib.parent))
+    try:
+        log4j2 = _log4j2_version(version, scratch)
+        profile = [] if log4j2 is None else ["-Plog4j2", f"-Dlog4j2.version={log4j2}"]
+        jars = scratch / "jars"
+        _mvn(version, *profile, "dependency:copy-dependencies", "-DincludeScope=runtime",
+             f"-DoutputDirectory={jars}")
+        names = sorted(p.name for p in jars.glob("*.jar"))
+        bound = [name for name in names if name.startswith(BINDINGS)]
+        if len(bound) != 1:
+            raise RuntimeError(f"kafka {version}: want exactly one SLF4J binding, found {bound or 'none'}")
+        (jars / "classpath.txt").write_text(":".join(str(lib / name) for name in names) + "\n")
+        os.replace(jars, lib)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return lib
+
+
+def main(argv: list[str]) -> int:
+    problem = tools_problem()
+    if problem:
+        print(f"broker lab: {problem}", file=sys.stderr)
+        return 1
+    for version in argv or VERSIONS:
+        lib = resolve(version)
+        print(f"kafka {version}: {lib}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
