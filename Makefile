@@ -9,7 +9,7 @@ PAGES := out/pages
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-fast lint bench fuzz clean java screenshots
+.PHONY: run test test-fast test-brokers brokers chromium lint bench fuzz clean java screenshots
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +41,24 @@ run: $(VENV)/.installed-run java
 	$(REPLOG) fleet report $(FLEET_OUT) --html $(PAGES)/fleet.html || test $$? -eq 1
 	@echo "report pages: $(PAGES)/*.html"
 
-test: $(VENV)/.installed-test java lint
+test: $(VENV)/.installed-test java brokers chromium lint
 	$(PY) -m pytest
+
+# The broker lab's jars (tests/brokers/pom.xml), resolved once from Maven Central into ~/.cache/replog/brokers/.
+# Without Maven or Java this says so and goes on: the lab's tests then skip, or fail under CI=true.
+brokers: | $(PY)
+	@$(PY) -m tests.brokers.jars || test "$$CI" != true
+
+# Every lab scenario of every version (make test runs a bounded set of them).
+test-brokers: $(VENV)/.installed-test brokers
+	REPLOG_LAB=all $(PY) -m pytest -m brokers tests/brokers -p no:randomly
+
+# The report pages are drawn by headless Chromium in the tests: installed from Debian's packages when missing and
+# this runs as root (CI's clean machine); elsewhere the page tests say what to install.
+chromium:
+	@command -v chromium >/dev/null || { test "$$(id -u)" = 0 && command -v apt-get >/dev/null && \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "make: no chromium (Debian: apt-get install chromium); the page tests will skip"; }
 
 # mypy cannot follow the editable install's import hook, so it checks a farm of symlinks,
 # $(TYPECHECK)/replog/<folder> -> <folder> (and bench); its paths are mapped back to the folders.
