@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.brokers.jars import classpath
+from tests.brokers.jars import cache_root, classpath
 from tests.brokers.kafka_lab import TOOL_JVM, major
 
 FIELD = re.compile(r"(\w+): (\S+)")
@@ -35,8 +35,7 @@ def dump_segments(version: str, files: list[Path]) -> dict[Path, list[DumpedBatc
     """Every batch of each `.log` file, by one run of the real kafka-dump-log (one JVM for all files)."""
     if not files:
         return {}
-    quiet = "-Dlog4j2.configurationFile=/dev/null" if major(version) >= 4 else "-Dlog4j.configuration=file:/dev/null"
-    cmd = ["java", *TOOL_JVM, quiet, "-cp", classpath(version), dump_log_class(version),
+    cmd = ["java", *TOOL_JVM, quiet_logging(version), "-cp", classpath(version), dump_log_class(version),
            "--files", ",".join(str(f) for f in files)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"kafka-dump-log failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
@@ -48,6 +47,22 @@ def dump_segments(version: str, files: list[Path]) -> dict[Path, list[DumpedBatc
         elif current is not None and line.startswith(("baseOffset:", "offset:")):
             current.append(_batch(dict(FIELD.findall(line))))
     return out
+
+
+def quiet_logging(version: str) -> str:
+    """A JVM option pointing the tool's logging at a config that prints nothing (its stdout stays the dump)."""
+    if major(version) >= 4:
+        path = cache_root() / "brokers" / "quiet-log4j2.properties"   # Log4j2 parses by the file's extension
+        text = "rootLogger.level=OFF\n"
+        option = f"-Dlog4j2.configurationFile={path}"
+    else:
+        path = cache_root() / "brokers" / "quiet-log4j.properties"
+        text = "log4j.rootLogger=OFF\n"
+        option = f"-Dlog4j.configuration=file:{path}"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return option
 
 
 def _batch(fields: dict[str, str]) -> DumpedBatch:

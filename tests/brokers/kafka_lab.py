@@ -312,17 +312,15 @@ class Cluster:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, f"format of {node.name} failed:\n{done.stdout}{done.stderr}"
 
-    def start(self) -> None:
+    def start(self, brokers: tuple[int, ...] = BROKER_IDS) -> None:
+        """Start (or start again, on the same dirs) the controller or ZooKeeper, then the brokers named."""
         self.format_storage()
         self.control.start()
         if self.spec.mode == "zk":
             wait_port(self.control)
         else:
             self.control.wait_for_line(r"Kafka Server started|KafkaRaftServer.*started|Transition from .* to Leader")
-        for broker in self.brokers.values():
-            broker.start()
-        for broker in self.brokers.values():
-            self.wait_broker_started(broker)
+        self.restart(*brokers)
 
     def wait_broker_started(self, broker: Node) -> None:
         broker.wait_for_line(r"\[KafkaServer id=\d+\] started|Kafka Server started|\[KafkaBroker id=\d+\].*started")
@@ -373,13 +371,15 @@ class Cluster:
                 pass
             self._admin = None
 
-    def create_topic(self, topic: str, assignment: list[int], configs: dict[str, str] | None = None) -> None:
+    def create_topic(self, topic: str, assignment: list[int], configs: dict[str, str] | None = None,
+                     wait_isr: bool = True) -> None:
         from kafka.admin import NewTopic
         new = NewTopic(topic, replica_assignments={0: assignment}, topic_configs=configs or {})
         self.admin.create_topics([new], timeout_ms=30000)
         wait_until(lambda: self.partition(topic).get("leader", -1) >= 0, 60, f"{topic}-0 has no leader")
-        wait_until(lambda: sorted(self.partition(topic)["isr"]) == sorted(assignment), 60,
-                   f"{topic}-0 ISR never filled")
+        if wait_isr:
+            wait_until(lambda: sorted(self.partition(topic).get("isr", [])) == sorted(assignment), 60,
+                       f"{topic}-0 ISR never filled")
 
     def partition(self, topic: str) -> dict[str, Any]:
         """Leader and ISR of partition 0 as the brokers' metadata says ({} while the topic is unknown)."""
@@ -431,9 +431,9 @@ class Cluster:
 
     def producer(self, acks: int | str = 1, **config: Any) -> Any:
         from kafka import KafkaProducer
-        return KafkaProducer(bootstrap_servers=self.bootstrap, acks=acks, enable_idempotence=False, linger_ms=0,
-                             max_in_flight_requests_per_connection=1, retries=0, request_timeout_ms=15000,
-                             **config)
+        settings: dict[str, Any] = {"enable_idempotence": False, "linger_ms": 0, "retries": 0,
+                                    "max_in_flight_requests_per_connection": 1, "request_timeout_ms": 15000}
+        return KafkaProducer(bootstrap_servers=self.bootstrap, acks=acks, **(settings | config))
 
     def produce(self, topic: str, values: list[bytes], acks: int | str = 1, **config: Any) -> list[int]:
         """One record per batch (each send waited for), keys `k<n>`; the offsets the leader gave them."""
@@ -446,6 +446,26 @@ class Cluster:
             return offsets
         finally:
             producer.close(timeout=10)
+
+    def consume(self, topic: str, timeout: float = 60) -> list[tuple[int, bytes]]:
+        """Every record of partition 0 from the start to the leader's log end, as (offset, value)."""
+        from kafka import KafkaConsumer
+        from kafka.structs import TopicPartition
+        end = self.log_end(topic)
+        tp = TopicPartition(topic, 0)
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False, group_id=None,
+                                 auto_offset_reset="earliest", request_timeout_ms=15000)
+        try:
+            consumer.assign([tp])
+            consumer.seek_to_beginning(tp)
+            got: list[tuple[int, bytes]] = []
+            deadline = time.monotonic() + timeout
+            while consumer.position(tp) < end and time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=1000).values():
+                    got.extend((r.offset, r.value) for r in records)
+            return got
+        finally:
+            consumer.close()
 
     # ----- copies
 

@@ -9,7 +9,10 @@ follower of an unchanged leader has nothing to truncate), which the tests state 
 """
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +31,7 @@ class Outcome:
     leader_epoch: int
     outputs: dict[str, str] = field(default_factory=dict)   # broker name -> what it logged after the copy
     partition_state: Path | None = None          # ZooKeeper mode: the partition state znode, as JSON
+    consumed: list[tuple[int, bytes]] = field(default_factory=list)   # (offset, value) a consumer read at the end
 
     def partition_dir(self, root: Path, broker: int) -> Path:
         return root / f"b{broker}" / f"{TOPIC}-0"
@@ -50,9 +54,9 @@ def wait_isr(cluster: Cluster, isr: list[int], timeout: float = 90) -> None:
                f"ISR of {TOPIC}-0 never became {isr} (now {cluster.partition(TOPIC)})")
 
 
-def wait_leader(cluster: Cluster, leader: int, timeout: float = 90) -> None:
-    wait_until(lambda: cluster.partition(TOPIC).get("leader") == leader, timeout,
-               f"leader of {TOPIC}-0 never became {leader} (now {cluster.partition(TOPIC)})")
+def wait_leader(cluster: Cluster, leader: int, timeout: float = 90, topic: str = TOPIC) -> None:
+    wait_until(lambda: cluster.partition(topic).get("leader") == leader, timeout,
+               f"leader of {topic}-0 never became {leader} (now {cluster.partition(topic)})")
 
 
 def zk_partition_state(cluster: Cluster, dest: Path) -> Path:
@@ -74,18 +78,21 @@ def copy_frozen(cluster: Cluster, work: Path) -> tuple[Path, Path | None]:
 
 
 def converge_and_stop(cluster: Cluster, work: Path, marks: dict[str, int]) -> Outcome:
-    """Wait for a full ISR, note the leader, stop every node cleanly, copy the final state."""
+    """Wait for a full ISR, note the leader, read the partition as a consumer, stop every node cleanly, copy
+    the final state."""
     wait_isr(cluster, ASSIGNMENT, timeout=120)
     state = cluster.partition(TOPIC)
+    consumed = cluster.consume(TOPIC)
     cluster.stop_all()
     final = cluster.copy(work / "final")
     outputs = {f"b{n}": node.output()[marks.get(f"b{n}", 0):] for n, node in cluster.brokers.items()}
-    return Outcome(work / "copy", final, int(state["leader"]), int(state["leader_epoch"]), outputs)
+    return Outcome(work / "copy", final, int(state["leader"]), int(state["leader_epoch"]), outputs,
+                   consumed=consumed)
 
 
-def unclean_election(cluster: Cluster, work: Path, new_records: int = 2) -> Outcome:
-    """Scenario U (real-brokers.md §2.5): the leader b2 takes acks=1 writes alone and crashes; b3 is elected
-    uncleanly and takes new writes; the copy is taken now; then b2 returns and must truncate its tail."""
+def diverge(cluster: Cluster, work: Path, new_records: int = 2) -> tuple[Path, Path | None]:
+    """Scenario U's first half (real-brokers.md §2.5): the leader b2 takes acks=1 writes alone and crashes; b3 is
+    elected uncleanly and takes new writes; the copy is taken now, b2 still down, the rest frozen."""
     cluster.create_topic(TOPIC, ASSIGNMENT)
     cluster.produce(TOPIC, values("A", 0, 10), acks="all")
     cluster.pause(3, 4)
@@ -99,9 +106,109 @@ def unclean_election(cluster: Cluster, work: Path, new_records: int = 2) -> Outc
     wait_isr(cluster, [3, 4])
     if new_records:
         cluster.produce(TOPIC, values("B", 10, new_records), acks="all")
-    copy, state = copy_frozen(cluster, work)
-    marks = {name: len(node.output()) for name, node in ((f"b{n}", cluster.brokers[n]) for n in BROKER_IDS)}
+    return copy_frozen(cluster, work)
+
+
+def output_marks(cluster: Cluster) -> dict[str, int]:
+    return {f"b{n}": len(node.output()) for n, node in cluster.brokers.items()}
+
+
+def unclean_election(cluster: Cluster, work: Path, new_records: int = 2) -> Outcome:
+    """Scenario U: after `diverge`, b2 returns on its own disk while b3 and b4 keep running; it must truncate its
+    tail to where its epoch ends on b3 (KIP-101/KIP-279), or to its high watermark before KIP-101."""
+    copy, state = diverge(cluster, work, new_records)
+    marks = output_marks(cluster)
     cluster.restart(2)
     outcome = converge_and_stop(cluster, work, marks)
     outcome.copy, outcome.partition_state = copy, state
     return outcome
+
+
+def restart_from(cluster: Cluster, repaired: Path, work: Path) -> Outcome:
+    """The other premise: the whole cluster stops and every node restarts from `repaired` (a copy that replog
+    repaired in place), the controller's metadata included."""
+    cluster.kill(*BROKER_IDS)
+    cluster.control.kill()
+    for node in cluster.nodes:
+        shutil.rmtree(node.log_dir)
+        subprocess.run(["cp", "-a", "--sparse=always", str(repaired / node.name), str(node.log_dir)], check=True)
+    marks = output_marks(cluster)
+    cluster.start()
+    return converge_and_stop(cluster, work, marks)
+
+
+# ----- startup recovery of damaged partitions
+
+Damage = Callable[[Path], None]
+
+
+def torn_tail(partition: Path) -> None:
+    """The last segment cut in the middle of its last bytes (a crash mid-write, the page cache lost)."""
+    log = sorted(partition.glob("*.log"))[-1]
+    os.truncate(log, log.stat().st_size - 7)
+
+
+def flipped_byte(partition: Path) -> None:
+    """One byte inverted half-way through the last segment (a media error)."""
+    log = sorted(partition.glob("*.log"))[-1]
+    with log.open("r+b") as f:
+        f.seek(log.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
+def zeroed_region(partition: Path) -> None:
+    """300 bytes zero-filled at 60% of the last segment (a lost write, preallocated space)."""
+    log = sorted(partition.glob("*.log"))[-1]
+    with log.open("r+b") as f:
+        f.seek(log.stat().st_size * 3 // 5)
+        f.write(bytes(300))
+
+
+def missing_index(partition: Path) -> None:
+    """Every offset and time index removed: the broker rebuilds them while it recovers."""
+    for index in [*partition.glob("*.index"), *partition.glob("*.timeindex")]:
+        index.unlink()
+
+
+DAMAGES: dict[str, Damage] = {"torn-tail": torn_tail, "flipped-byte": flipped_byte, "zeroed": zeroed_region,
+                              "no-index": missing_index}
+
+
+@dataclass
+class RecoveryOutcome:
+    damaged: Path            # b2's log dir, damaged, as replog reads it
+    final: Path              # b2's log dir after the broker recovered it and stopped cleanly
+    output: str              # what b2 logged while it recovered
+    topics: list[str]
+
+
+def startup_recovery(cluster: Cluster, work: Path, damages: dict[str, Damage] = DAMAGES) -> RecoveryOutcome:
+    """One single-replica topic per damage on broker 2, written in batches of several records and crashed
+    (SIGKILL: no clean-shutdown marker, so the broker recovers every segment above its recovery point); each
+    partition is damaged, then the broker starts on it, recovers, leads the partition again and stops cleanly."""
+    topics = [f"r-{name}" for name in damages]
+    for topic in topics:
+        cluster.create_topic(topic, [2], wait_isr=False)
+        producer = cluster.producer(acks=1, linger_ms=5, batch_size=2048)
+        try:
+            futures = [producer.send(topic, value=f"{topic}-{i:05d}".encode() * 3, partition=0) for i in range(600)]
+            for future in futures:
+                future.get(timeout=30)
+        finally:
+            producer.close(timeout=10)
+    cluster.kill(2)
+    cluster.stop_all()
+    for topic, damage in zip(topics, damages.values(), strict=True):
+        damage(cluster.brokers[2].log_dir / f"{topic}-0")
+    damaged = work / "damaged"
+    subprocess.run(["cp", "-a", "--sparse=always", str(cluster.brokers[2].log_dir), str(damaged)], check=True)
+    mark = len(cluster.brokers[2].output())
+    cluster.start(brokers=(2,))
+    for topic in topics:
+        wait_leader(cluster, 2, topic=topic)
+    cluster.stop_all()
+    final = work / "final-b2"
+    subprocess.run(["cp", "-a", "--sparse=always", str(cluster.brokers[2].log_dir), str(final)], check=True)
+    return RecoveryOutcome(damaged, final, cluster.brokers[2].output()[mark:], topics)

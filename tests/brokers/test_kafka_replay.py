@@ -11,6 +11,7 @@ premises lead to the same end.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 
 from tests.brokers import broker_view as view
 from tests.brokers.kafka_lab import ClusterSpec, running_cluster
-from tests.brokers.scenarios import TOPIC, Outcome, unclean_election
+from tests.brokers.scenarios import TOPIC, Outcome, diverge, restart_from, unclean_election, values
 from tests.toolkit.test_cli import run_replog
 
 pytestmark = pytest.mark.brokers
@@ -94,3 +95,33 @@ def test_unclean_election_then_the_old_leader_returns(spec: ClusterSpec, tmp_pat
         check_replica(spec.version, replica, outcome, copy[name], final[name])
         assert written[name] == final[name], f"{name}: repaired batches (kafka-dump-log) differ from the broker's"
     assert any(r["lost"]["records"] for r in predicted["replicas"]), "the scenario lost nothing: it tests nothing"
+
+
+REPAIR_SPECS = [
+    pytest.param(ClusterSpec("3.9.1", "kraft"), id="3.9.1-kraft", marks=FULL),
+    pytest.param(ClusterSpec("4.4.0", "kraft"), id="4.4.0-kraft"),
+]
+
+
+@pytest.mark.parametrize("spec", REPAIR_SPECS)
+def test_a_cluster_restarted_on_repair_in_place_serves_what_repair_promised(spec: ClusterSpec,
+                                                                           tmp_path: Path) -> None:
+    """Premise: every node restarts from the copy, which `repair --in-place` fixed first. Every broker starts
+    without truncating, the ISR fills, and a consumer reads exactly the records the leader held, in order."""
+    (tmp_path / "cluster").mkdir()
+    with running_cluster(spec, tmp_path / "cluster") as cluster:
+        copy, state = diverge(cluster, tmp_path)
+        restored = tmp_path / "restored"
+        shutil.copytree(copy, restored, symlinks=True)
+        outcome = Outcome(restored, restored, 3, -1, partition_state=state)
+        replog_json("repair", *replica_args(restored, outcome), *controller_args(outcome), "--in-place",
+                    "--backup", str(tmp_path / "backup"))
+        promised = view.replica_batches(spec.version, outcome.replicas(restored))
+        after = restart_from(cluster, restored, tmp_path)
+    for name, output in after.outputs.items():
+        assert view.truncations(output, TOPIC) == [], f"{name} truncated after starting on the repair"
+    final = view.replica_batches(spec.version, after.replicas(after.final))
+    for name, batches in promised.items():
+        assert final[name] == batches, f"{name}: the broker's batches differ from what repair wrote"
+    expected = values("A", 0, 10) + values("B", 10, 2)
+    assert after.consumed == list(enumerate(expected)), "records a consumer read from the repaired cluster"
