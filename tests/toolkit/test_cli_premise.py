@@ -84,3 +84,19 @@ def test_impact_repair_and_page_state_the_premise(tmp_path: Path) -> None:
     assert doc["premise"]["running"] == ["A", "B"] and replica(doc, "B")["truncated_to"] is None
     html = page.read_text()
     assert "B keeps running" in html and "its fetcher keeps running" in html
+
+
+def test_running_is_for_kafka_replicas_that_are_not_repaired_in_place(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from replog.toolkit.cli import app
+    from tests.recovery.rocketmq.stores import build, spec
+
+    runner = CliRunner()
+    specs = pair(tmp_path)
+    res = runner.invoke(app, ["repair", *specs, "--in-place", "--backup", str(tmp_path / "bk"), "--running", "B"])
+    assert res.exit_code == 2 and "--in-place" in res.output and "--running" in res.output
+    assert not (tmp_path / "bk").exists()
+    m, s = build(tmp_path / "m", [spec(i) for i in range(5)]), build(tmp_path / "s", [spec(i) for i in range(3)])
+    res = runner.invoke(app, ["replay", f"master={m.root}", f"slave={s.root}", "--running", "slave"])
+    assert res.exit_code == 2 and "--running" in res.output and "Kafka" in res.output
