@@ -262,7 +262,10 @@ def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, proto
     payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
     # one line per replica for a person; --format jsonl has always written the indented document here
     if resolve(fmt) is Format.table:
+        from replog.toolkit.premise_view import print_premise
+
         console = Console(highlight=False)
+        print_premise(payload["premise"], console)
         for r in repaired:
             console.print(f"repaired in place [bold]{r.name}[/] {r.path}  LEO {r.log_end_offset}  "
                           + ("[green]identical to the leader[/]" if r.identical_to_leader else "[red]differs[/]"))
