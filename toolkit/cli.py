@@ -270,6 +270,10 @@ MetadataOpt = Annotated[Path | None, typer.Option(
 PartitionStateOpt = Annotated[Path | None, typer.Option(
     "--partition-state", metavar="FILE",
     help="Kafka (ZooKeeper): the partition state JSON {controller_epoch, leader, leader_epoch, isr}")]
+RunningOpt = Annotated[list[str] | None, typer.Option(
+    "--running", metavar="NAME",
+    help="Kafka: a replica whose broker kept running (not restarted); repeatable. Its fetcher restarts, and "
+    "truncates, only if its leader epoch changed. Default: every replica restarts from its copy on disk")]
 OffsetsOpt = Annotated[list[Path] | None, typer.Option(
     "--offsets", metavar="LOGDIR", exists=True, file_okay=False,
     help="a broker log dir holding __consumer_offsets (and __transaction_state); repeatable. The replicas' "
@@ -291,6 +295,7 @@ def replay(
     broker_version: BrokerVersionOpt = None,
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
     offsets: OffsetsOpt = None,
+    running: RunningOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -305,13 +310,15 @@ def replay(
 
       replog replay b1=... b2=... --leader b2 --protocol hw --html replay.html
 
+      replog replay b1=... b2=... b3=... --protocol hw --running b3   (b3's broker kept running)
+
       replog replay /data/b1/orders-2 /data/b2/orders-2 --metadata /data/b1/__cluster_metadata-0
     """
     from replog.toolkit.commands import ReplayOptions, run_replay
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html, export_lost)
     raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt,
-                                ReplayOptions(metadata, partition_state, broker_version), offsets))
+                                ReplayOptions(metadata, partition_state, broker_version, running or []), offsets))
 
 
 @app.command(cls=ReplogCommand)
@@ -334,6 +341,7 @@ def repair(
         "--html", metavar="FILE", help="write the replay's self-contained HTML report, with what was written")
     ] = None,
     offsets: OffsetsOpt = None,
+    running: RunningOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -350,11 +358,14 @@ def repair(
     """
     from replog.toolkit.commands import ReplayOptions, run_repair, run_repair_in_place
 
-    given = ReplayOptions(metadata, partition_state, broker_version)
+    given = ReplayOptions(metadata, partition_state, broker_version, running or [])
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, out, backup, html)
     if in_place:
         if backup is None or out is not None or html is not None:
             raise typer.BadParameter("--in-place needs --backup DIR, and takes no --out or --html")
+        if running:
+            raise typer.BadParameter("--in-place repairs replicas whose brokers are stopped; --running names one "
+                                     "whose broker keeps running")
         raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt, given))
     if out is None:
         raise typer.BadParameter("--out DIR is required (or --in-place --backup DIR)")
@@ -373,6 +384,7 @@ def impact(
     metadata: MetadataOpt = None,
     partition_state: PartitionStateOpt = None,
     broker_version: BrokerVersionOpt = None,
+    running: RunningOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -395,7 +407,7 @@ def impact(
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html)
     raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt,
-                                ReplayOptions(metadata, partition_state, broker_version)))
+                                ReplayOptions(metadata, partition_state, broker_version, running or [])))
 
 
 @samples_app.command("generate", cls=ReplogCommand)

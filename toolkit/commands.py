@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -115,22 +115,25 @@ def run_ls(path: Any, fmt: Format | None, broker_version: str | None = None) -> 
 @dataclass(frozen=True)
 class ReplayOptions:
     """What replay and repair may be told beyond the replicas: the Kafka controller's record of elections
-    (`--metadata`, `--partition-state`) or the RocketMQ broker's version (`--broker-version`)."""
+    (`--metadata`, `--partition-state`) and the replicas whose broker keeps running (`--running`), or the
+    RocketMQ broker's version (`--broker-version`)."""
 
     metadata: Any = None
     partition_state: Any = None
     broker_version: str | None = None
+    running: Sequence[str] = ()
 
     def for_kafka(self) -> dict[str, Any]:
         if self.broker_version is not None:
             raise typer.BadParameter("--broker-version is for RocketMQ stores; these are Kafka replicas")
         return {"metadata": None if self.metadata is None else str(self.metadata),
-                "partition_state": None if self.partition_state is None else str(self.partition_state)}
+                "partition_state": None if self.partition_state is None else str(self.partition_state),
+                "running": list(self.running)}
 
     def for_rocketmq(self) -> str | None:
-        if self.metadata is not None or self.partition_state is not None:
-            raise typer.BadParameter("--metadata and --partition-state are for Kafka replicas; these are RocketMQ "
-                                     "stores")
+        if self.metadata is not None or self.partition_state is not None or self.running:
+            raise typer.BadParameter("--metadata, --partition-state and --running are for Kafka replicas; these "
+                                     "are RocketMQ stores")
         return self.broker_version
 
 
@@ -194,6 +197,7 @@ def run_impact(specs: list[str], offsets: list[Any], leader: str | None, protoco
     with work_progress("loading replicas") as progress:
         result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
     impact = read_impact(result, offsets).to_dict()
+    impact["premise"] = None if result.premise is None else result.premise.to_dict()  # the replay it rests on
     if report is not None:
         from replog.toolkit.pages import write_page
         write_page(report, replay_html(result, result.to_dict() | {"impact": impact}),
@@ -258,7 +262,10 @@ def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, proto
     payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
     # one line per replica for a person; --format jsonl has always written the indented document here
     if resolve(fmt) is Format.table:
+        from replog.toolkit.premise_view import print_premise
+
         console = Console(highlight=False)
+        print_premise(payload["premise"], console)
         for r in repaired:
             console.print(f"repaired in place [bold]{r.name}[/] {r.path}  LEO {r.log_end_offset}  "
                           + ("[green]identical to the leader[/]" if r.identical_to_leader else "[red]differs[/]"))

@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from replog.toolkit.premise_view import print_premise
 from replog.toolkit.render import Column, Columns, span, time_range
 
 _CLASS_STYLE = {"unaffected": "green", "consumed_lost": "bold red", "will_detect_truncation": "yellow",
@@ -82,6 +83,7 @@ def print_impact(doc: dict[str, Any], console: Console) -> None:
     console.print(f"[bold]Impact on {escape(doc['topic'])}-{doc['partition']}[/] after the replay: leader "
                   f"{escape(doc['leader'])}, log {doc['log_start_offset_after']}..{doc['log_end_offset_after']}, "
                   f"last stable offset {doc['last_stable_offset_after']}")
+    print_premise(doc.get("premise"), console)
     console.print(f"{s['groups_affected']} of {s['groups']} consumer groups affected, {s['records_consumed_lost']} "
                   f"records consumed then lost, {s['producers_with_lost_writes']} producers with lost writes, "
                   f"{s['hanging_transactions']} hanging transactions")

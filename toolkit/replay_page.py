@@ -301,6 +301,14 @@ def hazards(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def premise_notes(premise: dict[str, Any] | None) -> list[str]:
+    """What the page says under the premise's sentence: each running follower's reason, the lagging
+    checkpoint figures (none for RocketMQ, whose replay states no premise)."""
+    from replog.toolkit.premise_view import follower_notes, lag_notes
+
+    return [] if premise is None else follower_notes(premise) + lag_notes(premise)
+
+
 def transcript_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"step": e["step"], "replica": e["replica"], "to": e.get("to"), "text": describe(e)[0],
              "prose": describe(e)[1]} for e in events[:MAX_TRANSCRIPT]]
@@ -320,4 +328,5 @@ def render_replay(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]],
                         ranges=ranges_drawn(plots), seq=seq, story=story(doc), hazards=hazards(doc),
                         replicas=pages.table(columns, doc["replicas"]), transcript=transcript_rows(doc["events"]),
                         transcript_elided=max(0, len(doc["events"]) - MAX_TRANSCRIPT), sections=sections,
+                        premise_notes=premise_notes(doc.get("premise")),
                         offset_name=offset_name, unit_name=unit_name, width=WIDTH, left=LEFT)

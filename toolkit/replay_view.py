@@ -9,6 +9,7 @@ from rich.text import Text
 
 from replog.recovery.kafka.replay import ReplayResult
 from replog.recovery.kafka.replica import Replica
+from replog.toolkit.premise_view import print_premise
 from replog.toolkit.render import Column, Columns
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac"]
@@ -74,6 +75,7 @@ def print_replay(result: ReplayResult, console: Console) -> None:
             if f.code == "KAFKA_EPOCH_CHECKPOINT_MISMATCH":
                 console.print(f"[yellow]{escape(r.replica.name)}: {escape(f.message)}[/]")
     console.print(f"[dim]{result.leader.explanation}[/]")
+    print_premise(d["premise"], console)
     console.print(REPLICA_COLUMNS.table(d["replicas"]))
     for e in result.transcript.events:
         if e["kind"] == "cross_check" and not e["agree"]:

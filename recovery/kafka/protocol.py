@@ -189,19 +189,51 @@ def truncation_on_fetch(leader: Replica, follower: Replica) -> int:
     """Where the KIP-595 path (Fetch with LastFetchedEpoch, DivergingEpoch answers, §12.5)
     leaves the follower's log end; computed on a copy, for cross-checking the
     OffsetsForLeaderEpoch path: for well-formed logs both must agree."""
-    f, scratch, quiet = follower.copy(), FollowerOutcome(follower.name), Transcript()
+    f = follower.copy()
+    truncate_on_diverging_epoch(leader, f, FollowerOutcome(follower.name), Transcript())
+    return f.log_end_offset
+
+
+def truncate_on_diverging_epoch(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript) -> None:
+    """Fetches carrying LastFetchedEpoch (IBP 2.7+, KIP-595) until the leader sees no divergence (§12.5).
+
+    The leader answers a Fetch whose last fetched epoch ends earlier in its own log (or is older) with
+    that epoch's end instead of records (`Partition.readRecords`); the follower truncates by
+    `getOffsetTruncationState` and stays in the Fetching state, so the next Fetch checks again
+    (apache/kafka core/src/main/scala/kafka/server/AbstractFetcherThread.scala `truncateOnFetchResponse`).
+    An answer of -1 (the leader cannot place the epoch) is OFFSET_OUT_OF_RANGE, left to `fetch`."""
     for _ in range(MAX_ROUNDS):
         last_epoch = f.epochs.latest_epoch
         if last_epoch is None:
-            break
+            return
         e_l, o_l = leader.epochs.end_offset_for(last_epoch, leader.log_end_offset)
         if e_l == -1 or o_l == -1 or not (e_l < last_epoch or o_l < f.log_end_offset):
-            break  # no divergence (or out of range, handled the same way by both paths)
-        offset, _final = truncation_point(e_l, o_l, f, f.high_watermark)
+            return
+        offset, _final = truncation_point(e_l, o_l, f, f.log_end_offset)
         if offset >= f.log_end_offset:
-            break
-        truncate(f, offset, scratch, quiet, "diverging epoch")
-    return f.log_end_offset
+            return
+        log.add("request", f.name, api="Fetch", fetch_offset=f.log_end_offset, last_fetched_epoch=last_epoch)
+        log.add("response", leader.name, api="Fetch", to=f.name, diverging_epoch=e_l, end_offset=o_l)
+        truncate(f, offset, outcome, log, f"diverging epoch: epoch {e_l} ends at {o_l} on the leader")
+    raise RuntimeError("truncation on fetch did not converge")  # unreachable: each round lowers the log end
+
+
+def keep_fetching(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript, protocol: str) -> None:
+    """A follower whose fetcher never restarts (its broker kept running, its leader epoch is unchanged).
+
+    The fetcher keeps the partition's state as it is when the leader epoch is the one it follows
+    (apache/kafka core/src/main/scala/kafka/server/AbstractFetcherThread.scala `partitionFetchState`:
+    `currentState.currentLeaderEpoch == initialFetchState.currentLeaderEpoch` keeps `currentState`), and
+    the broker only restarts fetchers on a new leader epoch (core/src/main/scala/kafka/cluster/Partition.scala
+    `makeFollower` returns `isNewLeaderEpoch`; core/src/main/scala/kafka/server/ReplicaManager.scala
+    `makeFollowers` (ZooKeeper) and `applyLocalFollowersDelta` (KRaft) add fetchers only then). So there
+    is no Truncating state: no `truncateToHighWatermark`, no OffsetsForLeaderEpoch. It fetches from its log
+    end; the epoch protocol's Fetch still carries LastFetchedEpoch, whose divergence check may truncate."""
+    log.add("decide", f.name, rule="keep fetching from the log end",
+            why="its broker keeps running and its leader epoch is unchanged: the fetcher is not restarted, "
+                "so there is no truncation step", log_end_offset=f.log_end_offset)
+    if protocol == EPOCH and f.has_epochs and leader.has_epochs:
+        truncate_on_diverging_epoch(leader, f, outcome, log)
 
 
 def become_leader(leader: Replica, followers: list[Replica], leader_epoch: int | None = None) -> None:
@@ -217,27 +249,24 @@ def become_leader(leader: Replica, followers: list[Replica], leader_epoch: int |
         leader.epochs.assign(max(known) + 1 if leader_epoch is None else leader_epoch, leader.log_end_offset)
 
 
-def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH,
-           leader_epoch: int | None = None) -> tuple[Transcript, dict[str, FollowerOutcome]]:
+def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH, leader_epoch: int | None = None,
+           *, continuing: frozenset[str] = frozenset(),
+           new_epoch: bool = True) -> tuple[Transcript, dict[str, FollowerOutcome]]:
     """Replay on copies; the inputs stay untouched. Returns the transcript and per-follower outcomes.
-    `leader_epoch`: the controller's epoch for the leader, when its record is known."""
+    `leader_epoch`: the controller's epoch for the leader, when its record is known. `continuing`: the
+    followers whose fetcher keeps running (`keep_fetching`); every other one starts a fetcher, as at its
+    broker's start. `new_epoch` False: no election happens, the leader keeps serving its own epoch."""
     log = Transcript()
     outcomes = {f.name: FollowerOutcome(f.name) for f in followers}
-    if protocol == EPOCH:
+    if protocol == EPOCH and (new_epoch or leader_epoch is not None):
         become_leader(leader, followers, leader_epoch)
     log.add("leader", leader.name, leader_epoch=leader.epochs.latest_epoch, log_end_offset=leader.log_end_offset,
             high_watermark=leader.high_watermark)
     for f in followers:
-        if protocol == HW:
-            truncate_to_hw(f, outcomes[f.name], log, "pre-KIP-101 follower restart")
-        elif f.has_epochs and leader.has_epochs:
-            on_fetch = truncation_on_fetch(leader, f)
-            truncate_by_epochs(leader, f, outcomes[f.name], log)
-            log.add("cross_check", f.name, offsets_for_leader_epoch=f.log_end_offset, truncate_on_fetch=on_fetch,
-                    agree=on_fetch == f.log_end_offset)
+        if f.name in continuing:
+            keep_fetching(leader, f, outcomes[f.name], log, protocol)
         else:
-            truncate_to_hw(f, outcomes[f.name], log,
-                           "no leader epochs on " + (f.name if not f.has_epochs else leader.name))
+            start_fetcher(leader, f, outcomes[f.name], log, protocol)
         fetch(leader, f, outcomes[f.name], log)
     fetching = [f for f in followers if outcomes[f.name].failed is None]
     for f in followers:
@@ -247,3 +276,17 @@ def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH,
     for f in followers:
         fetch(leader, f, outcomes[f.name], log)
     return log, outcomes
+
+
+def start_fetcher(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript, protocol: str) -> None:
+    """The Truncating state a new fetcher starts in (§12.2-§12.4): the high-watermark rule, or the
+    OffsetsForLeaderEpoch round trips (cross-checked against the Fetch/DivergingEpoch path)."""
+    if protocol == HW:
+        truncate_to_hw(f, outcome, log, "pre-KIP-101 fetcher start")
+    elif f.has_epochs and leader.has_epochs:
+        on_fetch = truncation_on_fetch(leader, f)
+        truncate_by_epochs(leader, f, outcome, log)
+        log.add("cross_check", f.name, offsets_for_leader_epoch=f.log_end_offset, truncate_on_fetch=on_fetch,
+                agree=on_fetch == f.log_end_offset)
+    else:
+        truncate_to_hw(f, outcome, log, "no leader epochs on " + (f.name if not f.has_epochs else leader.name))

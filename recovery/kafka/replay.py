@@ -29,6 +29,7 @@ from replog.recovery.kafka.divergence import (
     summarize_lost,
 )
 from replog.recovery.kafka.election import OPTION, Candidate, LeaderChoice, elect
+from replog.recovery.kafka.premise import Premise, check_running, judge
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import Replica, default_name, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
@@ -46,6 +47,8 @@ class ReplicaResult:
     lost: ReplicaLog = field(default_factory=ReplicaLog)        # removed and not fetched again, in order
     lost_summary: LostSummary = field(default_factory=LostSummary)
     lost_key_sample: list[str] = field(default_factory=list)
+    running: bool = False                   # its broker keeps running (`--running`)
+    fetcher_restarts: bool | None = None    # a follower's fetcher starts (and truncates); None for the leader
 
     def to_dict(self) -> dict[str, Any]:
         return REPLICA_RESULT.dump(self)
@@ -90,6 +93,8 @@ REPLICA_RESULT = Shape(
     Field("failed", lambda r: r.outcome.failed if r.outcome else None),
     Field("findings", lambda r: [f.to_dict() for f in r.replica.findings[:MAX_REPLICA_FINDINGS]]),
     Field("holes", lambda r: [{"first_offset": a, "last_offset": b} for a, b in r.outcome.holes] if r.outcome else []),
+    "running", "fetcher_restarts",
+    Field("clean_shutdown", "replica.clean_shutdown"), Field("from_checkpoints", "replica.from_checkpoints"),
 )
 
 
@@ -100,6 +105,7 @@ class ReplayResult:
     replicas: list[ReplicaResult]
     transcript: Transcript
     controller: ControllerRecord | None = None   # the controller's record of elections, when given
+    premise: Premise | None = None               # which replicas restart, which keep running
 
     def to_dict(self) -> dict[str, Any]:
         return REPLAY_RESULT.dump(self)
@@ -130,6 +136,7 @@ REPLAY_RESULT = Shape(
     Field("partition", lambda r: r.replicas[0].replica.partition),
     Field("leader_election", "leader", shape=Shape("unclean", "explanation")),
     Field("controller", _controller), Field("elections", _elections),
+    Field("premise", lambda r: r.premise.to_dict() if r.premise is not None else None),
     Field("replicas", shape=REPLICA_RESULT), Field("events", "transcript.events"),
 )
 
@@ -156,9 +163,10 @@ def first_divergence(a: Replica, b: Replica, start: int | None = None) -> int | 
 
 
 def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol: str = EPOCH,
-               controller: ControllerRecord | None = None) -> ReplayResult:
+               controller: ControllerRecord | None = None, running: Sequence[str] = ()) -> ReplayResult:
     """Replay the replicas behind `leader` (a NAME), else behind the leader the controller's record gives,
-    else behind the one the election rule picks from disk."""
+    else behind the one the election rule picks from disk. `running`: the NAMEs whose broker keeps
+    running (`premise`); every other replica restarts from its copy on disk."""
     if protocol not in (EPOCH, HW):
         raise ReplogError(f"unknown protocol {protocol!r} for Kafka: use epoch or hw")
     names = [r.name for r in replicas]
@@ -167,6 +175,7 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
     if len({(r.topic, r.partition) for r in replicas}) > 1:
         raise ReplogError("replicas are not all the same topic-partition: "
                           + ", ".join(f"{r.name}={r.topic}-{r.partition}" for r in replicas))
+    check_running(names, running)
     if controller is not None:
         _check_not_stale(replicas, controller)
     if leader is not None:
@@ -175,9 +184,11 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
         choice = controller_choice(replicas, controller)
     else:
         choice = choose_leader(replicas)
+    premise = judge(replicas, choice.name, running, controller, choice.leader_epoch)
     lead = next(r for r in replicas if r.name == choice.name).copy()
     followers = [r.copy() for r in replicas if r.name != choice.name]
-    transcript, outcomes = replay(lead, followers, protocol, choice.leader_epoch)
+    transcript, outcomes = replay(lead, followers, protocol, choice.leader_epoch, continuing=premise.continuing,
+                                  new_epoch=premise.new_election)
     finals = {r.name: r for r in [lead] + followers}
     results = []
     for r in replicas:
@@ -186,8 +197,9 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
         lost = lost_batches(outcome.removed, final.log) if outcome else ReplicaLog()
         original_leader = next(x for x in replicas if x.name == choice.name)
         results.append(ReplicaResult(r, final, outcome, first_divergence(r, original_leader), lost,
-                                     summarize_lost(lost), sample_keys(lost)))
-    return ReplayResult(protocol, choice, results, transcript, controller)
+                                     summarize_lost(lost), sample_keys(lost), r.name in premise.running,
+                                     premise.fetcher_restarts(r.name)))
+    return ReplayResult(protocol, choice, results, transcript, controller, premise)
 
 
 def user_choice(replicas: Sequence[Replica], leader: str, controller: ControllerRecord | None) -> LeaderChoice:
@@ -288,8 +300,9 @@ def _piece_keys(piece: Piece, keys: list[str], limit: int) -> None:
 
 def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH,
                  progress: Progress | None = None, *, metadata: str | None = None,
-                 partition_state: str | None = None) -> ReplayResult:
-    """Load `[NAME=]PATH` replicas and replay them; `progress` hears of each segment loaded.
+                 partition_state: str | None = None, running: Sequence[str] = ()) -> ReplayResult:
+    """Load `[NAME=]PATH` replicas and replay them; `progress` hears of each segment loaded. `running`:
+    the NAMEs whose broker keeps running (`premise`).
 
     The controller's record comes from `metadata` (a KRaft `__cluster_metadata-0` dir, or a log dir
     holding one), from a `__cluster_metadata-0` dir among `specs`, or from `partition_state`
@@ -302,6 +315,7 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
     if len(specs) < 2:
         raise ReplogError("replay needs at least two replicas")
     named = replica_names([parse_named(spec) for spec in specs], default_name)
+    check_running([name for name, _ in named], running)
     replicas = load_replicas(named, Tally.of(progress, [path for _, path in named], ".log"))
     controller = None
     if given or partition_state is not None:
@@ -311,7 +325,7 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
             raise ReplogError(f"the replicas' partition.metadata name different topic ids: {', '.join(sorted(ids))}")
         controller = (read_metadata_log(given[0], first.topic, first.partition, next(iter(ids), None)) if given
                       else read_partition_state(partition_state or "", first.topic, first.partition))
-    return run_replay(replicas, leader, protocol, controller)
+    return run_replay(replicas, leader, protocol, controller, running)
 
 
 def _split_metadata(specs: Sequence[str]) -> tuple[list[str], list[str]]:

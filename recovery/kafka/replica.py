@@ -33,6 +33,16 @@ from replog.recovery.kafka.replica_log import PieceBuilder, ReplicaLog, ref_epoc
 from replog.recovery.naming import broker_name
 from replog.recovery.progress import Tally
 
+# What `load_replica` reads from the log dir's checkpoints rather than the segments: the high watermark
+# and the recovery point always; the log start offset when its checkpoint entry (not the first segment's
+# base offset) decides it. `CHECKPOINT_INTERVALS`: how often a running broker writes each, by default.
+CHECKPOINTED = ("high_watermark", "recovery_point", "log_start_offset")
+CHECKPOINT_INTERVALS = {
+    "high_watermark": (names.REPLICATION_OFFSET_CHECKPOINT, "replica.high.watermark.checkpoint.interval.ms", 5_000),
+    "recovery_point": (names.RECOVERY_POINT_OFFSET_CHECKPOINT, "log.flush.offset.checkpoint.interval.ms", 60_000),
+    "log_start_offset": (names.LOG_START_OFFSET_CHECKPOINT, "log.flush.start.offset.checkpoint.interval.ms", 60_000),
+}
+
 
 class BatchRef(NamedTuple):
     """One batch as the protocol knows it (for reading a small log batch by batch: tests, pictures)."""
@@ -85,6 +95,18 @@ class Replica:
     # anything is appended (or the log restarts).
     truncated_end: int | None = None
     broker_id: int | None = None             # node.id / broker.id of its log dir's meta.properties
+    clean_shutdown: bool = False             # its log dir holds `.kafka_cleanshutdown`: a clean stop
+    checkpointed: tuple[str, ...] = ()       # figures read from the log dir's checkpoints (`CHECKPOINTED`)
+
+    @property
+    def from_checkpoints(self) -> list[str]:
+        """The figures that may lag what the broker knew: those read from checkpoints a running broker
+        writes only now and then (`CHECKPOINT_INTERVALS`). A clean stop writes them fresh before the
+        marker (apache/kafka core/src/main/scala/kafka/server/ReplicaManager.scala `shutdown` ->
+        `checkpointHighWatermarks`; core/src/main/scala/kafka/log/LogManager.scala `shutdown` checkpoints
+        recovery points and log start offsets, then writes `.kafka_cleanshutdown`), so with the marker
+        none lags; a running broker has no marker (it deletes it once its logs are loaded)."""
+        return [] if self.clean_shutdown else list(self.checkpointed)
 
     @property
     def kept_end(self) -> int:
@@ -104,7 +126,8 @@ class Replica:
         return Replica(self.name, self.path, self.topic, self.partition, self.log.copy(),
                        EpochCache(self.epochs.entries), self.log_start_offset, self.high_watermark,
                        self.recovery_point, self.topic_id, self.dropped_at_load, list(self.findings),
-                       truncated_end=self.truncated_end, broker_id=self.broker_id)
+                       truncated_end=self.truncated_end, broker_id=self.broker_id,
+                       clean_shutdown=self.clean_shutdown, checkpointed=self.checkpointed)
 
 
 def default_name(path: Path) -> str:
@@ -137,6 +160,9 @@ def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
     rep.high_watermark = min(max(hw, rep.log_start_offset), rep.log_end_offset)
     rep.recovery_point = min((cps.recovery_points or {}).get(tp, 0), rep.log_end_offset)
     rep.topic_id = _topic_id(p)
+    rep.clean_shutdown = os.path.lexists(p.parent / names.CLEAN_SHUTDOWN)
+    from_lso_checkpoint = first_segment_base is None or lso_cp > first_segment_base
+    rep.checkpointed = CHECKPOINTED if from_lso_checkpoint else CHECKPOINTED[:2]
     return rep
 
 
