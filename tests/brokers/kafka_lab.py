@@ -39,6 +39,7 @@ log4j.appender.out.layout=org.apache.log4j.PatternLayout
 log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.org.apache.zookeeper=WARN
 log4j.logger.kafka.request.logger=WARN
+log4j.logger.kafka.log.UnifiedLog=DEBUG
 """
 LOG4J2 = """appender.out.type=Console
 appender.out.name=OUT
@@ -49,13 +50,15 @@ rootLogger.appenderRefs=out
 rootLogger.appenderRef.out.ref=OUT
 logger.zk.name=org.apache.zookeeper
 logger.zk.level=WARN
+logger.unified.name=org.apache.kafka.storage.internals.log.UnifiedLog
+logger.unified.level=DEBUG
 """
 
 BASE_BROKER = {
     "num.partitions": "1", "default.replication.factor": "3", "min.insync.replicas": "1",
     "auto.create.topics.enable": "false", "auto.leader.rebalance.enable": "false",
     "replica.lag.time.max.ms": "5000", "replica.fetch.wait.max.ms": "200",
-    "replica.high.watermark.checkpoint.interval.ms": "1000",
+    "replica.high.watermark.checkpoint.interval.ms": "1000", "log.flush.start.offset.checkpoint.interval.ms": "1000",
     "log.segment.bytes": "1048576", "log.cleaner.dedupe.buffer.size": "8388608",
     "group.initial.rebalance.delay.ms": "0", "offsets.topic.replication.factor": "1",
     "offsets.topic.num.partitions": "1", "transaction.state.log.replication.factor": "1",
@@ -191,6 +194,14 @@ class ClusterSpec:
     ibp: str | None = None                    # ZooKeeper mode: inter.broker.protocol.version (and message format)
     elr: bool | None = None                   # KRaft 4.x: eligible.leader.replicas.version at format time
     broker_config: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def protocol(self) -> str:
+        """The follower truncation protocol replay must be told (it cannot be read from disk): below IBP
+        0.11.0-IV2 followers truncate to their high watermark (`ReplicaFetcherThread.isOffsetForLeaderEpochSupported`
+        in apache/kafka core/src/main/scala/kafka/server/ReplicaFetcherThread.scala, branch 3.9)."""
+        old = self.ibp is not None and (self.ibp.startswith("0.10") or self.ibp in ("0.11.0-IV0", "0.11.0-IV1"))
+        return "hw" if old else "epoch"
 
     @property
     def label(self) -> str:
@@ -434,6 +445,22 @@ class Cluster:
         settings: dict[str, Any] = {"enable_idempotence": False, "linger_ms": 0, "retries": 0,
                                     "max_in_flight_requests_per_connection": 1, "request_timeout_ms": 15000}
         return KafkaProducer(bootstrap_servers=self.bootstrap, acks=acks, **(settings | config))
+
+    def produce_batch(self, topic: str, values: list[bytes], acks: int | str = "all") -> None:
+        """`values` sent together and flushed once: one batch holding them all (linger keeps them together)."""
+        producer = self.producer(acks, linger_ms=500, batch_size=1 << 20)
+        try:
+            futures = [producer.send(topic, value=v, key=v[:8], partition=0) for v in values]
+            producer.flush(timeout=30)
+            for future in futures:
+                future.get(timeout=30)
+        finally:
+            producer.close(timeout=10)
+
+    def delete_records(self, topic: str, before: int) -> None:
+        """DeleteRecords: the partition's log start offset raised to `before` on the leader and the ISR."""
+        from kafka.structs import TopicPartition
+        self.retrying(lambda: self.admin.delete_records({TopicPartition(topic, 0): before}, timeout_ms=30000))
 
     def produce(self, topic: str, values: list[bytes], acks: int | str = 1, **config: Any) -> list[int]:
         """One record per batch (each send waited for), keys `k<n>`; the offsets the leader gave them."""

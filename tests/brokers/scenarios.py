@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.brokers.broker_view import checkpoint
 from tests.brokers.kafka_lab import BROKER_IDS, TOOL_JVM, Cluster, wait_until
 
 TOPIC = "t"
@@ -32,6 +33,7 @@ class Outcome:
     outputs: dict[str, str] = field(default_factory=dict)   # broker name -> what it logged after the copy
     partition_state: Path | None = None          # ZooKeeper mode: the partition state znode, as JSON
     consumed: list[tuple[int, bytes]] = field(default_factory=list)   # (offset, value) a consumer read at the end
+    running: list[str] = field(default_factory=list)   # brokers that kept running after the copy (the premise)
 
     def partition_dir(self, root: Path, broker: int) -> Path:
         return root / f"b{broker}" / f"{TOPIC}-0"
@@ -120,7 +122,50 @@ def unclean_election(cluster: Cluster, work: Path, new_records: int = 2) -> Outc
     marks = output_marks(cluster)
     cluster.restart(2)
     outcome = converge_and_stop(cluster, work, marks)
+    outcome.copy, outcome.partition_state, outcome.running = copy, state, ["b3", "b4"]
+    return outcome
+
+
+def every_replica_crashes(cluster: Cluster, work: Path) -> Outcome:
+    """The leader b2 alone takes acks=1 writes, then every replica crashes at once; the copy is taken with all of
+    them down; all restart together and the controller picks the leader from its record (the last ISR member,
+    or the ELR under KIP-966)."""
+    cluster.create_topic(TOPIC, ASSIGNMENT)
+    cluster.produce(TOPIC, values("A", 0, 10), acks="all")
+    cluster.pause(3, 4)
+    wait_isr(cluster, [2])
+    cluster.produce(TOPIC, values("A", 10, 5), acks=1)
+    cluster.kill(2, 3, 4)
+    copy, state = copy_frozen(cluster, work)
+    marks = output_marks(cluster)
+    cluster.restart(*BROKER_IDS)
+    outcome = converge_and_stop(cluster, work, marks)
     outcome.copy, outcome.partition_state = copy, state
+    return outcome
+
+
+def follower_behind_log_start(cluster: Cluster, work: Path) -> Outcome:
+    """A follower (b4) frozen while DeleteRecords moves the log start past its log end, into the middle of a
+    batch; it resumes (it kept running: no restart, same leader) and must start again from the leader's log
+    start, then from the base of the batch holding it (`Partition.doAppendRecordsToFollowerOrFutureReplica`)."""
+    cluster.create_topic(TOPIC, ASSIGNMENT)
+    for first in (0, 5):
+        cluster.produce_batch(TOPIC, values("A", first, 5))
+    cluster.pause(4)
+    wait_isr(cluster, [2, 3])
+    for first in range(10, 30, 5):
+        cluster.produce_batch(TOPIC, values("A", first, 5))
+    cluster.delete_records(TOPIC, 22)
+    # Premise: checkpoints flushed. The log start reaches its checkpoint every second here (60 s by default), the
+    # first time 30 s after the broker started (LogManager's InitialTaskDelayMs): wait for it on the leader and b3.
+    for n in (2, 3):
+        wait_until(lambda n=n: checkpoint(cluster.brokers[n].log_dir, "log-start-offset-checkpoint", TOPIC) == 22, 60,
+                   f"b{n}'s log start offset never reached its checkpoint")
+    copy, state = copy_frozen(cluster, work)
+    marks = output_marks(cluster)
+    cluster.resume(4)
+    outcome = converge_and_stop(cluster, work, marks)
+    outcome.copy, outcome.partition_state, outcome.running = copy, state, ["b2", "b3", "b4"]
     return outcome
 
 

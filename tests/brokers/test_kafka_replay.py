@@ -12,26 +12,43 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.brokers import broker_view as view
-from tests.brokers.kafka_lab import ClusterSpec, running_cluster
-from tests.brokers.scenarios import TOPIC, Outcome, diverge, restart_from, unclean_election, values
+from tests.brokers.kafka_lab import Cluster, ClusterSpec, running_cluster
+from tests.brokers.scenarios import (
+    TOPIC,
+    Outcome,
+    diverge,
+    every_replica_crashes,
+    follower_behind_log_start,
+    restart_from,
+    unclean_election,
+    values,
+)
 from tests.toolkit.test_cli import run_replog
 
 pytestmark = pytest.mark.brokers
 FULL = pytest.mark.brokers_full
 
-SPECS = [
-    pytest.param(ClusterSpec("3.9.1", "kraft"), id="3.9.1-kraft"),
-    pytest.param(ClusterSpec("3.9.1", "zk"), id="3.9.1-zk", marks=FULL),
-    pytest.param(ClusterSpec("4.0.2", "kraft"), id="4.0.2-kraft", marks=FULL),
-    pytest.param(ClusterSpec("4.4.0", "kraft", elr=True), id="4.4.0-elr-on"),
-    pytest.param(ClusterSpec("4.4.0", "kraft", elr=False), id="4.4.0-elr-off", marks=FULL),
-]
+VERSIONS = {
+    "3.9.1-kraft": ClusterSpec("3.9.1", "kraft"),
+    "3.9.1-zk": ClusterSpec("3.9.1", "zk"),
+    "3.9.1-zk-ibp-0.11.0-IV1": ClusterSpec("3.9.1", "zk", ibp="0.11.0-IV1"),
+    "3.9.1-zk-ibp-0.10.2": ClusterSpec("3.9.1", "zk", ibp="0.10.2"),
+    "4.0.2-kraft": ClusterSpec("4.0.2", "kraft"),
+    "4.4.0-elr-on": ClusterSpec("4.4.0", "kraft", elr=True),
+    "4.4.0-elr-off": ClusterSpec("4.4.0", "kraft", elr=False),
+}
+
+
+def cases(*ci: str) -> list[Any]:
+    """Every lab version; those named run in `make test`, the rest in `make test-brokers` only."""
+    return [pytest.param(spec, id=label, marks=() if label in ci else FULL) for label, spec in VERSIONS.items()]
 
 
 def replog_json(*args: str) -> dict[str, Any]:
@@ -50,6 +67,11 @@ def controller_args(outcome: Outcome) -> list[str]:
 
 def replica_args(root: Path, outcome: Outcome) -> list[str]:
     return [f"{name}={path}" for name, path in outcome.replicas(root).items()]
+
+
+def premise_args(outcome: Outcome) -> list[str]:
+    """The scenario's premise told to replog: the brokers that kept running after the copy."""
+    return [arg for name in outcome.running for arg in ("--running", name)]
 
 
 def lost_offsets(before: list[view.DumpedBatch], after: list[view.DumpedBatch]) -> list[int]:
@@ -76,34 +98,52 @@ def check_replica(version: str, predicted: dict[str, Any], outcome: Outcome,
     assert predicted["lost"]["last_offset"] == (lost[-1] if lost else None), f"{name}: last lost offset"
 
 
-@pytest.mark.parametrize("spec", SPECS)
-def test_unclean_election_then_the_old_leader_returns(spec: ClusterSpec, tmp_path: Path) -> None:
-    """Scenario U: leader b2 alone takes acks=1 writes and crashes; b3 is elected uncleanly and takes new writes;
-    b2 comes back and truncates to where its epoch ends on b3 (KIP-101/KIP-279), or to its high watermark."""
-    (tmp_path / "cluster").mkdir()
-    with running_cluster(spec, tmp_path / "cluster") as cluster:
-        outcome = unclean_election(cluster, tmp_path)
-    predicted = replog_json("replay", *replica_args(outcome.copy, outcome), *controller_args(outcome))
+def compare(spec: ClusterSpec, outcome: Outcome, tmp_path: Path, loses: bool = True) -> None:
+    """replay and repair of the copy against what the brokers did after it."""
+    predicted = replog_json("replay", *replica_args(outcome.copy, outcome), *controller_args(outcome),
+                            "--protocol", spec.protocol, *premise_args(outcome))
+    assert sorted(predicted["premise"]["running"]) == sorted(outcome.running), "the premise replog states"
     assert predicted["leader"] == f"b{outcome.leader}", "leader"
     copy = view.replica_batches(spec.version, outcome.replicas(outcome.copy))
     repaired = tmp_path / "repaired"
-    replog_json("repair", *replica_args(outcome.copy, outcome), *controller_args(outcome), "--out", str(repaired))
+    replog_json("repair", *replica_args(outcome.copy, outcome), *controller_args(outcome), "--out", str(repaired),
+                "--protocol", spec.protocol, *premise_args(outcome))
     final = view.replica_batches(spec.version, outcome.replicas(outcome.final))
     written = view.replica_batches(spec.version, outcome.replicas(repaired))
     for replica in predicted["replicas"]:
         name = replica["name"]
         check_replica(spec.version, replica, outcome, copy[name], final[name])
         assert written[name] == final[name], f"{name}: repaired batches (kafka-dump-log) differ from the broker's"
-    assert any(r["lost"]["records"] for r in predicted["replicas"]), "the scenario lost nothing: it tests nothing"
+    assert any(r["lost"]["records"] for r in predicted["replicas"]) == loses, "records lost by the scenario"
 
 
-REPAIR_SPECS = [
-    pytest.param(ClusterSpec("3.9.1", "kraft"), id="3.9.1-kraft", marks=FULL),
-    pytest.param(ClusterSpec("4.4.0", "kraft"), id="4.4.0-kraft"),
-]
+def run_scenario(spec: ClusterSpec, tmp_path: Path, scenario: Callable[[Cluster, Path], Outcome]) -> Outcome:
+    (tmp_path / "cluster").mkdir()
+    with running_cluster(spec, tmp_path / "cluster") as cluster:
+        return scenario(cluster, tmp_path)
 
 
-@pytest.mark.parametrize("spec", REPAIR_SPECS)
+@pytest.mark.parametrize("spec", cases("3.9.1-kraft", "3.9.1-zk-ibp-0.11.0-IV1", "4.4.0-elr-on"))
+def test_unclean_election_then_the_old_leader_returns(spec: ClusterSpec, tmp_path: Path) -> None:
+    """Scenario U: leader b2 alone takes acks=1 writes and crashes; b3 is elected uncleanly and takes new writes;
+    b2 comes back and truncates to where its epoch ends on b3 (KIP-101/KIP-279), or to its high watermark."""
+    compare(spec, run_scenario(spec, tmp_path, unclean_election), tmp_path)
+
+
+@pytest.mark.parametrize("spec", cases("4.0.2-kraft"))
+def test_every_replica_crashes_at_once(spec: ClusterSpec, tmp_path: Path) -> None:
+    """All three replicas crash; all restart; the controller's record decides the leader and nothing is lost."""
+    compare(spec, run_scenario(spec, tmp_path, every_replica_crashes), tmp_path, loses=False)
+
+
+@pytest.mark.parametrize("spec", cases("4.4.0-elr-off"))
+def test_a_follower_behind_the_log_start(spec: ClusterSpec, tmp_path: Path) -> None:
+    """DeleteRecords moves the log start inside a batch past a frozen follower's log end; it starts again (its
+    records below the new log start are gone from it, as DeleteRecords meant)."""
+    compare(spec, run_scenario(spec, tmp_path, follower_behind_log_start), tmp_path)
+
+
+@pytest.mark.parametrize("spec", [c for c in cases("4.4.0-elr-on") if "ibp" not in c.id])
 def test_a_cluster_restarted_on_repair_in_place_serves_what_repair_promised(spec: ClusterSpec,
                                                                            tmp_path: Path) -> None:
     """Premise: every node restarts from the copy, which `repair --in-place` fixed first. Every broker starts
