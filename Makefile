@@ -75,8 +75,8 @@ lint: $(VENV)/.installed-test
 test-fast: $(VENV)/.installed-test
 	$(PY) -m pytest -m "not spark and not bench"
 
-bench: $(VENV)/.installed-test
-	$(PY) -m bench
+bench: $(VENV)/.installed-test brokers
+	$(PY) -m bench --brokers
 
 fuzz: $(VENV)/.installed-test
 	$(PY) -m tests.fuzz --seconds $${FUZZ_SECONDS:-60}

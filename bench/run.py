@@ -240,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rss-cap", type=int, default=None,
                         help="MiB past which a measured command is killed (default 4096)")
     parser.add_argument("--spark", action="store_true", help="also the Spark fleet-scan goal (local[2])")
+    parser.add_argument("--brokers", action="store_true",
+                        help="also replog dump vs the real kafka-dump-log (the broker lab's jars; Java and Maven)")
     args = parser.parse_args(argv)
     size = args.size if args.size is not None else (0.25 if args.quick else 32)
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 5)
@@ -252,8 +254,29 @@ def main(argv: list[str] | None = None) -> int:
         from bench import goals
         report["goals"] = goals.measure(int(goal_size * MiB), int(goal_small * MiB), args.goal_repeat, args.spark,
                                         args.inputs, args.rss_cap or goals.DEFAULT_CAP_MIB)
+    if args.brokers:
+        from bench import brokers
+        with tempfile.TemporaryDirectory(prefix="replog-bench-dump-") as scratch:
+            report["kafka_dump_log"] = brokers.measure(Path(scratch), int((1 if args.quick else 209) * MiB),
+                                                       1 if args.quick else 3, int((1 if args.quick else 32) * MiB))
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
         render_table(report)
+        if "kafka_dump_log" in report:
+            render_dump_peer(report["kafka_dump_log"])
     return 0
+
+
+def render_dump_peer(found: dict[str, Any]) -> None:
+    """replog dump vs the real kafka-dump-log, whole processes, as ratios (peer seconds / replog seconds)."""
+    from rich.console import Console
+    from rich.table import Table
+    table = Table(title=f"replog dump vs {found['peer']}, whole processes, output to a file, "
+                        f"best of {found['repeat']} (JVM {found['jvm']})")
+    for col in ("case", "MiB", "replog s", "kafka-dump-log s", "ratio", "goal", "met"):
+        table.add_column(col, justify="left" if col == "case" else "right")
+    for row in found["cases"]:
+        table.add_row(row["case"], f"{row['bytes'] / MiB:.0f}", f"{row['replog_seconds']}",
+                      f"{row['kafka_dump_log_seconds']}", f"{row['ratio']:.2f}", row["goal"], _met(row["met"]))
+    Console().print(table)

@@ -126,6 +126,30 @@ def unclean_election(cluster: Cluster, work: Path, new_records: int = 2) -> Outc
     return outcome
 
 
+def two_unclean_elections(cluster: Cluster, work: Path) -> Outcome:
+    """Several leader changes in a row (KIP-279): b2 leads and takes A-10..14 alone and crashes; b3 is elected
+    uncleanly, takes B-10..12 alone and crashes; b4 is elected uncleanly and takes C-10..11. The copy is taken
+    then; b2 and b3 return, each with a tail of its own epoch, and must both truncate to 10."""
+    cluster.create_topic(TOPIC, ASSIGNMENT)
+    cluster.produce(TOPIC, values("A", 0, 10), acks="all")
+    for leader, frozen, prefix, count in ((2, (3, 4), "A", 5), (3, (4,), "B", 3)):
+        cluster.pause(*frozen)
+        wait_isr(cluster, [leader])
+        cluster.produce(TOPIC, values(prefix, 10, count), acks=1)
+        cluster.kill(leader)
+        cluster.resume(*frozen)
+        wait_until(lambda: cluster.partition(TOPIC).get("leader") == -1, 90, "the partition never went leaderless")
+        cluster.elect_unclean(TOPIC)
+        wait_leader(cluster, frozen[0])
+    cluster.produce(TOPIC, values("C", 10, 2), acks=1)
+    copy, state = copy_frozen(cluster, work)
+    marks = output_marks(cluster)
+    cluster.restart(2, 3)
+    outcome = converge_and_stop(cluster, work, marks)
+    outcome.copy, outcome.partition_state, outcome.running = copy, state, ["b4"]
+    return outcome
+
+
 def every_replica_crashes(cluster: Cluster, work: Path) -> Outcome:
     """The leader b2 alone takes acks=1 writes, then every replica crashes at once; the copy is taken with all of
     them down; all restart together and the controller picks the leader from its record (the last ISR member,

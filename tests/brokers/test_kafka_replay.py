@@ -27,6 +27,7 @@ from tests.brokers.scenarios import (
     every_replica_crashes,
     follower_behind_log_start,
     restart_from,
+    two_unclean_elections,
     unclean_election,
     values,
 )
@@ -128,6 +129,12 @@ def test_unclean_election_then_the_old_leader_returns(spec: ClusterSpec, tmp_pat
     """Scenario U: leader b2 alone takes acks=1 writes and crashes; b3 is elected uncleanly and takes new writes;
     b2 comes back and truncates to where its epoch ends on b3 (KIP-101/KIP-279), or to its high watermark."""
     compare(spec, run_scenario(spec, tmp_path, unclean_election), tmp_path)
+
+
+@pytest.mark.parametrize("spec", cases())
+def test_two_unclean_elections_in_a_row(spec: ClusterSpec, tmp_path: Path) -> None:
+    """Two replicas return, each with a tail of a different epoch that the current leader never had."""
+    compare(spec, run_scenario(spec, tmp_path, two_unclean_elections), tmp_path)
 
 
 @pytest.mark.parametrize("spec", cases("4.0.2-kraft"))
