@@ -118,6 +118,9 @@ def dump(
         "--verify-index-only", help="check index entries against the log, print only problems")] = False,
     index_sanity_check: Annotated[bool, typer.Option(
         "--index-sanity-check", help="run the broker's index sanity check")] = False,
+    kafka_version: Annotated[str, typer.Option(
+        "--kafka-version", metavar="VERSION", help="dump-log format: the Kafka version whose kafka-dump-log text "
+        "to print; emulated: 3.9, 4.0, 4.4 (their texts differ)")] = "4.4",
     follow_symlinks: FollowOpt = False,
     fmt: DumpFormatOpt = None,
 ) -> None:
@@ -140,6 +143,12 @@ def dump(
     from replog.formats.dump import DumpOptions, dump_paths
     from replog.formats.render import DECODERS
     from replog.toolkit.commands import run_dump
+    from replog.toolkit.dump_log import Style, emulation
+
+    try:
+        emulated = emulation(kafka_version)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
 
     for name, dec in (("--key-decoder", key_decoder), ("--value-decoder", value_decoder)):
         if dec not in DECODERS:
@@ -153,9 +162,10 @@ def dump(
                        metadata_decoder=metadata_decoder, from_offset=from_offset, to_offset=to_offset,
                        max_bytes=max_bytes, verify_index_only=verify_index_only,
                        index_sanity_check=index_sanity_check)
-    raise typer.Exit(run_dump(lambda progress: dump_paths(inputs, opts, progress), fmt,
-                              print_data or offsets_decoder or txn_decoder or metadata_decoder,
-                              skip_record_metadata))
+    shown = print_data or opts.internal
+    decoder = "metadata" if metadata_decoder else "offsets" if offsets_decoder else "txn" if txn_decoder else None
+    raise typer.Exit(run_dump(lambda progress: dump_paths(inputs, opts, progress), fmt, shown,
+                              Style(shown, skip_record_metadata, decoder, emulated)))
 
 
 def _dump_inputs(paths: list[Path], files: list[str]) -> list[str | os.PathLike[str]]:
