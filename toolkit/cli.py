@@ -165,7 +165,8 @@ def dump(
     shown = print_data or opts.internal
     decoder = "metadata" if metadata_decoder else "offsets" if offsets_decoder else "txn" if txn_decoder else None
     raise typer.Exit(run_dump(lambda progress: dump_paths(inputs, opts, progress), fmt, shown,
-                              Style(shown, skip_record_metadata, decoder, emulated)))
+                              Style(shown, skip_record_metadata, decoder, emulated,
+                                    whole_files=max_bytes is None and from_offset is None and to_offset is None)))
 
 
 def _dump_inputs(paths: list[Path], files: list[str]) -> list[str | os.PathLike[str]]:

@@ -74,7 +74,8 @@ class Emulation:
     that version's own tool by tests/brokers/test_dump_log_differential.py)."""
 
     version: str
-    scala: bool  # 3.9-4.3: the Scala tool (stray `}` on v0/v1 records, old transaction-log text, snapshot spaces)
+    scala: bool  # 3.9-4.3: the Scala tool (stray `}` on v0/v1 records, old transaction-log text, snapshot spaces,
+    #              --skip-record-metadata's ` payload:` without `|` where a record has no key)
     leader_change_json: bool  # 4.4 prints a LeaderChange record's JSON; 3.9 and 4.0 its `controlType: NAME(id)`
     offset_commit_v0_value_v0_only: bool  # 4.4 reads a type-0 offset commit key's value at version 0 only
 
@@ -103,6 +104,7 @@ class Style:
     skip_record_metadata: bool = False
     decoder: str | None = None  # "offsets", "txn" or "metadata": which internal-topic decoder made the values
     emulated: Emulation = EMULATED[NEWEST]
+    whole_files: bool = True  # no --max-bytes (nor replog's offset range): a log's trailing bytes are reported
 
 
 def _java(v: Any) -> str:
@@ -299,7 +301,8 @@ def record_line(e: Entry, batch: Entry, style: Style) -> str:
     if style.print_data and not e["is_control"]:
         parts = _decoded_data(e, style) if style.decoder else _plain_data(e)
         for i, (name, text) in enumerate(parts):
-            line += f"{prefix if i == 0 and name == 'key' else ' '}{name}: {text}"
+            first = i == 0 and (name == "key" or not style.emulated.scala)
+            line += f"{prefix if first else ' '}{name}: {text}"
     return line
 
 
@@ -373,6 +376,26 @@ class Gaps:
                 yield f"  ... {self.dropped[path]} earlier pairs not shown"
 
 
+class _Tail:
+    """`Found N invalid bytes at the end of <name>`: the bytes of a log after the last batch its walk could frame
+    (a torn append), as `dumpLog` prints them at the end of the file when no --max-bytes is given."""
+
+    def __init__(self) -> None:
+        self.name, self.size, self.end = "", 0, 0
+
+    def start(self, e: Entry) -> None:
+        is_log = e.get("file_kind") in ("kafka-segment", "kafka-kraft-snapshot") and e.get("size") is not None
+        self.name, self.size, self.end = Path(e["path"]).name, int(e["size"]) if is_log else 0, 0
+
+    def batch(self, e: Entry) -> None:
+        self.end = max(self.end, e["position"] + e["size"])
+
+    def lines(self) -> Iterator[str]:
+        if self.end < self.size:
+            yield f"Found {self.size - self.end} invalid bytes at the end of {self.name}"
+        self.size = 0
+
+
 def _empty_index(e: Entry) -> bool:
     """An offset index with no whole entry: `dumpIndex` prints `<file> is empty.` and nothing else for it."""
     return e.get("file_kind") == "kafka-offset-index" and int(e.get("size") or 0) < 8
@@ -384,6 +407,7 @@ def dump_log_lines(entries: Iterable[Entry], style: Style, gaps: Gaps | None = N
     `notes` gets the findings (kafka-dump-log has no words for them, so they stay out of its text)."""
     batch: Entry = {"magic": 2, "codec": "none", "crc": 0, "crc_valid": True}
     gaps = gaps if gaps is not None else Gaps()
+    tail = _Tail()
     silent = False  # the rest of an empty index's entries
     for e in entries:
         kind = e["kind"]
@@ -395,8 +419,12 @@ def dump_log_lines(entries: Iterable[Entry], style: Style, gaps: Gaps | None = N
             yield record_line(e, batch, style)
         elif kind == "batch":
             batch = e
+            tail.batch(e)
             yield batch_line(e)
         elif kind == "file":
+            if style.whole_files:
+                yield from tail.lines()
+                tail.start(e)
             gaps.start(e["path"])
             yield from _header(e)
             silent = _empty_index(e)
@@ -411,3 +439,5 @@ def dump_log_lines(entries: Iterable[Entry], style: Style, gaps: Gaps | None = N
             yield _snapshot_line(e, style)
         else:
             yield _SIMPLE.get(kind, _generic)(e)
+    if style.whole_files:
+        yield from tail.lines()

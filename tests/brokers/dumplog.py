@@ -9,12 +9,14 @@ gets what it printed before dying, and the files after it are dumped by a fresh 
 """
 from __future__ import annotations
 
+import difflib
 import os
 import shutil
 import subprocess
 import tempfile
 import zipfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,3 +156,46 @@ def run_replog(replog: Path, version: str, root: Path, files: Sequence[str], opt
            "--files", ",".join(str(root / f) for f in files), *options]
     done = subprocess.run(cmd, capture_output=True, timeout=300, cwd=root, env={**os.environ, "LC_ALL": "C.UTF-8"})
     return Dump(split_sections(decoded(done.stdout), root), decoded(done.stderr))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One file dumped with one option set by one version: the real tool's lines and replog's."""
+
+    version: str
+    options: str
+    file: str
+    real: list[str] | None
+    replog: list[str] | None
+    real_died: bool
+
+    @property
+    def identical(self) -> bool:
+        return self.real == self.replog
+
+    def diff(self, context: int = 0, limit: int = 12) -> str:
+        """The first differing lines, for a failure message."""
+        lines = difflib.unified_diff(self.real or [], self.replog or [], "kafka-dump-log", "replog", n=context,
+                                     lineterm="")
+        return "\n".join(line[:400] for line in list(lines)[:limit])
+
+
+def compare(version: str, root: Path, files: Sequence[str], options: Sequence[str], name: str,
+            replog: Path) -> list[Case]:
+    """The real tool and replog over `files` with `options`, one JVM and one replog process, side by side."""
+    with ThreadPoolExecutor(2) as pool:
+        real_run = pool.submit(run_real, version, root, files, options)
+        mine = pool.submit(run_replog, replog, emulated_version(version), root, files, options).result()
+        real = real_run.result()
+    return [Case(version, name, f, real.sections.get(f), mine.sections.get(f), f in real.failed) for f in files]
+
+
+def emulated_version(version: str) -> str:
+    """`3.9.1` -> `3.9`: what `--kafka-version` takes."""
+    return ".".join(version.split(".")[:2])
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `root` with its size and modification time: what a read-only tool leaves as it was."""
+    return {p.relative_to(root).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}

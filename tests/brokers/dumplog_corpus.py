@@ -77,6 +77,7 @@ OPTION_SETS = (
     OptionSet("plain", (), lambda name: True),
     OptionSet("deep", ("--deep-iteration",), lambda name: True),
     OptionSet("data", ("--print-data-log",), _segment),
+    OptionSet("skip-metadata", ("--print-data-log", "--skip-record-metadata"), _segment),
     OptionSet("metadata", ("--cluster-metadata-decoder",), _metadata),
     OptionSet("offsets", ("--offsets-decoder",), _in_topic("__consumer_offsets")),
     OptionSet("txn", ("--transaction-log-decoder",), _in_topic("__transaction_state")),
@@ -251,13 +252,34 @@ def _cluster_metadata(part: Path) -> None:
     header = metadata.encode_control_value(control.SNAPSHOT_HEADER, {"version": 0,
                                                                      "lastContainedLogTimestamp": TS + 1})
     footer = metadata.encode_control_value(control.SNAPSHOT_FOOTER, {"version": 0})
+    kraft_version = metadata.encode_control_value(control.KRAFT_VERSION, {"version": 0, "kRaftVersion": 1})
+    voters = metadata.encode_control_value(control.KRAFT_VOTERS, {"version": 0, "voters": [{
+        "voterId": 1, "voterDirectoryId": DIR_ID, "endpoints": [{"name": "CONTROLLER", "host": "localhost",
+                                                                 "port": 9093}],
+        "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1}}]})
     snap = (control.build_control_batch(offset=0, control_type=control.SNAPSHOT_HEADER, value=header, timestamp=TS)
-            + v2.build_batch([v2.Record(1 + i, TS, None, r) for i, r in enumerate(recs[:4])], base_offset=1)
-            + control.build_control_batch(offset=5, control_type=control.SNAPSHOT_FOOTER, value=footer, timestamp=TS))
+            + control.build_control_batch(offset=1, control_type=control.KRAFT_VERSION, value=kraft_version,
+                                          timestamp=TS)
+            + control.build_control_batch(offset=2, control_type=control.KRAFT_VOTERS, value=voters, timestamp=TS)
+            + v2.build_batch([v2.Record(3 + i, TS, None, r) for i, r in enumerate(recs[:4])], base_offset=3)
+            + control.build_control_batch(offset=7, control_type=control.SNAPSHOT_FOOTER, value=footer, timestamp=TS))
     (part / "00000000000000000009-0000000001.checkpoint").write_bytes(snap)
 
 
-GENERATED = {"orders-0": _orders, "legacy-0": _legacy, "__consumer_offsets-0": _consumer_offsets,
+def _torn(part: Path) -> None:
+    """A segment whose last batch was cut short (a crash mid-append), and one of a compacted topic: offsets
+    with gaps between batches, a batch that compaction emptied of records."""
+    batches = [v2.build_batch(_records(0, 3), base_offset=0, partition_leader_epoch=0),
+               v2.build_batch(_records(3, 3), base_offset=3, partition_leader_epoch=0)]
+    (part / f"{SEGMENT}.log").write_bytes(batches[0] + batches[1][:-9])
+    compacted = [v2.build_batch([v2.Record(1, TS + 1, b"k1", b"v")], base_offset=0, last_offset_delta=2),
+                 v2.build_batch([v2.Record(5, TS + 5, b"k5", b"v"), v2.Record(7, TS + 7, b"k7", b"w")],
+                                base_offset=4, last_offset_delta=4),
+                 v2.build_batch([v2.Record(9, TS + 9, b"k9", None)], base_offset=9, delete_horizon=TS + 100)]
+    (part / "00000000000000000100.log").write_bytes(b"".join(compacted))
+
+
+GENERATED = {"torn-0": _torn, "orders-0": _orders, "legacy-0": _legacy, "__consumer_offsets-0": _consumer_offsets,
              "__transaction_state-0": _transaction_state, "__cluster_metadata-0": _cluster_metadata}
 
 
