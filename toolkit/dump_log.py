@@ -201,12 +201,19 @@ def _coordinator_key(v: Any) -> str:
 
 
 def _without_versions(data: Any) -> Any:
-    """A group's members as Kafka prints them: subscription and assignment JSON without their own version."""
+    """A group's members as Kafka prints them: the decoded subscription and assignment JSON without their own
+    `version` (Kafka writes the protocol message's fields only)."""
     if not isinstance(data, dict) or not isinstance(data.get("members"), list):
         return data
-    members = [{k: ({f: x for f, x in m[k].items() if f != "version"} if isinstance(m.get(k), dict) else m[k])
-                if k in ("subscription", "assignment") else m[k] for k in m} for m in data["members"]]
-    return {**data, "members": members}
+    return {**data, "members": [_member_without_versions(m) for m in data["members"]]}
+
+
+def _member_without_versions(member: dict[str, Any]) -> dict[str, Any]:
+    out = dict(member)
+    for name in ("subscription", "assignment"):
+        if isinstance(out.get(name), dict):
+            out[name] = {k: v for k, v in out[name].items() if k != "version"}
+    return out
 
 
 def _coordinator_value(v: Any) -> str:
