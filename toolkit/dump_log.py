@@ -50,7 +50,7 @@ import codecs
 import json
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -403,6 +403,16 @@ class _Tail:
         self.size = 0
 
 
+# What kafka-dump-log dumps, by the text after the last `.` of a file's name; it ignores anything else (a
+# `.log.deleted`, `leader-epoch-checkpoint`, `partition.metadata`), saying so on stderr.
+KAFKA_SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint")
+
+
+def ignored_by_kafka(path: str) -> bool:
+    name = Path(path).name
+    return "." not in name or name[name.rindex("."):] not in KAFKA_SUFFIXES
+
+
 def _empty_index(e: Entry) -> bool:
     """An offset index with no whole entry: `dumpIndex` prints `<file> is empty.` and nothing else for it."""
     return e.get("file_kind") == "kafka-offset-index" and int(e.get("size") or 0) < 8
@@ -411,16 +421,23 @@ def _empty_index(e: Entry) -> bool:
 def dump_log_lines(entries: Iterable[Entry], style: Style, gaps: Gaps | None = None,
                    notes: Notes | None = None) -> Iterator[str]:
     """kafka-dump-log's lines for a stream of dump entries, as they come; `gaps` collects the stderr report,
-    `notes` gets the findings (kafka-dump-log has no words for them, so they stay out of its text)."""
+    `notes` gets the findings and what kafka-dump-log says on stderr (it has no words for findings, so they stay
+    out of its text)."""
     batch: Entry = {"magic": 2, "codec": "none", "crc": 0, "crc_valid": True}
     gaps = gaps if gaps is not None else Gaps()
     tail = _Tail()
-    silent = False  # the rest of an empty index's entries
+    note = notes or (lambda line: None)
+    silent = False  # the rest of an empty index's entries, or of a file kafka-dump-log ignores
     for e in entries:
         kind = e["kind"]
-        if kind == "finding":
-            if notes is not None:
-                notes(_finding(e))
+        if kind == "file":
+            if style.whole_files:
+                yield from tail.lines()
+            silent = yield from _file_lines(e, style, gaps, tail, note)
+        elif kind == "finding":
+            note(_finding(e))
+        elif silent:
+            continue
         elif kind == "record":
             gaps.see(e["offset"])
             yield record_line(e, batch, style)
@@ -428,23 +445,36 @@ def dump_log_lines(entries: Iterable[Entry], style: Style, gaps: Gaps | None = N
             batch = e
             tail.batch(e)
             yield batch_line(e)
-        elif kind == "file":
-            if style.whole_files:
-                yield from tail.lines()
-                tail.start(e)
-            gaps.start(e["path"])
-            yield from _header(e)
-            silent = _empty_index(e)
-            if silent:
-                yield f"{e['path']} is empty."
-        elif silent:
-            continue
-        elif kind == "sanity_check":
-            if e["passed"]:
-                yield f"{e['path']} passed sanity check."
-        elif kind == "snapshot_entry":
-            yield _snapshot_line(e, style)
         else:
-            yield _SIMPLE.get(kind, _generic)(e)
+            yield from _other_lines(e, style)
     if style.whole_files:
         yield from tail.lines()
+
+
+def _file_lines(e: Entry, style: Style, gaps: Gaps, tail: _Tail, note: Notes) -> Generator[str, None, bool]:
+    """A file's header lines; returns whether the file's entries print nothing more (an empty offset index, or a
+    file kafka-dump-log ignores: the header, then `Ignoring unknown file` on stderr)."""
+    gaps.start(e["path"])
+    ignored = ignored_by_kafka(e["path"])
+    if style.whole_files and not ignored:
+        tail.start(e)
+    yield from _header(e)
+    if ignored:
+        note(f"Ignoring unknown file {e['path']}")
+        return True
+    if _empty_index(e):
+        yield f"{e['path']} is empty."
+        return True
+    return False
+
+
+def _other_lines(e: Entry, style: Style) -> Iterator[str]:
+    """Entries of indexes, snapshots and a sanity check."""
+    kind = e["kind"]
+    if kind == "sanity_check":
+        if e["passed"]:
+            yield f"{e['path']} passed sanity check."
+    elif kind == "snapshot_entry":
+        yield _snapshot_line(e, style)
+    else:
+        yield _SIMPLE.get(kind, _generic)(e)

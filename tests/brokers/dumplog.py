@@ -69,7 +69,8 @@ def main_class(version: str) -> str:
 
 def split_sections(stdout: str, root: Path) -> dict[str, list[str]]:
     """Stdout cut at each `Dumping <path>` header, keyed and headed by the path relative to `root`. The same
-    prefix is cut from the path a passed sanity check prints: the real tool reads copies, replog the originals."""
+    prefix is cut where a line starts with the file's path (`<path> passed sanity check.`, `<path> is empty.`):
+    the real tool reads copies, replog the originals."""
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     prefix = f"{root}/"
@@ -78,7 +79,7 @@ def split_sections(stdout: str, root: Path) -> dict[str, list[str]]:
             name = relative(line[len(HEADER):], root)
             current = sections.setdefault(name, [])
             line = HEADER + name
-        elif line.startswith(prefix) and line.endswith(" passed sanity check."):
+        elif line.startswith(prefix):
             line = line[len(prefix):]
         if current is not None:
             current.append(line)

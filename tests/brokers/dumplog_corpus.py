@@ -3,9 +3,11 @@ file is dumped with.
 
 Generated files (replog's writers, written into a temp folder laid out as partition folders) cover every magic
 (0, 1, 2), every codec, headers, null keys and values, bytes that are not UTF-8, transactions and their markers,
-LogAppendTime, offset and time indexes (with the zero tail of a preallocated index and an entry the log
-contradicts), producer snapshots, transaction indexes, `__consumer_offsets` and `__transaction_state` records, a
-KRaft metadata log and a KRaft snapshot. Real broker files from `/work/shared/realdata` are copied in beside
+LogAppendTime, a delete horizon, a torn tail, a compacted log, a batch whose CRC does not match, offset and time
+indexes (with the zero tail of a preallocated index and an entry the log contradicts), producer snapshots,
+transaction indexes, `__consumer_offsets` and `__transaction_state` records, a KRaft metadata log and a KRaft
+snapshot (header, KRaftVersion, voters, records, footer), and files kafka-dump-log ignores (a `.log.deleted`,
+`leader-epoch-checkpoint`, `partition.metadata`). Real broker files from `/work/shared/realdata` are copied in beside
 them when that folder is present (never into the repository).
 """
 from __future__ import annotations
@@ -16,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replog.formats.kafka import batch as v2
-from replog.formats.kafka import codecs, control, legacy, offset_index, time_index, txn_index
+from replog.formats.kafka import checkpoint, codecs, control, legacy, offset_index, time_index, txn_index
+from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.internal import consumer_offsets, metadata, transaction_state
+from replog.formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
 from replog.formats.kafka.producer_snapshot import ProducerSnapshotEntry, build_producer_snapshot
 from tests.realdata import REALDATA
 
@@ -40,6 +44,10 @@ REAL_FILES = (
     "sagarrao-3broker/c030fc1ce/kafka-logs-1/my_topic-1/00000000000000000000.index",
     "sagarrao-3broker/c030fc1ce/kafka-logs-1/my_topic-1/00000000000000000000.timeindex",
     "sagarrao-3broker/c030fc1ce/kafka-logs-1/__consumer_offsets-43/00000000000000000000.log",
+    "sagarrao-3broker/c030fc1ce/kafka-logs-1/my_other_topic-1/00000000000000000000.index",  # 0 bytes
+    "sagarrao-3broker/c030fc1ce/kafka-logs-1/my_other_topic-1/00000000000000000000.timeindex",
+    "niloufar-ldi-kraft/__consumer_offsets-6/leader-epoch-checkpoint",
+    "niloufar-ldi-kraft/__consumer_offsets-6/partition.metadata",
     "donaldy-kafka271-zk/myTopic-0/00000000000000000038.snapshot",
     "donaldy-kafka271-zk/__consumer_offsets-17/00000000000000000000.log",
     "kaipasubhash-zk/__consumer_offsets-26/00000000000000000000.log",
@@ -58,7 +66,7 @@ class OptionSet:
 
 
 def _segment(name: str) -> bool:
-    return name.endswith((".log", ".checkpoint"))
+    return name.endswith((".log", ".checkpoint")) and not name.endswith("leader-epoch-checkpoint")
 
 
 def _index(name: str) -> bool:
@@ -78,6 +86,7 @@ OPTION_SETS = (
     OptionSet("deep", ("--deep-iteration",), lambda name: True),
     OptionSet("data", ("--print-data-log",), _segment),
     OptionSet("skip-metadata", ("--print-data-log", "--skip-record-metadata"), _segment),
+    OptionSet("max-bytes", ("--max-bytes", "700", "--deep-iteration"), lambda name: name.endswith(".log")),
     OptionSet("metadata", ("--cluster-metadata-decoder",), _metadata),
     OptionSet("offsets", ("--offsets-decoder",), _in_topic("__consumer_offsets")),
     OptionSet("txn", ("--transaction-log-decoder",), _in_topic("__transaction_state")),
@@ -279,8 +288,21 @@ def _torn(part: Path) -> None:
     (part / "00000000000000000100.log").write_bytes(b"".join(compacted))
 
 
-GENERATED = {"torn-0": _torn, "orders-0": _orders, "legacy-0": _legacy, "__consumer_offsets-0": _consumer_offsets,
-             "__transaction_state-0": _transaction_state, "__cluster_metadata-0": _cluster_metadata}
+def _odd_files(part: Path) -> None:
+    """A batch whose CRC does not match (a flipped byte in a value), a deleted segment, files that are not
+    kafka-dump-log's (it says it ignores them)."""
+    good = v2.build_batch(_records(0, 3), base_offset=0, partition_leader_epoch=0)
+    bad = bytearray(v2.build_batch(_records(3, 2), base_offset=3, partition_leader_epoch=0))
+    bad[-3] ^= 0x20  # inside the last record's value: the records still read, the CRC no longer matches
+    (part / f"{SEGMENT}.log").write_bytes(good + bytes(bad))
+    (part / f"{SEGMENT}.log.deleted").write_bytes(good)
+    (part / "leader-epoch-checkpoint").write_bytes(checkpoint.build_leader_epoch_checkpoint([EpochEntry(0, 0)]))
+    (part / "partition.metadata").write_bytes(build_partition_metadata(PartitionMetadata(0, TOPIC_ID)))
+
+
+GENERATED = {"odd-0": _odd_files, "torn-0": _torn, "orders-0": _orders, "legacy-0": _legacy,
+             "__consumer_offsets-0": _consumer_offsets, "__transaction_state-0": _transaction_state,
+             "__cluster_metadata-0": _cluster_metadata}
 
 
 def build(root: Path, real: bool = True) -> list[str]:
