@@ -128,7 +128,8 @@ def dump(
 
     The options of kafka-dump-log.sh are accepted too (--files a,b --deep-iteration --print-data-log
     --transaction-log-decoder --cluster-metadata-decoder --skip-record-metadata --max-message-size), and
-    --format dump-log prints its text.
+    --format dump-log prints its text, line for line, as the Kafka version --kafka-version names prints it
+    (3.9, 4.0 or 4.4, the default); what replog finds beyond it goes to stderr.
 
     Examples:
 
