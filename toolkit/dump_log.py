@@ -216,17 +216,24 @@ def _member_without_versions(member: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _coordinator_value(v: Any) -> str:
-    """A coordinator record value: `{"version":"<v>","data":{..}}`; a deleted one `<DELETE>`."""
+def _coordinator_value(v: Any, key: Any, decoder: str | None) -> str:
+    """A coordinator record value: `{"version":"<v>","data":{..}}` (a transaction state by its name, tagged fields
+    at their default left out); a deleted one `<DELETE>`."""
     if v is None:
         return "<DELETE>"
-    if isinstance(v, dict) and "data" in v:
-        data = _without_versions(v["data"])
-        if "transactionStatus" in data:
-            data = {k: _txn_state(x) if k == "transactionStatus" else x for k, x in data.items()
-                    if k != "transactionState"}
-        return _json({"version": str(v["version"]), "data": data})
-    return java_string(v)
+    if not (isinstance(v, dict) and "data" in v):
+        return java_string(v)
+    return _json({"version": str(v["version"]), "data": _coordinator_data(v["data"], key, decoder)})
+
+
+def _coordinator_data(data: dict[str, Any], key: Any, decoder: str | None) -> dict[str, Any]:
+    from replog.formats.kafka.internal import consumer_offsets, transaction_state
+    if decoder == "txn":
+        return {k: _txn_state(x) if k == "transactionStatus" else x
+                for k, x in transaction_state.json_data(data).items()}
+    if isinstance(key, dict) and isinstance(key.get("version"), int):
+        data = consumer_offsets.json_value_data(key["version"], data)
+    return _without_versions(data)
 
 
 def _txn_state(status: int) -> str:
@@ -266,7 +273,7 @@ def _decoded_data(e: Entry, style: Style) -> list[tuple[str, str]]:
         error = (f"Error at offset {e['offset']}, skipping. Found an unknown record version {value['version']} "
                  "for 0 type")
         return [("key", error)]
-    return [("key", _coordinator_key(key)), ("payload", _coordinator_value(value))]
+    return [("key", _coordinator_key(key)), ("payload", _coordinator_value(value, key, style.decoder))]
 
 
 def _plain_data(e: Entry) -> list[tuple[str, str]]:

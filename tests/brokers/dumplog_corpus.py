@@ -188,6 +188,19 @@ def _group_value() -> dict:
             "currentStateTimestamp": TS, "members": [member]}
 
 
+def _value_versions() -> list[tuple[bytes, bytes]]:
+    """Offset commits of both key types with every value version, group metadata of every value version."""
+    co = consumer_offsets
+    commits = [(co.encode_offset_commit_key("g3", "orders", version % 2, version=key),
+                co.encode_offset_commit_value(100 + version, "m", TS, version=version, leader_epoch=1,
+                                              expire_timestamp=TS + 9))
+               for key in (0, 1) for version in range(5)]
+    group = {**_group_value(), "members": [{**_group_value()["members"][0], "groupInstanceId": "static-1"}]}
+    groups = [(co.encode_group_metadata_key(f"g-v{version}"), co.encode_group_metadata_value(group, version))
+              for version in range(5)]
+    return commits + groups
+
+
 def _consumer_offsets(part: Path) -> None:
     co = consumer_offsets
     records = [
@@ -201,24 +214,27 @@ def _consumer_offsets(part: Path) -> None:
              "currentStateTimestamp": TS, "members": []})),
         (co.encode_offset_commit_key("g1", "orders", 0), None),
         (co.encode_group_metadata_key("g2"), None),
+        *_value_versions(),
     ]
     batch = v2.build_batch([v2.Record(i, TS + i, k, v) for i, (k, v) in enumerate(records)], base_offset=0,
                            partition_leader_epoch=0)
     (part / f"{SEGMENT}.log").write_bytes(batch)
 
 
-def _txn_value(status: int, partitions: list[dict] | None) -> bytes:
+def _txn_value(status: int, partitions: list[dict] | None, version: int = 0, **tagged: int) -> bytes:
     return transaction_state.encode_transaction_log_value({
         "producerId": 7, "producerEpoch": 1, "transactionTimeoutMs": 60000, "transactionStatus": status,
         "transactionPartitions": partitions, "transactionLastUpdateTimestampMs": TS + status,
-        "transactionStartTimestampMs": TS if status else -1})
+        "transactionStartTimestampMs": TS if status else -1, **tagged}, version)
 
 
 def _transaction_state(part: Path) -> None:
     key = transaction_state.encode_transaction_log_key("tx-1")
     tp = [{"topic": "orders", "partitionIds": [0, 2]}]
     records = [(key, _txn_value(0, [])), (key, _txn_value(1, tp)), (key, _txn_value(2, tp)),
-               (key, _txn_value(4, [])), (transaction_state.encode_transaction_log_key("tx-2"), None)]
+               (key, _txn_value(4, [])), (transaction_state.encode_transaction_log_key("tx-2"), None),
+               (key, _txn_value(3, tp, 1)),  # flexible, tagged fields at their defaults
+               (key, _txn_value(5, [], 1, previousProducerId=6, nextProducerId=8, clientTransactionVersion=2))]
     batch = v2.build_batch([v2.Record(i, TS + i, k, v) for i, (k, v) in enumerate(records)], base_offset=0,
                            partition_leader_epoch=0)
     (part / f"{SEGMENT}.log").write_bytes(batch)
@@ -245,6 +261,46 @@ def _metadata_records() -> list[bytes]:
     ]
 
 
+def _more_metadata_records() -> list[bytes]:
+    """One record of each remaining metadata type (bytes, floats, nullable and tagged fields among them)."""
+    m = metadata
+    acl_id = "Bd2Kr7cXSQWvCm8eWJ7K3A"
+    records: list[tuple[str, dict, int]] = [
+        ("UnregisterBrokerRecord", {"brokerId": 2, "brokerEpoch": 9}, 0),
+        ("FenceBrokerRecord", {"id": 1, "epoch": 5}, 0),
+        ("UnfenceBrokerRecord", {"id": 1, "epoch": 5}, 0),
+        ("RemoveTopicRecord", {"topicId": TOPIC_ID}, 0),
+        ("DelegationTokenRecord", {"owner": "User:alice", "requester": "User:alice", "renewers": ["User:bob"],
+                                   "issueTimestamp": TS, "maxTimestamp": TS + 10, "expirationTimestamp": TS + 5,
+                                   "tokenId": "tok-1"}, 0),
+        ("UserScramCredentialRecord", {"name": "alice", "mechanism": 1, "salt": "0102ff", "storedKey": "aa",
+                                       "serverKey": "", "iterations": 4096}, 0),
+        ("ClientQuotaRecord", {"entity": [{"entityType": "user", "entityName": "alice"},
+                                          {"entityType": "client-id", "entityName": None}],
+                               "key": "producer_byte_rate", "value": 1024.5, "remove": False}, 0),
+        ("BrokerRegistrationChangeRecord", {"brokerId": 1, "brokerEpoch": 5, "fenced": -1,
+                                            "inControlledShutdown": 1, "logDirs": [DIR_ID]}, 2),
+        ("AccessControlEntryRecord", {"id": acl_id, "resourceType": 2, "resourceName": "orders", "patternType": 3,
+                                      "principal": "User:alice", "host": "*", "operation": 3,
+                                      "permissionType": 3}, 0),
+        ("RemoveAccessControlEntryRecord", {"id": acl_id}, 0),
+        ("ZkMigrationStateRecord", {"zkMigrationState": 0}, 0),
+        ("RemoveUserScramCredentialRecord", {"name": "alice", "mechanism": 1}, 0),
+        ("BeginTransactionRecord", {"name": "Bootstrap records"}, 0),
+        ("EndTransactionRecord", {}, 0),
+        ("AbortTransactionRecord", {"reason": None}, 0),
+        ("RemoveDelegationTokenRecord", {"tokenId": "tok-1"}, 0),
+        ("RegisterControllerRecord", {"controllerId": 1, "incarnationId": DIR_ID, "zkMigrationReady": False,
+                                      "endPoints": [{"name": "CONTROLLER", "host": "localhost", "port": 9093,
+                                                     "securityProtocol": 0}],
+                                      "features": [{"name": "kraft.version", "minSupportedVersion": 0,
+                                                    "maxSupportedVersion": 1}]}, 0),
+        ("PartitionChangeRecord", {"partitionId": 1, "topicId": TOPIC_ID, "leader": -2, "eligibleLeaderReplicas": [2],
+                                   "lastKnownElr": [], "directories": [DIR_ID]}, 2),
+    ]
+    return [m.encode_metadata_record(name, data, version) for name, data, version in records]
+
+
 def _leader_change(offset: int) -> bytes:
     value = metadata.encode_control_value(control.LEADER_CHANGE, {
         "version": 0, "leaderId": 1, "voters": [{"voterId": 1}], "grantingVoters": [{"voterId": 1}]})
@@ -257,7 +313,10 @@ def _cluster_metadata(part: Path) -> None:
     recs = _metadata_records()
     batch = v2.build_batch([v2.Record(1 + i, TS + 1, None, r) for i, r in enumerate(recs)], base_offset=1,
                            partition_leader_epoch=1)
-    (part / f"{SEGMENT}.log").write_bytes(_leader_change(0) + batch)
+    more = _more_metadata_records()
+    batch2 = v2.build_batch([v2.Record(1 + len(recs) + i, TS + 2, None, r) for i, r in enumerate(more)],
+                            base_offset=1 + len(recs), partition_leader_epoch=1, codec=codecs.LZ4)
+    (part / f"{SEGMENT}.log").write_bytes(_leader_change(0) + batch + batch2)
     header = metadata.encode_control_value(control.SNAPSHOT_HEADER, {"version": 0,
                                                                      "lastContainedLogTimestamp": TS + 1})
     footer = metadata.encode_control_value(control.SNAPSHOT_FOOTER, {"version": 0})

@@ -31,7 +31,7 @@ from replog.formats.kafka.internal.protocol import (
     Message,
     Reader,
     Struct,
-    without_default_tags,
+    json_view,
     write_uvarint,
 )
 
@@ -177,11 +177,11 @@ def decode_metadata_record(value: bytes | memoryview) -> dict:
 
 def json_data(record: dict) -> dict:
     """A decoded record's `data` as Kafka's MetadataJsonConverters write it (tagged fields at their default
-    left out); a record of an unknown type or version as it is."""
+    left out, bytes as Base64); a record of an unknown type or version as it is."""
     schema = METADATA_RECORDS.get(RECORD_TYPES.get(record.get("type", ""), -1))
     if schema is None or "data" not in record:
         return record.get("data", {})
-    return without_default_tags(schema.fields, record["data"])
+    return json_view(schema.fields, record["data"])
 
 
 def _short(reader: Reader, what: str) -> int:
