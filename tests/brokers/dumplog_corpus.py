@@ -348,12 +348,13 @@ def _torn(part: Path) -> None:
 
 
 def _odd_files(part: Path) -> None:
-    """A batch whose CRC does not match (a flipped byte in a value), a deleted segment, files that are not
-    kafka-dump-log's (it says it ignores them)."""
+    """A batch whose CRC does not match (a flipped byte in a value), a record with an empty key, value and
+    header key, a deleted segment, files that are not kafka-dump-log's (it says it ignores them)."""
     good = v2.build_batch(_records(0, 3), base_offset=0, partition_leader_epoch=0)
     bad = bytearray(v2.build_batch(_records(3, 2), base_offset=3, partition_leader_epoch=0))
     bad[-3] ^= 0x20  # inside the last record's value: the records still read, the CRC no longer matches
-    (part / f"{SEGMENT}.log").write_bytes(good + bytes(bad))
+    empty = v2.build_batch([v2.Record(5, TS + 5, b"", b"", (("", b""),))], base_offset=5, partition_leader_epoch=0)
+    (part / f"{SEGMENT}.log").write_bytes(good + bytes(bad) + empty)
     (part / f"{SEGMENT}.log.deleted").write_bytes(good)
     (part / "leader-epoch-checkpoint").write_bytes(checkpoint.build_leader_epoch_checkpoint([EpochEntry(0, 0)]))
     (part / "partition.metadata").write_bytes(build_partition_metadata(PartitionMetadata(0, TOPIC_ID)))
