@@ -18,8 +18,8 @@ that version's own DumpLogSegments, line for line:
   `offset: <lastOffset>` instead of the v2 fields, the rest is the same.
 - each record with --deep (`dumpLog`): `| offset: O <TimestampType>: T
   keySize: K valueSize: V`; v2 adds ` sequence: S headerKeys: [a,b]`; v0/v1
-  add ` isValid: <bool> crc: <n>` (each inner message's own CRC; 3.9-4.3 end
-  it with a stray `}`); a commit/abort marker adds ` endTxnMarker: COMMIT
+  add ` isValid: <bool> crc: <n>` (each inner message's own CRC; 3.9 and 4.0
+  end it with a stray `}`); a commit/abort marker adds ` endTxnMarker: COMMIT
   coordinatorEpoch: E`, a KRaft snapshot/voters record `<Name> <JSON>`, a
   LeaderChange `LeaderChange: <JSON>` (4.4; 3.9 and 4.0 print `controlType:
   LEADER_CHANGE(2)`); with --print-data a non-control record adds ` key: ..`
@@ -64,8 +64,6 @@ _CONTROL_IDS = {name: type_id for type_id, name in control.CONTROL_TYPE_NAMES.it
 # KRaft control records kafka-dump-log prints as `<Name> <JSON>` (its *JsonConverter.write): field order as the schema
 _KRAFT_JSON = {"SNAPSHOT_HEADER": "SnapshotHeader", "SNAPSHOT_FOOTER": "SnapshotFooter",
                "KRAFT_VERSION": "KRaftVersion", "KRAFT_VOTERS": "KRaftVoters"}
-_TXN_STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",
-               "PrepareEpochFence")
 
 
 @dataclass(frozen=True)
@@ -74,7 +72,7 @@ class Emulation:
     that version's own tool by tests/brokers/test_dump_log_differential.py)."""
 
     version: str
-    scala: bool  # 3.9-4.3: the Scala tool (stray `}` on v0/v1 records, old transaction-log text, snapshot spaces,
+    scala: bool  # 3.9, 4.0: the Scala tool (stray `}` on v0/v1 records, old transaction-log text, snapshot spaces,
     #              --skip-record-metadata's ` payload:` without `|` where a record has no key)
     leader_change_json: bool  # 4.4 prints a LeaderChange record's JSON; 3.9 and 4.0 its `controlType: NAME(id)`
     offset_commit_v0_value_v0_only: bool  # 4.4 reads a type-0 offset commit key's value at version 0 only
@@ -237,7 +235,8 @@ def _coordinator_data(data: dict[str, Any], key: Any, decoder: str | None) -> di
 
 
 def _txn_state(status: int) -> str:
-    return _TXN_STATES[status] if 0 <= status < len(_TXN_STATES) else str(status)
+    from replog.formats.kafka.internal.transaction_state import state_name
+    return state_name(status)
 
 
 def _scala_txn_key(v: Any) -> str:

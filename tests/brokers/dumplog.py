@@ -10,6 +10,7 @@ gets what it printed before dying, and the files after it are dumped by a fresh 
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import shutil
 import subprocess
@@ -54,6 +55,7 @@ class Dump:
     failed: list[str] = field(default_factory=list)  # files the tool died on
 
 
+@functools.cache
 def main_class(version: str) -> str:
     """The tool's class in this version's jars, found by looking into them (no JVM started)."""
     for jar in classpath(version).split(":"):
