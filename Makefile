@@ -71,9 +71,9 @@ lint: $(VENV)/.installed-test
 	@cd $(TYPECHECK) && { ../bin/mypy --config-file ../../pyproject.toml -p replog -p bench > mypy.out 2>&1; \
 		rc=$$?; sed -E 's#^replog/(formats|recovery|spark|toolkit|samples)/#\1/#' mypy.out; exit $$rc; }
 
-# Everything but the Spark session and the benchmark: no Java needed.
+# Everything but the Spark session, the benchmark and the broker lab (real Kafka tools): no Java needed.
 test-fast: $(VENV)/.installed-test
-	$(PY) -m pytest -m "not spark and not bench"
+	$(PY) -m pytest -m "not spark and not bench and not brokers"
 
 bench: $(VENV)/.installed-test brokers
 	$(PY) -m bench --brokers

@@ -102,8 +102,10 @@ class RecordBatch:
 
 
 def record_entry(path: str, batch: RecordBatch, offset: int, timestamp: int, sequence: int, key: bytes | None,
-                 value: bytes | None, headers: Iterable[tuple[str, bytes | None]], opts: DumpOptions) -> Entry:
-    """The contract's `record` entry; internal-topic decoders replace key/value with their JSON."""
+                 value: bytes | None, headers: Iterable[tuple[str, bytes | None]], opts: DumpOptions,
+                 crc: tuple[int, bool] | None = None) -> Entry:
+    """The contract's `record` entry; internal-topic decoders replace key/value with their JSON. A v0/v1
+    message's own `crc` (and whether it checks) is kept: inside a compressed wrapper it is not the batch's."""
     entry: Entry = {
         "kind": "record", "path": path, "offset": offset, "position": batch.position,
         "timestamp": timestamp, "timestamp_type": v2.TIMESTAMP_TYPE_NAMES[batch.timestamp_type],
@@ -114,6 +116,8 @@ def record_entry(path: str, batch: RecordBatch, offset: int, timestamp: int, seq
         "value": render_bytes(value, opts.value_decoder),
         "headers": [{"key": k, "value": render_bytes(v, opts.value_decoder)} for k, v in headers],
     }
+    if crc is not None:
+        entry["crc"], entry["crc_valid"] = crc
     if batch.is_control:
         entry.update(_control_fields(key, value))
     if not opts.internal:
@@ -139,7 +143,8 @@ def _control_fields(key: bytes | None, value: bytes | None) -> Entry:
         return {"control_type": "INVALID", "control_error": e.message}
 
 
-_KRAFT_CONTROL = (control.SNAPSHOT_HEADER, control.SNAPSHOT_FOOTER, control.KRAFT_VERSION, control.KRAFT_VOTERS)
+_KRAFT_CONTROL = (control.LEADER_CHANGE, control.SNAPSHOT_HEADER, control.SNAPSHOT_FOOTER, control.KRAFT_VERSION,
+                  control.KRAFT_VOTERS)
 
 
 def _kraft_control_value(control_type: int, value: bytes) -> dict[str, Any] | None:

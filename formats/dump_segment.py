@@ -44,7 +44,7 @@ from replog.formats.kafka import names
 from replog.formats.kafka.blocks import ROW, BatchBlock, reference_blocks
 from replog.formats.kafka.columns import CHUNK
 from replog.formats.kafka.partition_files import is_live_segment
-from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records
+from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records, legacy_batch_records
 
 BLOCK_ROWS = CHUNK         # batches a walk hands over at a time
 GROUP_ROWS = 1024          # batches turned into entries at a time
@@ -167,6 +167,8 @@ def _group_records(buf: memoryview, path: str, group: BatchBlock, kept: np.ndarr
     kept batch cleanly, else batch by batch through the reference decoder. A batch of more records than
     one block holds (alone in its group: `_groups` weighs records) is decoded a block at a time."""
     rows = np.flatnonzero(kept)
+    if len(rows) and (group.magic[rows] < 2).any():  # legacy messages keep their own CRCs: the reference has them
+        return lambda i: reference_record_entries(buf, path, group.row(i), opts)
     if len(rows) == 1 and group.count[rows[0]] > v2.BLOCK_RECORDS:
         info = group.row(int(rows[0]))
         return lambda i: _streamed_entries(buf, path, info, opts)
@@ -256,6 +258,28 @@ def reference_segment_entries(path: Path, opts: DumpOptions, progress: Progress 
             yield finding_entry(f)
 
 
+def _legacy_record_entries(buf: memoryview, path: str, info: BatchInfo, opts: DumpOptions) -> Iterator[Entry]:
+    """A v0/v1 entry's messages, each with its own CRC, or the finding saying why they cannot be read."""
+    try:
+        records = legacy_batch_records(buf, info)
+    except FormatError as e:
+        yield finding_entry(finding(e.code, path, position=info.position, offset=info.base_offset,
+                                    message=e.message))
+        return
+    batch = RecordBatch.of(info)
+    for rec in records:
+        if opts.from_offset is not None and rec.offset < opts.from_offset:
+            continue
+        if opts.to_offset is not None and rec.offset > opts.to_offset:
+            break
+        yield record_entry(path, batch, rec.offset, rec.timestamp, -1, _bytes(rec.key), _bytes(rec.value), (),
+                           opts, (rec.crc, rec.crc_valid))
+
+
+def _bytes(b: bytes | memoryview | None) -> bytes | None:
+    return None if b is None else bytes(b)
+
+
 def _info_in_range(info: BatchInfo, opts: DumpOptions) -> bool:
     if opts.from_offset is not None and info.last_offset < opts.from_offset:
         return False
@@ -265,6 +289,9 @@ def _info_in_range(info: BatchInfo, opts: DumpOptions) -> bool:
 def reference_record_entries(buf: memoryview, path: str, info: BatchInfo, opts: DumpOptions) -> Iterator[Entry]:
     """One batch's record entries through the reference decoder, or the finding saying why it cannot be read."""
     if info.magic == 2 and info.size < v2.HEADER_SIZE:
+        return
+    if info.magic in (0, 1):
+        yield from _legacy_record_entries(buf, path, info, opts)
         return
     try:
         records = batch_records(buf, info)

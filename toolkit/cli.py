@@ -118,6 +118,9 @@ def dump(
         "--verify-index-only", help="check index entries against the log, print only problems")] = False,
     index_sanity_check: Annotated[bool, typer.Option(
         "--index-sanity-check", help="run the broker's index sanity check")] = False,
+    kafka_version: Annotated[str, typer.Option(
+        "--kafka-version", metavar="VERSION", help="dump-log format: the Kafka version whose kafka-dump-log text "
+        "to print; emulated: 3.9, 4.0, 4.4 (their texts differ)")] = "4.4",
     follow_symlinks: FollowOpt = False,
     fmt: DumpFormatOpt = None,
 ) -> None:
@@ -125,7 +128,8 @@ def dump(
 
     The options of kafka-dump-log.sh are accepted too (--files a,b --deep-iteration --print-data-log
     --transaction-log-decoder --cluster-metadata-decoder --skip-record-metadata --max-message-size), and
-    --format dump-log prints its text.
+    --format dump-log prints its text, line for line, as the Kafka version --kafka-version names prints it
+    (3.9, 4.0 or 4.4, the default); what replog finds beyond it goes to stderr.
 
     Examples:
 
@@ -140,6 +144,12 @@ def dump(
     from replog.formats.dump import DumpOptions, dump_paths
     from replog.formats.render import DECODERS
     from replog.toolkit.commands import run_dump
+    from replog.toolkit.dump_log import Style, emulation
+
+    try:
+        emulated = emulation(kafka_version)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
 
     for name, dec in (("--key-decoder", key_decoder), ("--value-decoder", value_decoder)):
         if dec not in DECODERS:
@@ -153,9 +163,11 @@ def dump(
                        metadata_decoder=metadata_decoder, from_offset=from_offset, to_offset=to_offset,
                        max_bytes=max_bytes, verify_index_only=verify_index_only,
                        index_sanity_check=index_sanity_check)
-    raise typer.Exit(run_dump(lambda progress: dump_paths(inputs, opts, progress), fmt,
-                              print_data or offsets_decoder or txn_decoder or metadata_decoder,
-                              skip_record_metadata))
+    shown = print_data or opts.internal
+    decoder = "metadata" if metadata_decoder else "offsets" if offsets_decoder else "txn" if txn_decoder else None
+    raise typer.Exit(run_dump(lambda progress: dump_paths(inputs, opts, progress), fmt, shown,
+                              Style(shown, skip_record_metadata, decoder, emulated,
+                                    whole_files=max_bytes is None and from_offset is None and to_offset is None)))
 
 
 def _dump_inputs(paths: list[Path], files: list[str]) -> list[str | os.PathLike[str]]:

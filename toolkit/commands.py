@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
 from rich.console import Console
@@ -37,6 +37,9 @@ def _track_errors(entries: Iterator[dict[str, Any]], seen: list[bool]) -> Iterat
         yield e
 
 
+if TYPE_CHECKING:
+    from replog.toolkit.dump_log import Style
+
 DUMP_LOG = "dump-log"  # `dump --format dump-log`: kafka-dump-log's text
 
 
@@ -49,20 +52,21 @@ def _dump_stream(make_entries: Entries, errors: list[bool]) -> Iterator[Iterable
 
 
 def run_dump(make_entries: Entries, fmt: Format | str | None, print_data: bool,
-             skip_record_metadata: bool = False) -> int:
-    """Stream dump entries in the chosen format (or `dump-log`); exit 1 if any error finding was met.
+             style: Style | None = None) -> int:
+    """Stream dump entries in the chosen format (or `dump-log`, shaped by `style`, its findings on stderr);
+    exit 1 if any error finding was met.
 
     Not through `render`: a dump can be millions of entries, so JSON lines and
     the kafka-dump-log style text are written as they are decoded, never held.
     """
-    from replog.toolkit.dump_log import Gaps, dump_log_lines
+    from replog.toolkit.dump_log import Gaps, Style, dump_log_lines
     from replog.toolkit.dump_view import print_entries
 
     errors = [False]
     with _dump_stream(make_entries, errors) as entries:
         if fmt == DUMP_LOG:
             gaps = Gaps()
-            write_lines(dump_log_lines(entries, print_data, skip_record_metadata, gaps))
+            write_lines(dump_log_lines(entries, style or Style(print_data=print_data), gaps, _note))
             write_lines(gaps.lines(), sys.stderr)
         elif (chosen := resolve(None if fmt is None else Format(fmt))) is Format.jsonl:
             write_jsonl(entries)
@@ -71,6 +75,11 @@ def run_dump(make_entries: Entries, fmt: Format | str | None, print_data: bool,
         else:
             print_entries(entries, Console(file=sys.stdout, highlight=False, soft_wrap=True), print_data)
     return EXIT_FINDINGS if errors[0] else EXIT_CLEAN
+
+
+def _note(line: str) -> None:
+    """A finding of a dump-log dump: on stderr, beside kafka-dump-log's text, never in it."""
+    sys.stderr.write(line + "\n")
 
 
 def write_lines(lines: Iterable[str], out: TextIO | None = None) -> None:

@@ -1,9 +1,10 @@
 """`dump --format dump-log`: the text of Kafka's `kafka-dump-log.sh`, line for line, from dump entries.
 
 Existing grep/awk scripts written against kafka-dump-log keep working. This is
-a renderer of the entries `formats.dump` already yields (no second walk); the
-rules are those of Kafka's `DumpLogSegments` (core/src/main/scala/kafka/tools/
-DumpLogSegments.scala, 3.6+):
+a renderer of the entries `formats.dump` already yields (no second walk). The
+text differs between Kafka versions, so it emulates one (`Emulation`: 3.9, 4.0
+or 4.4); tests/brokers/test_dump_log_differential.py holds every rule here to
+that version's own DumpLogSegments, line for line:
 
 - every file: `Dumping <path>`; a `.log`: `Log starting offset: <base offset
   in its name>`; a KRaft `.checkpoint`: `Snapshot end offset: N, epoch: E`
@@ -17,36 +18,40 @@ DumpLogSegments.scala, 3.6+):
   `offset: <lastOffset>` instead of the v2 fields, the rest is the same.
 - each record with --deep (`dumpLog`): `| offset: O <TimestampType>: T
   keySize: K valueSize: V`; v2 adds ` sequence: S headerKeys: [a,b]`; v0/v1
-  add ` isValid: <bool> crc: <n>}` (the closing brace is Kafka's own typo,
-  kept so scripts match); a commit/abort marker adds ` endTxnMarker: COMMIT
-  coordinatorEpoch: E`, another control record ` controlType: NAME(id)`;
-  with --print-data a non-control record adds ` key: <key>` (absent for a
-  null key) and ` payload: <value>` (absent for a null value).
-  --skip-record-metadata leaves only `| key: ..` and ` payload: ..`, with
-  Kafka's spacing (a record without a key starts with ` payload:`).
+  add ` isValid: <bool> crc: <n>` (each inner message's own CRC; 3.9 and 4.0
+  end it with a stray `}`); a commit/abort marker adds ` endTxnMarker: COMMIT
+  coordinatorEpoch: E`, a KRaft snapshot/voters record `<Name> <JSON>`, a
+  LeaderChange `LeaderChange: <JSON>` (4.4; 3.9 and 4.0 print `controlType:
+  LEADER_CHANGE(2)`); with --print-data a non-control record adds ` key: ..`
+  (absent for a null key) and ` payload: ..` (absent for a null value), the
+  bytes as Java's `new String(bytes, UTF_8)` makes them: what is not UTF-8
+  becomes U+FFFD, control characters are written as they are (replog's own
+  `table` format keeps its terminal-safe `<hex:...>`). The decoders print
+  Kafka's JSON (`{"type":"2","data":..}`, `{"version":"3","data":..}`, metadata
+  records as `{"type":"FEATURE_LEVEL_RECORD","version":0,"data":..}`), a
+  deleted value as `<DELETE>`; 3.9 and 4.0 print transaction-log records as
+  `transaction_metadata::transactionalId=..` and `producerId:..,state=..`.
+  --skip-record-metadata leaves only `| key: ..` and ` payload: ..`.
 - `.index`: `offset: O position: P`; `.timeindex`: `timestamp: T offset: O`;
   `.txnindex`: `version: .. producerId: .. firstOffset: .. lastOffset: ..
   lastStableOffset: ..`; producer `.snapshot`: `dumpProducerIdSnapshot`'s
-  line; a passed --index-sanity-check: `<path> passed sanity check.`
+  line (`currentTxnFirstOffset: OptionalLong[..]`, the batch fields only for a
+  producer with a last offset); a passed --index-sanity-check: `<path> passed
+  sanity check.`
 
-Where replog knows more than kafka-dump-log, it says so on lines of its own
-that no kafka-dump-log pattern matches: a finding is `<severity>: <CODE>
-position: P offset: O <message>`, other files are `<kind> field: value ...`.
-Known differences: `position` is the batch's byte position (Kafka sums the
-sizes of the batches before it: the same number on an undamaged log), the
-inner messages of a compressed v0/v1 wrapper print no `isValid`/`crc` (replog
-does not keep their own CRC), and KRaft snapshot header/footer/voters control
-records print as Kafka prints them (`SnapshotHeader {"version":0,...}`, the
-JSON of their schema's fields), `LEADER_CHANGE` as `controlType: NAME(id)`. An
-offset index with no whole entry prints `<file> is empty.`; a deep dump ends
-with kafka-dump-log's stderr report of non-consecutive offsets (bounded: see
-`Gaps`). Values a decoder cannot decode print as `<hex:...>`.
+What replog knows beyond kafka-dump-log (findings: `<severity>: <CODE>
+position: P offset: O <message>`) goes to `notes` (stderr), never into the
+emulated text, as does the "Non-consecutive offsets" report of a deep dump
+(bounded: see `Gaps`).
 """
 from __future__ import annotations
 
+import codecs
 import json
+import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +59,50 @@ from replog.formats.kafka import control, names
 from replog.formats.render import is_undecodable
 
 Entry = dict[str, Any]
+Notes = Callable[[str], None]
 _CONTROL_IDS = {name: type_id for type_id, name in control.CONTROL_TYPE_NAMES.items()}
 # KRaft control records kafka-dump-log prints as `<Name> <JSON>` (its *JsonConverter.write): field order as the schema
 _KRAFT_JSON = {"SNAPSHOT_HEADER": "SnapshotHeader", "SNAPSHOT_FOOTER": "SnapshotFooter",
                "KRAFT_VERSION": "KRaftVersion", "KRAFT_VOTERS": "KRaftVoters"}
+
+
+@dataclass(frozen=True)
+class Emulation:
+    """What differs in kafka-dump-log's text between the Kafka versions replog emulates (each measured against
+    that version's own tool by tests/brokers/test_dump_log_differential.py)."""
+
+    version: str
+    scala: bool  # 3.9, 4.0: the Scala tool (stray `}` on v0/v1 records, old transaction-log text, snapshot spaces,
+    #              --skip-record-metadata's ` payload:` without `|` where a record has no key)
+    leader_change_json: bool  # 4.4 prints a LeaderChange record's JSON; 3.9 and 4.0 its `controlType: NAME(id)`
+    offset_commit_v0_value_v0_only: bool  # 4.4 reads a type-0 offset commit key's value at version 0 only
+
+
+EMULATED = {
+    "3.9": Emulation("3.9", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False),
+    "4.0": Emulation("4.0", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False),
+    "4.4": Emulation("4.4", scala=False, leader_change_json=True, offset_commit_v0_value_v0_only=True),
+}
+NEWEST = "4.4"
+
+
+def emulation(version: str) -> Emulation:
+    """The emulation of a Kafka version given as `X.Y` or `X.Y.Z`; ValueError for a version not emulated."""
+    found = EMULATED.get(".".join(version.split(".")[:2]))
+    if found is None:
+        raise ValueError(f"--kafka-version {version}: replog emulates the kafka-dump-log of {', '.join(EMULATED)}")
+    return found
+
+
+@dataclass(frozen=True)
+class Style:
+    """How records print: the options that shape kafka-dump-log's record lines, and the version emulated."""
+
+    print_data: bool = False
+    skip_record_metadata: bool = False
+    decoder: str | None = None  # "offsets", "txn" or "metadata": which internal-topic decoder made the values
+    emulated: Emulation = EMULATED[NEWEST]
+    whole_files: bool = True  # no --max-bytes (nor replog's offset range): a log's trailing bytes are reported
 
 
 def _java(v: Any) -> str:
@@ -65,6 +110,10 @@ def _java(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
+
+
+def _json(v: Any) -> str:
+    return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
 
 
 def _header(e: Entry) -> Iterator[str]:
@@ -91,50 +140,182 @@ def batch_line(e: Entry) -> str:
                 f"producerId: {e['producer_id']} producerEpoch: {e['producer_epoch']} "
                 f"partitionLeaderEpoch: {e['partition_leader_epoch']} "
                 f"isTransactional: {_java(e['is_transactional'])} isControl: {_java(e['is_control'])} "
-                f"deleteHorizonMs: {'OptionalLong.empty' if horizon is None else f'OptionalLong[{horizon}]'}")
+                f"deleteHorizonMs: {_optional_long(horizon)}")
     else:
         head = f"offset: {e['last_offset']}"
     return (f"{head} position: {e['position']} {e['timestamp_type']}: {e['max_timestamp']} size: {e['size']} "
             f"magic: {e['magic']} compresscodec: {e['codec']} crc: {e['crc']} isvalid: {_java(e['crc_valid'])}")
 
 
-def _data(v: Any) -> str:
-    """A key or payload as printed: text as is, undecodable bytes as `<hex:...>`, decoded records as JSON."""
+def _optional_long(v: int | None) -> str:
+    """Java's `OptionalLong.toString()`."""
+    return "OptionalLong.empty" if v is None else f"OptionalLong[{v}]"
+
+
+def java_string(v: Any) -> str:
+    """Bytes as `new String(bytes, UTF_8)` makes them (kafka-dump-log's StringDecoder): text as it is, bytes that
+    are not UTF-8 each maximal bad sequence replaced by U+FFFD (`_java_replace`)."""
     if isinstance(v, str):
         return v
     if is_undecodable(v):
-        return f"<hex:{v['hex']}>"
-    return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+        return bytes.fromhex(v["hex"]).decode("utf-8", "java-replace")
+    return _json(v)
 
 
-def _record_metadata(e: Entry, batch: Entry) -> str:
+def _java_replace(err: UnicodeError) -> tuple[str, int]:
+    """The "replace" error handler as Java's UTF-8 decoder replaces: where Python (Unicode's maximal subparts)
+    writes one U+FFFD per byte of a UTF-8-encoded surrogate (ED A0..BF 80..BF), Java writes one for all three."""
+    assert isinstance(err, UnicodeDecodeError)
+    data, at = err.object, err.start
+    if data[at] == 0xED and len(data) > at + 2 and 0xA0 <= data[at + 1] <= 0xBF and 0x80 <= data[at + 2] <= 0xBF:
+        return "\ufffd", at + 3
+    return "\ufffd", err.end
+
+
+codecs.register_error("java-replace", _java_replace)
+
+
+# --- internal-topic decoders ---------------------------------------------------------------
+
+
+def metadata_type_name(name: str) -> str:
+    """`FeatureLevelRecord` as Kafka's MetadataRecordType enum names it: `FEATURE_LEVEL_RECORD`."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
+
+
+def _metadata_json(v: Any) -> str:
+    """A metadata record as `MetadataJsonConverters` write it: enum type name, tagged defaults left out."""
+    from replog.formats.kafka.internal.metadata import json_data
+    if isinstance(v, dict) and "data" in v and isinstance(v.get("type"), str):
+        return _json({"type": metadata_type_name(v["type"]), "version": v["version"], "data": json_data(v)})
+    return java_string(v)
+
+
+def _coordinator_key(v: Any) -> str:
+    """A `__consumer_offsets`/`__transaction_state` key: `{"type":"<key version>","data":{..}}`."""
+    if isinstance(v, dict) and "data" in v:
+        return _json({"type": str(v["version"]), "data": v["data"]})
+    return java_string(v)
+
+
+def _without_versions(data: Any) -> Any:
+    """A group's members as Kafka prints them: the decoded subscription and assignment JSON without their own
+    `version` (Kafka writes the protocol message's fields only)."""
+    if not isinstance(data, dict) or not isinstance(data.get("members"), list):
+        return data
+    return {**data, "members": [_member_without_versions(m) for m in data["members"]]}
+
+
+def _member_without_versions(member: dict[str, Any]) -> dict[str, Any]:
+    out = dict(member)
+    for name in ("subscription", "assignment"):
+        if isinstance(out.get(name), dict):
+            out[name] = {k: v for k, v in out[name].items() if k != "version"}
+    return out
+
+
+def _coordinator_value(v: Any, key: Any, decoder: str | None) -> str:
+    """A coordinator record value: `{"version":"<v>","data":{..}}` (a transaction state by its name, tagged fields
+    at their default left out); a deleted one `<DELETE>`."""
+    if v is None:
+        return "<DELETE>"
+    if not (isinstance(v, dict) and "data" in v):
+        return java_string(v)
+    return _json({"version": str(v["version"]), "data": _coordinator_data(v["data"], key, decoder)})
+
+
+def _coordinator_data(data: dict[str, Any], key: Any, decoder: str | None) -> dict[str, Any]:
+    from replog.formats.kafka.internal import consumer_offsets, transaction_state
+    if decoder == "txn":
+        return {k: _txn_state(x) if k == "transactionStatus" else x
+                for k, x in transaction_state.json_data(data).items()}
+    if isinstance(key, dict) and isinstance(key.get("version"), int):
+        data = consumer_offsets.json_value_data(key["version"], data)
+    return _without_versions(data)
+
+
+def _txn_state(status: int) -> str:
+    from replog.formats.kafka.internal.transaction_state import state_name
+    return state_name(status)
+
+
+def _scala_txn_key(v: Any) -> str:
+    """3.9/4.0's transaction-log key text."""
+    if isinstance(v, dict) and "data" in v:
+        return f"transaction_metadata::transactionalId={v['data']['transactionalId']}"
+    return java_string(v)
+
+
+def _scala_txn_value(v: Any) -> str:
+    """3.9/4.0's transaction-log value text (`TransactionLog.formatRecordKeyAndValue`)."""
+    if v is None:
+        return "<DELETE>"
+    if not (isinstance(v, dict) and "data" in v):
+        return java_string(v)
+    d = v["data"]
+    partitions = ",".join(f"{p['topic']}-{i}" for p in d["transactionPartitions"] or [] for i in p["partitionIds"])
+    return (f"producerId:{d['producerId']},producerEpoch:{d['producerEpoch']},"
+            f"state={_txn_state(d['transactionStatus'])},partitions=[{partitions}],"
+            f"txnLastUpdateTimestamp={d['transactionLastUpdateTimestampMs']},"
+            f"txnTimeoutMs={d['transactionTimeoutMs']}")
+
+
+def _decoded_data(e: Entry, style: Style) -> list[tuple[str, str]]:
+    """The ` key: ..`/` payload: ..` parts of a record an internal-topic decoder read."""
+    key, value = e.get("key"), e.get("value")
+    if style.decoder == "metadata":
+        return [(n, _metadata_json(x)) for n, x in (("key", key), ("payload", value)) if x is not None]
+    if style.decoder == "txn" and style.emulated.scala:
+        return [("key", _scala_txn_key(key)), ("payload", _scala_txn_value(value))]
+    if (style.decoder == "offsets" and style.emulated.offset_commit_v0_value_v0_only and isinstance(key, dict)
+            and key.get("version") == 0 and isinstance(value, dict) and value.get("version", 0) != 0):
+        error = (f"Error at offset {e['offset']}, skipping. Found an unknown record version {value['version']} "
+                 "for 0 type")
+        return [("key", error)]
+    return [("key", _coordinator_key(key)), ("payload", _coordinator_value(value, key, style.decoder))]
+
+
+def _plain_data(e: Entry) -> list[tuple[str, str]]:
+    return [(n, java_string(e[k])) for n, k in (("key", "key"), ("payload", "value")) if e.get(k) is not None]
+
+
+# --- records --------------------------------------------------------------------------------
+
+
+def _control_text(e: Entry, style: Style) -> str:
+    kind = e.get("control_type", "INVALID")
+    value = e.get("control_value")
+    if kind in ("COMMIT", "ABORT") and "coordinator_epoch" in e:
+        return f" endTxnMarker: {kind} coordinatorEpoch: {e['coordinator_epoch']}"
+    if kind in _KRAFT_JSON and value is not None:
+        return f" {_KRAFT_JSON[kind]} {_json(value)}"
+    if kind == "LEADER_CHANGE" and value is not None and style.emulated.leader_change_json:
+        return f" LeaderChange: {_json(value)}"
+    return f" controlType: {kind}({_CONTROL_IDS.get(kind, -1)})"
+
+
+def _record_metadata(e: Entry, batch: Entry, style: Style) -> str:
     line = (f"offset: {e['offset']} {e['timestamp_type']}: {e['timestamp']} "
             f"keySize: {e['key_size']} valueSize: {e['value_size']}")
     if batch["magic"] >= 2:
         line += f" sequence: {e['sequence']} headerKeys: [{','.join(h['key'] for h in e['headers'])}]"
-    elif batch["codec"] == "none":  # the message is its own wrapper: its CRC is the batch's
-        line += f" isValid: {_java(batch['crc_valid'])} crc: {batch['crc']}}}"
+    elif "crc" in e:  # each v0/v1 message's own CRC, an inner message's too
+        line += f" isValid: {_java(e['crc_valid'])} crc: {e['crc']}" + ("}" if style.emulated.scala else "")
     if e["is_control"]:
-        kind = e.get("control_type", "INVALID")
-        if kind in ("COMMIT", "ABORT") and "coordinator_epoch" in e:
-            line += f" endTxnMarker: {kind} coordinatorEpoch: {e['coordinator_epoch']}"
-        elif kind in _KRAFT_JSON and e.get("control_value") is not None:
-            line += f" {_KRAFT_JSON[kind]} {json.dumps(e['control_value'], separators=(',', ':'))}"
-        else:
-            line += f" controlType: {kind}({_CONTROL_IDS.get(kind, -1)})"
+        line += _control_text(e, style)
     return line
 
 
-def record_line(e: Entry, batch: Entry, print_data: bool, skip_metadata: bool) -> str:
+def record_line(e: Entry, batch: Entry, style: Style) -> str:
     """One record of `dumpLog`'s deep iteration, with Kafka's prefixes and spacing."""
     prefix, line = "| ", ""
-    if not skip_metadata:
-        line, prefix = prefix + _record_metadata(e, batch), " "
-    if print_data and not e["is_control"]:
-        if e.get("key") is not None:
-            line += f"{prefix}key: {_data(e['key'])}"
-        if e.get("value") is not None:
-            line += f" payload: {_data(e['value'])}"
+    if not style.skip_record_metadata:
+        line, prefix = prefix + _record_metadata(e, batch, style), " "
+    if style.print_data and not e["is_control"]:
+        parts = _decoded_data(e, style) if style.decoder else _plain_data(e)
+        for i, (name, text) in enumerate(parts):
+            first = i == 0 and (name == "key" or not style.emulated.scala)
+            line += f"{prefix if first else ' '}{name}: {text}"
     return line
 
 
@@ -144,22 +325,28 @@ def _finding(e: Entry) -> str:
 
 
 def _generic(e: Entry) -> str:
-    return " ".join([e["kind"], *(f"{k}: {_data(v)}" for k, v in e.items() if k not in ("kind", "path"))])
+    return " ".join([e["kind"], *(f"{k}: {java_string(v)}" for k, v in e.items() if k not in ("kind", "path"))])
 
 
-_SIMPLE = {
+def _snapshot_line(e: Entry, style: Style) -> str:
+    """`dumpProducerIdSnapshot`: the batch fields only when the producer has a last offset; the Scala tool
+    leaves a space after `lastTimestamp: T` where they are absent."""
+    head = (f"producerId: {e['producer_id']} producerEpoch: {e['producer_epoch']} "
+            f"coordinatorEpoch: {e['coordinator_epoch']} currentTxnFirstOffset: "
+            f"{_optional_long(None if e['current_txn_first_offset'] < 0 else e['current_txn_first_offset'])} "
+            f"lastTimestamp: {e['timestamp']}")
+    if e["last_offset"] < 0:
+        return head + (" " if style.emulated.scala else "")
+    return (f"{head} firstSequence: {e['first_sequence']} lastSequence: {e['last_sequence']} "
+            f"lastOffset: {e['last_offset']} offsetDelta: {e['offset_delta']} timestamp: {e['timestamp']}")
+
+
+_SIMPLE: dict[str, Callable[[Entry], str]] = {
     "index_entry": lambda e: f"offset: {e['offset']} position: {e['position']}",
     "time_index_entry": lambda e: f"timestamp: {e['timestamp']} offset: {e['offset']}",
     "txn_entry": lambda e: (f"version: {e['version']} producerId: {e['producer_id']} firstOffset: "
                             f"{e['first_offset']} lastOffset: {e['last_offset']} "
                             f"lastStableOffset: {e['last_stable_offset']}"),
-    "snapshot_entry": lambda e: (f"producerId: {e['producer_id']} producerEpoch: {e['producer_epoch']} "
-                                 f"coordinatorEpoch: {e['coordinator_epoch']} currentTxnFirstOffset: "
-                                 f"{e['current_txn_first_offset']} lastTimestamp: {e['timestamp']} "
-                                 f"firstSequence: {e['first_sequence']} lastSequence: {e['last_sequence']} "
-                                 f"lastOffset: {e['last_offset']} offsetDelta: {e['offset_delta']} "
-                                 f"timestamp: {e['timestamp']}"),
-    "finding": _finding,
 }
 
 
@@ -202,35 +389,98 @@ class Gaps:
                 yield f"  ... {self.dropped[path]} earlier pairs not shown"
 
 
+class _Tail:
+    """`Found N invalid bytes at the end of <name>`: the bytes of a log after the last batch its walk could frame
+    (a torn append), as `dumpLog` prints them at the end of the file when no --max-bytes is given."""
+
+    def __init__(self) -> None:
+        self.name, self.size, self.end = "", 0, 0
+
+    def start(self, e: Entry) -> None:
+        is_log = e.get("file_kind") in ("kafka-segment", "kafka-kraft-snapshot") and e.get("size") is not None
+        self.name, self.size, self.end = Path(e["path"]).name, int(e["size"]) if is_log else 0, 0
+
+    def batch(self, e: Entry) -> None:
+        self.end = max(self.end, e["position"] + e["size"])
+
+    def lines(self) -> Iterator[str]:
+        if self.end < self.size:
+            yield f"Found {self.size - self.end} invalid bytes at the end of {self.name}"
+        self.size = 0
+
+
+# What kafka-dump-log dumps, by the text after the last `.` of a file's name; it ignores anything else (a
+# `.log.deleted`, `leader-epoch-checkpoint`, `partition.metadata`), saying so on stderr.
+KAFKA_SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint")
+
+
+def ignored_by_kafka(path: str) -> bool:
+    name = Path(path).name
+    return "." not in name or name[name.rindex("."):] not in KAFKA_SUFFIXES
+
+
 def _empty_index(e: Entry) -> bool:
     """An offset index with no whole entry: `dumpIndex` prints `<file> is empty.` and nothing else for it."""
     return e.get("file_kind") == "kafka-offset-index" and int(e.get("size") or 0) < 8
 
 
-def dump_log_lines(entries: Iterable[Entry], print_data: bool, skip_record_metadata: bool,
-                   gaps: Gaps | None = None) -> Iterator[str]:
-    """kafka-dump-log's lines for a stream of dump entries, as they come; `gaps` collects the stderr report."""
+def dump_log_lines(entries: Iterable[Entry], style: Style, gaps: Gaps | None = None,
+                   notes: Notes | None = None) -> Iterator[str]:
+    """kafka-dump-log's lines for a stream of dump entries, as they come; `gaps` collects the stderr report,
+    `notes` gets the findings and what kafka-dump-log says on stderr (it has no words for findings, so they stay
+    out of its text)."""
     batch: Entry = {"magic": 2, "codec": "none", "crc": 0, "crc_valid": True}
     gaps = gaps if gaps is not None else Gaps()
-    silent = False  # the rest of an empty index's entries
+    tail = _Tail()
+    note = notes or (lambda line: None)
+    silent = False  # the rest of an empty index's entries, or of a file kafka-dump-log ignores
     for e in entries:
         kind = e["kind"]
-        if kind == "record":
+        if kind == "file":
+            if style.whole_files:
+                yield from tail.lines()
+            silent = yield from _file_lines(e, style, gaps, tail, note)
+        elif kind == "finding":
+            note(_finding(e))
+        elif silent:
+            continue
+        elif kind == "record":
             gaps.see(e["offset"])
-            yield record_line(e, batch, print_data, skip_record_metadata)
+            yield record_line(e, batch, style)
         elif kind == "batch":
             batch = e
+            tail.batch(e)
             yield batch_line(e)
-        elif kind == "file":
-            gaps.start(e["path"])
-            yield from _header(e)
-            silent = _empty_index(e)
-            if silent:
-                yield f"{e['path']} is empty."
-        elif silent and kind != "finding":
-            continue
-        elif kind == "sanity_check":
-            if e["passed"]:
-                yield f"{e['path']} passed sanity check."
         else:
-            yield _SIMPLE.get(kind, _generic)(e)
+            yield from _other_lines(e, style)
+    if style.whole_files:
+        yield from tail.lines()
+
+
+def _file_lines(e: Entry, style: Style, gaps: Gaps, tail: _Tail, note: Notes) -> Generator[str, None, bool]:
+    """A file's header lines; returns whether the file's entries print nothing more (an empty offset index, or a
+    file kafka-dump-log ignores: the header, then `Ignoring unknown file` on stderr)."""
+    gaps.start(e["path"])
+    ignored = ignored_by_kafka(e["path"])
+    if style.whole_files and not ignored:
+        tail.start(e)
+    yield from _header(e)
+    if ignored:
+        note(f"Ignoring unknown file {e['path']}")
+        return True
+    if _empty_index(e):
+        yield f"{e['path']} is empty."
+        return True
+    return False
+
+
+def _other_lines(e: Entry, style: Style) -> Iterator[str]:
+    """Entries of indexes, snapshots and a sanity check."""
+    kind = e["kind"]
+    if kind == "sanity_check":
+        if e["passed"]:
+            yield f"{e['path']} passed sanity check."
+    elif kind == "snapshot_entry":
+        yield _snapshot_line(e, style)
+    else:
+        yield _SIMPLE.get(kind, _generic)(e)

@@ -280,6 +280,12 @@ def batch_records(buf: bytes | memoryview, info: BatchInfo) -> list[v2.Record]:
             for r in legacy.inner_records(entry)]
 
 
+def legacy_batch_records(buf: bytes | memoryview, info: BatchInfo) -> list[legacy.LegacyRecord]:
+    """The logical messages of one v0/v1 entry with their own CRC and its check (an inner message of a
+    compressed wrapper has its own, which kafka-dump-log prints). Raises FormatError."""
+    return legacy.inner_records(legacy.read_legacy_entry(buf, info.position))
+
+
 def _copy(b: bytes | memoryview | None) -> bytes | None:
     return None if b is None else bytes(b)
 

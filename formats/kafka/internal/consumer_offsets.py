@@ -25,6 +25,7 @@ from replog.formats.kafka.internal.protocol import (
     Field,
     Message,
     Struct,
+    json_view,
     read_int16,
     to_bytes,
     version_prefixed,
@@ -267,3 +268,10 @@ def encode_group_metadata_key(group: str) -> bytes:
 def encode_group_metadata_value(data: dict[str, Any], version: int = 3) -> bytes:
     """`data` as decoded: protocolType, generation, protocol, leader, currentStateTimestamp, members."""
     return encode_value(2, version, data)
+
+
+def json_value_data(key_version: int, data: dict) -> dict:
+    """A decoded value's `data` as Kafka's generated JSON converters write it: tagged fields at their default
+    left out, bytes as Base64 (members' decoded subscriptions and assignments as they are)."""
+    schema = _value_schema(key_version)
+    return data if schema is None else json_view(schema.fields, data)

@@ -31,6 +31,7 @@ from replog.formats.kafka.internal.protocol import (
     Message,
     Reader,
     Struct,
+    json_view,
     write_uvarint,
 )
 
@@ -172,6 +173,15 @@ def decode_metadata_record(value: bytes | memoryview) -> dict:
         raise FormatError("KAFKA_RECORDS_UNDECODABLE",
                           f"{len(value) - end} byte(s) of garbage after {schema.name}", position=end)
     return {"type": schema.name, "version": version, "data": data}
+
+
+def json_data(record: dict) -> dict:
+    """A decoded record's `data` as Kafka's MetadataJsonConverters write it (tagged fields at their default
+    left out, bytes as Base64); a record of an unknown type or version as it is."""
+    schema = METADATA_RECORDS.get(RECORD_TYPES.get(record.get("type", ""), -1))
+    if schema is None or "data" not in record:
+        return record.get("data", {})
+    return json_view(schema.fields, record["data"])
 
 
 def _short(reader: Reader, what: str) -> int:

@@ -120,6 +120,29 @@ class Field:
         return type_default(self.type)
 
 
+def json_view(fields: tuple[Field, ...], data: dict) -> dict:
+    """Decoded `data` as Kafka's generated JSON converters write it: a tagged field holding its default is left
+    out, bytes (hex here) are Base64 (Jackson's `byte[]`), nested structs alike; field order as decoded."""
+    by_name = {f.name: f for f in fields}
+    out = {}
+    for name, value in data.items():
+        f = by_name.get(name)
+        if f is not None and f.tag is not None and value == f.default_value():
+            continue
+        out[name] = _json_value(f.type, value) if f is not None else value
+    return out
+
+
+def _json_value(t: Type, value: Any) -> Any:
+    if t == BYTES and isinstance(value, str):
+        return base64.b64encode(bytes.fromhex(value)).decode("ascii")
+    if isinstance(t, Struct) and isinstance(value, dict):
+        return json_view(t.fields, value)
+    if isinstance(t, Array) and isinstance(value, list):
+        return [_json_value(t.item, v) for v in value]
+    return value
+
+
 def type_default(t: Type) -> Any:
     """Kafka's implicit default for a field without one: zero, empty, false, zero uuid."""
     if isinstance(t, Array):

@@ -20,6 +20,7 @@ from replog.formats.kafka.internal.protocol import (
     Field,
     Message,
     Struct,
+    json_view,
     read_int16,
     version_prefixed,
 )
@@ -87,3 +88,9 @@ def encode_transaction_log_value(data: dict, version: int = 0) -> bytes:
     if not TRANSACTION_LOG_VALUE.supports(version):
         raise ValueError(f"TransactionLogValue has no version {version}")
     return version_prefixed(version, TRANSACTION_LOG_VALUE.encode(data, version))
+
+
+def json_data(data: dict) -> dict:
+    """A decoded value's `data` as Kafka's generated JSON converter writes it: tagged fields at their default
+    left out, bytes as Base64, without replog's derived `transactionState`."""
+    return json_view(TRANSACTION_LOG_VALUE.fields, {k: v for k, v in data.items() if k != STATE_KEY})

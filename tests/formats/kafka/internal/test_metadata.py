@@ -182,3 +182,17 @@ def test_real_records_re_encode_byte_exact() -> None:
                 seen.add(d["type"])
                 assert encode_metadata_record(d["type"], d["data"], d["version"]) == r.value
     assert len(seen) == 13
+
+
+def test_json_data_is_kafkas_json_converter_view() -> None:
+    """kafka-dump-log's --cluster-metadata-decoder JSON (measured against Kafka 3.9-4.4 by the broker lab): a tagged
+    field at its default is left out, one set is kept, bytes are Base64."""
+    from replog.formats.kafka.internal.metadata import decode_metadata_record, encode_metadata_record, json_data
+    topic = "q1ReQqTpRxWGx3_gK4yH2A"
+    change = decode_metadata_record(encode_metadata_record(
+        "PartitionChangeRecord", {"partitionId": 0, "topicId": topic, "isr": [1], "leader": 1}))
+    assert json_data(change) == {"partitionId": 0, "topicId": topic, "isr": [1], "leader": 1}
+    scram = decode_metadata_record(encode_metadata_record("UserScramCredentialRecord", {
+        "name": "a", "mechanism": 1, "salt": "0102ff", "storedKey": "", "serverKey": "aa", "iterations": 1}))
+    assert json_data(scram) == {"name": "a", "mechanism": 1, "salt": "AQL/", "storedKey": "", "serverKey": "qg==",
+                                "iterations": 1}
