@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.brokers.jars import cache_root, classpath
-from tests.brokers.kafka_lab import TOOL_JVM, major
+from tests.brokers.dumplog import java_command
 
 FIELD = re.compile(r"(\w+): (\S+)")
 
@@ -25,19 +25,13 @@ class DumpedBatch:
     valid: bool
 
 
-def dump_log_class(version: str) -> str:
-    """DumpLogSegments moved from Scala core to Java kafka-tools in 4.3 (apache/kafka#21223)."""
-    newer = tuple(int(x) for x in version.split(".")[:2]) >= (4, 3)
-    return "org.apache.kafka.tools.DumpLogSegments" if newer else "kafka.tools.DumpLogSegments"
-
-
 def dump_segments(version: str, files: list[Path]) -> dict[Path, list[DumpedBatch]]:
     """Every batch of each `.log` file, by one run of the real kafka-dump-log (one JVM for all files)."""
     if not files:
         return {}
-    cmd = ["java", *TOOL_JVM, quiet_logging(version), "-cp", classpath(version), dump_log_class(version),
-           "--files", ",".join(str(f) for f in files)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    with tempfile.TemporaryDirectory(prefix="broker-view-") as scratch:
+        cmd = java_command(version, files, [], Path(scratch))
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"kafka-dump-log failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
     out: dict[Path, list[DumpedBatch]] = {}
     current: list[DumpedBatch] | None = None
@@ -47,22 +41,6 @@ def dump_segments(version: str, files: list[Path]) -> dict[Path, list[DumpedBatc
         elif current is not None and line.startswith(("baseOffset:", "offset:")):
             current.append(_batch(dict(FIELD.findall(line))))
     return out
-
-
-def quiet_logging(version: str) -> str:
-    """A JVM option pointing the tool's logging at a config that prints nothing (its stdout stays the dump)."""
-    if major(version) >= 4:
-        path = cache_root() / "brokers" / "quiet-log4j2.properties"   # Log4j2 parses by the file's extension
-        text = "rootLogger.level=OFF\n"
-        option = f"-Dlog4j2.configurationFile={path}"
-    else:
-        path = cache_root() / "brokers" / "quiet-log4j.properties"
-        text = "log4j.rootLogger=OFF\n"
-        option = f"-Dlog4j.configuration=file:{path}"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return option
 
 
 def _batch(fields: dict[str, str]) -> DumpedBatch:
@@ -99,9 +77,13 @@ def checkpoint(log_dir: Path, name: str, topic: str, partition: int = 0) -> int 
 
 
 def truncations(broker_output: str, topic: str, partition: int = 0) -> list[int]:
-    """The offsets a broker logged `Truncating to offset N` for the partition (UnifiedLog, every version since
-    2.8), plus its full truncations (`truncateFullyAndStartAt`: `Truncate and start at offset N`)."""
+    """The offsets a broker truncated the partition to, in the order it logged them: `Truncating to offset N`
+    (UnifiedLog, INFO), `Truncate and start at offset N` (its full truncation, DEBUG), the fetcher's
+    `Truncate fully and reset fetch offset ... to the current leader's start offset N` and the follower's
+    `... will start the log from offset N` (Partition, when the leader's first batch straddles an empty log)."""
     tp = re.escape(f"{topic}-{partition}")
-    found = re.findall(rf"partition={tp}[, ].*?(?:Truncating to offset|Truncate and start at offset) (\d+)",
-                       broker_output)
-    return [int(x) for x in found]
+    patterns = (rf"partition={tp}[, ].*?(?:Truncating to offset|Truncate and start at offset) (\d+)",
+                rf"reset fetch offset for partition {tp} from \d+ to the current leader's start offset (\d+)",
+                rf"Unexpected offset in append to {tp}\..*?will start the log from offset (\d+)")
+    found = [(m.start(), int(m.group(1))) for p in patterns for m in re.finditer(p, broker_output)]
+    return [offset for _, offset in sorted(found)]

@@ -32,6 +32,7 @@ TOOL_JVM = ["-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-Use
 BROKER_IDS = (2, 3, 4)
 CONTROLLER_ID = 1
 START_TIMEOUT = 120.0
+ZK_SESSION_TIMEOUT = 4.0   # seconds; ZooKeeper's own minimum is 2 ticks (tickTime 500 ms)
 
 LOG4J1 = """log4j.rootLogger=INFO, out
 log4j.appender.out=org.apache.log4j.ConsoleAppender
@@ -52,6 +53,8 @@ logger.zk.name=org.apache.zookeeper
 logger.zk.level=WARN
 logger.unified.name=org.apache.kafka.storage.internals.log.UnifiedLog
 logger.unified.level=DEBUG
+logger.scalalog.name=kafka.log.UnifiedLog
+logger.scalalog.level=DEBUG
 """
 
 BASE_BROKER = {
@@ -99,6 +102,7 @@ class Node:
     command: list[str]
     proc: subprocess.Popen[bytes] | None = None
     paused: bool = False
+    killed_at: float = 0.0       # time.monotonic() of the last crash (a ZooKeeper session outlives it)
 
     @property
     def log_dir(self) -> Path:
@@ -137,6 +141,8 @@ class Node:
             return
         if self.paused:
             self.signal(signal.SIGCONT)
+        if self.running:
+            self.killed_at = time.monotonic()
         self.signal(signal.SIGKILL)
         self.proc.wait(timeout=30)
         self.paused = False
@@ -270,7 +276,7 @@ class Cluster:
                   "inter.broker.listener.name": "PLAINTEXT", "log.dirs": str(self.root / name / "data")}
         if self.spec.mode == "zk":
             props |= {"broker.id": str(n), "zookeeper.connect": self.control.address,
-                      "zookeeper.session.timeout.ms": "4000",
+                      "zookeeper.session.timeout.ms": str(int(ZK_SESSION_TIMEOUT * 1000)),
                       "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT"}
             if self.spec.ibp:
                 props |= {"inter.broker.protocol.version": self.spec.ibp, "log.message.format.version": self.spec.ibp}
@@ -338,6 +344,11 @@ class Cluster:
         wait_port(broker)
 
     def restart(self, *ids: int) -> None:
+        """Start brokers again on their own disks. In ZooKeeper mode a crashed broker's ephemeral registration
+        lives until its session expires; restarting sooner fails with NODEEXISTS (`KafkaZkClient`), so wait."""
+        if self.spec.mode == "zk":
+            expiry = max(self.brokers[n].killed_at for n in ids) + ZK_SESSION_TIMEOUT + 2.0
+            time.sleep(max(0.0, expiry - time.monotonic()))
         for n in ids:
             self.brokers[n].start()
         for n in ids:

@@ -47,9 +47,10 @@ VERSIONS = {
 }
 
 
-def cases(*ci: str) -> list[Any]:
-    """Every lab version; those named run in `make test`, the rest in `make test-brokers` only."""
-    return [pytest.param(spec, id=label, marks=() if label in ci else FULL) for label, spec in VERSIONS.items()]
+def cases(*ci: str, without: tuple[str, ...] = ()) -> list[Any]:
+    """Every lab version but those `without`; those named run in `make test`, the rest in `make test-brokers`."""
+    return [pytest.param(spec, id=label, marks=() if label in ci else FULL)
+            for label, spec in VERSIONS.items() if label not in without]
 
 
 def replog_json(*args: str) -> dict[str, Any]:
@@ -143,14 +144,16 @@ def test_every_replica_crashes_at_once(spec: ClusterSpec, tmp_path: Path) -> Non
     compare(spec, run_scenario(spec, tmp_path, every_replica_crashes), tmp_path, loses=False)
 
 
-@pytest.mark.parametrize("spec", cases("4.4.0-elr-off"))
+# DeleteRecords needs followers that report their log start (Fetch v5, IBP 0.11.0): under IBP 0.10.2 the request
+# waits for a low watermark that never moves and times out, as the broker means it to.
+@pytest.mark.parametrize("spec", cases("4.4.0-elr-off", without=("3.9.1-zk-ibp-0.10.2",)))
 def test_a_follower_behind_the_log_start(spec: ClusterSpec, tmp_path: Path) -> None:
     """DeleteRecords moves the log start inside a batch past a frozen follower's log end; it starts again (its
     records below the new log start are gone from it, as DeleteRecords meant)."""
     compare(spec, run_scenario(spec, tmp_path, follower_behind_log_start), tmp_path)
 
 
-@pytest.mark.parametrize("spec", [c for c in cases("4.4.0-elr-on") if "ibp" not in c.id])
+@pytest.mark.parametrize("spec", cases("4.4.0-elr-on", without=("3.9.1-zk-ibp-0.11.0-IV1", "3.9.1-zk-ibp-0.10.2")))
 def test_a_cluster_restarted_on_repair_in_place_serves_what_repair_promised(spec: ClusterSpec,
                                                                            tmp_path: Path) -> None:
     """Premise: every node restarts from the copy, which `repair --in-place` fixed first. Every broker starts
