@@ -32,6 +32,14 @@ class ProducerEntry:
     coordinator_epoch: int = -1
     current_txn_first_offset: int = -1
 
+    def forget_batches(self) -> None:
+        """`ProducerStateEntry.maybeUpdateProducerEpoch` (apache/kafka storage/src/main/java/org/apache/kafka/
+        storage/internals/log/ProducerStateEntry.java): an entry met with another producer epoch drops its
+        batch metadata, so its sequence, last data offset and offset delta read as none (-1, -1, 0). A data
+        batch adds its own right after; a transaction marker does not, which is how transactions v2 (KIP-890,
+        the marker carrying the epoch + 1) leave a producer with no sequence."""
+        self.last_sequence, self.last_offset, self.offset_delta = -1, -1, 0
+
     def to_snapshot(self) -> ProducerSnapshotEntry:
         return ProducerSnapshotEntry(self.producer_id, self.producer_epoch, self.last_sequence, self.last_offset,
                                      self.offset_delta, self.timestamp, self.coordinator_epoch,
@@ -48,6 +56,8 @@ class ProducerState:
         if b.magic != 2 or b.producer_id < 0 or (b.is_control and marker is None):
             return None   # a control batch the cleaner emptied changes nothing (`ProducerAppendInfo.append`)
         entry = self.producers.setdefault(b.producer_id, ProducerEntry(b.producer_id))
+        if entry.producer_epoch != b.producer_epoch:
+            entry.forget_batches()
         entry.producer_epoch = b.producer_epoch
         entry.timestamp = b.max_timestamp
         if marker is not None:
@@ -120,8 +130,10 @@ class ProducerState:
         seq_base = base_sequence[ls]
         wrap = seq_base > v2.INT32_MAX - seq_delta
         sequence = np.where(wrap, seq_delta - (v2.INT32_MAX - seq_base) - 1, seq_base + seq_delta)
-        columns = [slot_pid[used], take(block.producer_epoch)[last], take(block.max_timestamp)[last],
-                   last_data, last_offset[ld], delta, last_seq, sequence]
+        epoch = take(block.producer_epoch)
+        forgot = self._last_epoch_change(slot, slot_pid, epoch)[used]
+        columns = [slot_pid[used], epoch[last], take(block.max_timestamp)[last],
+                   last_data, last_offset[ld], delta, last_seq, sequence, forgot]
         producers = self.producers
         if not all(p in producers for p in columns[0].tolist()):
             # new producers enter the table in order of their first row, as `update` adds them
@@ -129,21 +141,44 @@ class ProducerState:
             np.minimum.at(first, slot, here)
             order = np.argsort(first[used], kind="stable")
             columns = [c[order] for c in columns]
-        for p, epoch, ts, has_data, lo, od, has_seq, seq in zip(*(c.tolist() for c in columns), strict=True):
+        for p, e, ts, has_data, lo, od, has_seq, seq, f in zip(*(c.tolist() for c in columns), strict=True):
             entry = producers.get(p)
             if entry is None:
                 entry = producers[p] = ProducerEntry(p)
-            entry.producer_epoch, entry.timestamp = epoch, ts
+            entry.producer_epoch, entry.timestamp = e, ts
             if has_data >= 0:
                 entry.last_offset, entry.offset_delta = lo, od
             if has_seq >= 0:
                 entry.last_sequence = seq
+            if f > has_data:   # the epoch changed after the last row that set them: `forget_batches` there
+                entry.last_offset, entry.offset_delta = -1, 0
+            if f > has_seq:
+                entry.last_sequence = -1
         for p, (coordinator_epoch, txn_first) in txn_fields.items():
             entry = producers[p]
             if coordinator_epoch is not None:
                 entry.coordinator_epoch = coordinator_epoch
             entry.current_txn_first_offset = txn_first
         return aborted
+
+    def _last_epoch_change(self, slot: np.ndarray, slot_pid: np.ndarray, epoch: np.ndarray) -> np.ndarray:
+        """Per slot, the last row whose producer epoch differs from the producer's epoch just before it (its
+        previous row in the block, else the epoch this state holds): where `update` calls `forget_batches`;
+        -1 where none does."""
+        n = len(slot)
+        order = np.lexsort((np.arange(n), slot))          # rows grouped by slot, in row order within each
+        s, e = slot[order], epoch[order]
+        stored = np.array([self.producers[p].producer_epoch if p in self.producers else -1
+                           for p in slot_pid[np.unique(s)].tolist()], dtype=np.int64)
+        before = np.empty(n, dtype=np.int64)
+        first = np.ones(n, dtype=bool)
+        first[1:] = s[1:] != s[:-1]
+        before[1:] = e[:-1]
+        before[first] = stored
+        changed = order[e != before]
+        out = np.full(len(slot_pid), -1, dtype=np.int64)
+        np.maximum.at(out, slot[changed], changed)
+        return out
 
     def _transactions(self, block: BatchBlock, sel: np.ndarray | None, pid: np.ndarray, slot: np.ndarray,
                       slot_pid: np.ndarray, used: np.ndarray, transactional: np.ndarray, is_marker: np.ndarray,
