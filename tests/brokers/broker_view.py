@@ -25,22 +25,34 @@ class DumpedBatch:
     valid: bool
 
 
-def dump_segments(version: str, files: list[Path]) -> dict[Path, list[DumpedBatch]]:
-    """Every batch of each `.log` file, by one run of the real kafka-dump-log (one JVM for all files)."""
+def dump_lines(version: str, files: list[Path]) -> dict[Path, list[str]]:
+    """What the real kafka-dump-log prints for each file, by one run (one JVM for all files)."""
     if not files:
         return {}
     with tempfile.TemporaryDirectory(prefix="broker-view-") as scratch:
         cmd = java_command(version, files, [], Path(scratch))
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"kafka-dump-log failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
-    out: dict[Path, list[DumpedBatch]] = {}
-    current: list[DumpedBatch] | None = None
+    out: dict[Path, list[str]] = {}
+    current: list[str] = []
     for line in done.stdout.splitlines():
         if line.startswith("Dumping "):
             current = out.setdefault(Path(line[len("Dumping "):].strip()), [])
-        elif current is not None and line.startswith(("baseOffset:", "offset:")):
-            current.append(_batch(dict(FIELD.findall(line))))
+        else:
+            current.append(line)
     return out
+
+
+def dump_segments(version: str, files: list[Path]) -> dict[Path, list[DumpedBatch]]:
+    """Every batch of each `.log` file, as kafka-dump-log prints them."""
+    return {path: [_batch(dict(FIELD.findall(line))) for line in lines if line.startswith(("baseOffset:", "offset:"))]
+            for path, lines in dump_lines(version, files).items()}
+
+
+def dump_entries(version: str, snapshots: list[Path]) -> dict[Path, list[str]]:
+    """Each producer snapshot's entry lines as kafka-dump-log prints them."""
+    return {path: [line.strip() for line in lines if line.strip().startswith("producerId:")]
+            for path, lines in dump_lines(version, snapshots).items()}
 
 
 def _batch(fields: dict[str, str]) -> DumpedBatch:

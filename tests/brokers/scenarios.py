@@ -281,3 +281,24 @@ def startup_recovery(cluster: Cluster, work: Path, damages: dict[str, Damage] = 
     final = work / "final-b2"
     subprocess.run(["cp", "-a", "--sparse=always", str(cluster.brokers[2].log_dir), str(final)], check=True)
     return RecoveryOutcome(damaged, final, cluster.brokers[2].output()[mark:], topics)
+
+
+# ----- producer state after committed transactions
+
+JAVA = Path(__file__).with_name("java")
+
+
+def committed_transactions(cluster: Cluster, work: Path, transactions: int = 3, records: int = 20) -> Path:
+    """A transactional producer (Kafka's own Java client) commits `transactions` transactions to a topic on b2
+    alone; the cluster stops cleanly, so b2 writes its producer snapshot; a copy of b2's partition comes back."""
+    cluster.create_topic(TOPIC, [2])
+    done = subprocess.run(["java", *TOOL_JVM, *cluster.log4j, "-cp", cluster.cp, str(JAVA / "TxnProducer.java"),
+                           cluster.bootstrap, TOPIC, "lab-txn", str(transactions), str(records)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"the transactional producer failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    cluster.stop_all()
+    copy = work / "committed" / f"{TOPIC}-0"
+    copy.parent.mkdir()
+    subprocess.run(["cp", "-a", "--sparse=always", str(cluster.brokers[2].log_dir / f"{TOPIC}-0"), str(copy)],
+                   check=True)
+    return copy
