@@ -40,7 +40,6 @@ log4j.appender.out.layout=org.apache.log4j.PatternLayout
 log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.org.apache.zookeeper=WARN
 log4j.logger.kafka.request.logger=WARN
-log4j.logger.kafka.log.UnifiedLog=DEBUG
 """
 LOG4J2 = """appender.out.type=Console
 appender.out.name=OUT
@@ -51,10 +50,6 @@ rootLogger.appenderRefs=out
 rootLogger.appenderRef.out.ref=OUT
 logger.zk.name=org.apache.zookeeper
 logger.zk.level=WARN
-logger.unified.name=org.apache.kafka.storage.internals.log.UnifiedLog
-logger.unified.level=DEBUG
-logger.scalalog.name=kafka.log.UnifiedLog
-logger.scalalog.level=DEBUG
 """
 
 BASE_BROKER = {

@@ -141,6 +141,7 @@ def two_unclean_elections(cluster: Cluster, work: Path) -> Outcome:
         wait_until(lambda: cluster.partition(TOPIC).get("leader") == -1, 90, "the partition never went leaderless")
         cluster.elect_unclean(TOPIC)
         wait_leader(cluster, frozen[0])
+        wait_isr(cluster, list(frozen))   # every survivor back in the ISR before the next round's freeze
     cluster.produce(TOPIC, values("C", 10, 2), acks=1)
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)
