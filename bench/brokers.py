@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 PEER_VERSION = "4.4.0"         # the newest 4.x of the lab: the version a drop-in emulates by default
 TOOL_JVM = ["-Xmx256M", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 DUMP_GOAL = 5.0                # issue: replog dump >= 5x the real kafka-dump-log
-CASES = (                      # label, replog's options, kafka-dump-log's options
+CASES: tuple[tuple[str, list[str], list[str]], ...] = (   # label, replog's options, kafka-dump-log's options
     ("batch lines, dump-log text", ["--format", "dump-log"], []),
     ("batch lines, JSON lines", ["--format", "jsonl"], []),
     ("--deep-iteration, dump-log text", ["--format", "dump-log", "--deep-iteration"], ["--deep-iteration"]),
