@@ -17,7 +17,7 @@ answer. `reference_segment_entries` is the whole dump batch by batch through
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -260,8 +260,18 @@ def reference_segment_entries(path: Path, opts: DumpOptions, progress: Progress 
 
 def _legacy_record_entries(buf: memoryview, path: str, info: BatchInfo, opts: DumpOptions) -> Iterator[Entry]:
     """A v0/v1 entry's messages, each with its own CRC, or the finding saying why they cannot be read."""
+    yield from _decoded_entries(lambda: legacy_batch_records(buf, info), path, info, opts,
+                                 lambda batch, rec: record_entry(path, batch, rec.offset, rec.timestamp, -1,
+                                                                 _bytes(rec.key), _bytes(rec.value), (), opts,
+                                                                 (rec.crc, rec.crc_valid)))
+
+
+def _decoded_entries(decode: Callable[[], Iterable[Any]], path: str, info: BatchInfo, opts: DumpOptions,
+                      entry: Callable[[RecordBatch, Any], Entry]) -> Iterator[Entry]:
+    """The entries of one batch's records within --offsets' range, or the finding saying why the records
+    cannot be decoded."""
     try:
-        records = legacy_batch_records(buf, info)
+        records = decode()
     except FormatError as e:
         yield finding_entry(finding(e.code, path, position=info.position, offset=info.base_offset,
                                     message=e.message))
@@ -272,8 +282,7 @@ def _legacy_record_entries(buf: memoryview, path: str, info: BatchInfo, opts: Du
             continue
         if opts.to_offset is not None and rec.offset > opts.to_offset:
             break
-        yield record_entry(path, batch, rec.offset, rec.timestamp, -1, _bytes(rec.key), _bytes(rec.value), (),
-                           opts, (rec.crc, rec.crc_valid))
+        yield entry(batch, rec)
 
 
 def _bytes(b: bytes | memoryview | None) -> bytes | None:
@@ -293,17 +302,6 @@ def reference_record_entries(buf: memoryview, path: str, info: BatchInfo, opts: 
     if info.magic in (0, 1):
         yield from _legacy_record_entries(buf, path, info, opts)
         return
-    try:
-        records = batch_records(buf, info)
-    except FormatError as e:
-        yield finding_entry(finding(e.code, path, position=info.position, offset=info.base_offset,
-                                    message=e.message))
-        return
-    batch = RecordBatch.of(info)
-    for rec in records:
-        if opts.from_offset is not None and rec.offset < opts.from_offset:
-            continue
-        if opts.to_offset is not None and rec.offset > opts.to_offset:
-            break
-        yield record_entry(path, batch, rec.offset, rec.timestamp, rec.sequence, rec.key, rec.value,
-                           rec.headers, opts)
+    yield from _decoded_entries(lambda: batch_records(buf, info), path, info, opts,
+                                 lambda batch, rec: record_entry(path, batch, rec.offset, rec.timestamp, rec.sequence,
+                                                                 rec.key, rec.value, rec.headers, opts))
