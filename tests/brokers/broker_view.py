@@ -105,3 +105,32 @@ def truncations(broker_output: str, topic: str, partition: int = 0) -> list[int]
     found = re.findall(rf"partition={tp}[, ].*?(?:Truncating to offset|Truncate and start at offset) (\d+)",
                        broker_output)
     return [int(x) for x in found]
+
+
+@dataclass(frozen=True)
+class ProducerBatch:
+    """A batch line of kafka-dump-log with the producer's fields (idempotent and transactional writes)."""
+    base_offset: int
+    last_offset: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+
+
+def producer_batches(version: str, files: list[Path]) -> dict[Path, list[ProducerBatch]]:
+    """Every batch of each `.log` file with its producer id, epoch and sequences, by one run of kafka-dump-log."""
+    cmd = ["java", *TOOL_JVM, quiet_logging(version), "-cp", classpath(version), dump_log_class(version),
+           "--files", ",".join(str(f) for f in files)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"kafka-dump-log failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    out: dict[Path, list[ProducerBatch]] = {}
+    current: list[ProducerBatch] | None = None
+    for line in done.stdout.splitlines():
+        if line.startswith("Dumping "):
+            current = out.setdefault(Path(line[len("Dumping "):].strip()), [])
+        elif current is not None and line.startswith("baseOffset:"):
+            f = dict(FIELD.findall(line))
+            current.append(ProducerBatch(int(f["baseOffset"]), int(f["lastOffset"]), int(f["producerId"]),
+                                         int(f["producerEpoch"]), int(f["baseSequence"]), int(f["lastSequence"])))
+    return out
