@@ -74,7 +74,8 @@ class Resumed:
 
 @dataclass
 class ProducerNext:
-    """The idempotent producer's batch sent to the new leader after its earlier writes were lost."""
+    """A batch the idempotent producer sent to the new leader after its earlier writes were lost."""
+    value: bytes
     offset: int | None                # where the leader put it (None: the send failed)
     error: str | None
 
@@ -87,7 +88,7 @@ class ClientsOutcome:
     produced: list[tuple[int, bytes]]  # (offset, value) of the idempotent producer's writes to b2 alone
     resumed: dict[str, Resumed]       # kafka-python
     resumed_java: dict[str, Resumed]  # the Java consumer
-    producer_next: ProducerNext
+    producer_next: list[ProducerNext]   # its next batch; after a failure, the one after it too
 
 
 # ----- consumers
@@ -206,12 +207,21 @@ def send_each(producer: Any, records: list[bytes]) -> list[int]:
     return [int(producer.send(TOPIC, value=v, key=v[:8], partition=0).get(timeout=30).offset) for v in records]
 
 
-def send_next(producer: Any, value: bytes) -> ProducerNext:
-    """The producer's next batch after the election: where it went, or the error the client raised."""
+def send_one(producer: Any, value: bytes) -> ProducerNext:
+    """One batch: where it went, or the error the client raised."""
     try:
-        return ProducerNext(send_each(producer, [value])[0], None)
+        return ProducerNext(value, send_each(producer, [value])[0], None)
     except Exception as e:  # noqa: BLE001 - the client's error is the observation
-        return ProducerNext(None, f"{type(e).__name__}: {e}")
+        return ProducerNext(value, None, f"{type(e).__name__}: {e}")
+
+
+def send_next(producer: Any) -> list[ProducerNext]:
+    """The producer's next batch after the election; if the leader refused it, the batch after that (what the
+    client does next, e.g. a new producer epoch, KIP-360), so that the partition goes on past offset 12."""
+    sent = [send_one(producer, b"P-next")]
+    if sent[0].offset is None:
+        sent.append(send_one(producer, b"P-next-2"))
+    return sent
 
 
 def close_producer(producer: Any) -> None:
@@ -236,16 +246,21 @@ def place_offsets_topic(cluster: Cluster) -> list[int]:
     return list(cluster.partition(OFFSETS_TOPIC)["replicas"])
 
 
-def clients_around_unclean_election(cluster: Cluster, work: Path, groups: tuple[GroupPlan, ...] = GROUPS
-                                    ) -> ClientsOutcome:
+def clients_around_unclean_election(cluster: Cluster, work: Path, groups: tuple[GroupPlan, ...] = GROUPS,
+                                    producer_from_start: bool = False) -> ClientsOutcome:
     """Scenario U with clients: A-0..9 acks=all; b3, b4 frozen; the idempotent producer writes A-10..14 to b2
     alone and every group reads and commits; b2 crashes, b3 is elected uncleanly and takes B-10..11; the copy is
-    taken; the producer sends its next batch; b2 returns and truncates; the consumers start again."""
+    taken; the producer sends its next batch; b2 returns and truncates; the consumers start again.
+    `producer_from_start`: the idempotent producer writes A-0..9 too, so the new leader knows its sequences up
+    to 9 when its next batch (sequence 15) arrives."""
     placed = place_offsets_topic(cluster)
     cluster.create_topic(TOPIC, ASSIGNMENT)
-    cluster.produce(TOPIC, values("A", 0, 10), acks="all")
     producer = idempotent_producer(cluster)
     try:
+        if producer_from_start:
+            send_each(producer, values("A", 0, 10))
+        else:
+            cluster.produce(TOPIC, values("A", 0, 10), acks="all")
         cluster.pause(3, 4)
         wait_isr(cluster, [2])
         written = values("A", 10, 5)
@@ -259,10 +274,10 @@ def clients_around_unclean_election(cluster: Cluster, work: Path, groups: tuple[
         wait_isr(cluster, [3, 4])
         cluster.produce(TOPIC, values("B", 10, 2), acks="all")
         copy, state = copy_frozen(cluster, work)
-        sent = send_next(producer, b"P-next")
+        marks = output_marks(cluster)
+        sent = send_next(producer)
     finally:
         close_producer(producer)
-    marks = output_marks(cluster)
     cluster.restart(2)
     wait_isr(cluster, ASSIGNMENT, timeout=120)
     resumed = {plan.group: resume(cluster, plan.group, wait=3) for plan in groups}

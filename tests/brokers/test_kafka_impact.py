@@ -16,6 +16,7 @@ its own disk, b3 and b4 go on.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from tests.brokers.scenarios_clients import (
     COORDINATOR,
     ClientsOutcome,
     Committed,
+    ProducerNext,
     Resumed,
     clients_around_unclean_election,
 )
@@ -37,16 +39,16 @@ pytestmark = pytest.mark.brokers
 CLASSIFICATIONS = {"unaffected", "consumed_lost", "will_detect_truncation", "will_reset"}
 
 
-def impact_cases() -> list[Any]:
-    """Every lab version at its own protocol; the pre-KIP-101 IBPs write message format v1, which has neither an
-    idempotent producer nor leader epochs in batches."""
-    return [c for c in cases("4.4.0-elr-on") if "ibp" not in c.id]
+def impact_cases(*ci: str) -> list[Any]:
+    """Every lab version at its own protocol (those named run in `make test`); the pre-KIP-101 IBPs write
+    message format v1, which has neither an idempotent producer nor leader epochs in batches."""
+    return [c for c in cases(*ci) if "ibp" not in c.id]
 
 
-def run(spec: ClusterSpec, tmp_path: Path) -> ClientsOutcome:
+def run(spec: ClusterSpec, tmp_path: Path, producer_from_start: bool = False) -> ClientsOutcome:
     (tmp_path / "cluster").mkdir()
     with running_cluster(spec, tmp_path / "cluster") as cluster:
-        return clients_around_unclean_election(cluster, tmp_path)
+        return clients_around_unclean_election(cluster, tmp_path, producer_from_start=producer_from_start)
 
 
 def predicted_impact(spec: ClusterSpec, got: ClientsOutcome) -> dict[str, Any]:
@@ -113,24 +115,45 @@ def check_group(predicted: dict[str, Any], got: ClientsOutcome, final: dict[int,
 
 def check_producer(spec: ClusterSpec, got: ClientsOutcome, predicted: list[dict[str, Any]],
                    final: dict[int, bytes]) -> None:
-    """Its lost batches as kafka-dump-log shows them on b2's copy, and its next batch as the new leader took it
-    (offset, producer epoch and sequence on b3 at the end)."""
+    """Its lost batches as kafka-dump-log shows them on b2's copy, the new leader's state for it on b3's copy,
+    and its next batch as the new leader answered it (appended: offset, producer epoch and sequence on b3 at the
+    end; refused: the error the client got)."""
     outcome = got.outcome
-    copied, ended = view.segments(outcome.copy / "b2" / "t-0"), view.segments(outcome.final / "b3" / "t-0")
-    dumped = view.producer_batches(spec.version, copied + ended)
+    copied_b2, copied_b3 = view.segments(outcome.copy / "b2" / "t-0"), view.segments(outcome.copy / "b3" / "t-0")
+    ended = view.segments(outcome.final / "b3" / "t-0")
+    dumped = view.producer_batches(spec.version, copied_b2 + copied_b3 + ended)
     offsets = {offset for offset, _ in got.produced}
-    lost = [b for f in copied for b in dumped[f] if b.base_offset in offsets]
+    lost = [b for f in copied_b2 for b in dumped[f] if b.base_offset in offsets]
     assert len(predicted) == 1, f"producers with lost writes: {predicted}"
     p = predicted[0]
-    assert p["producer_id"] == lost[0].producer_id, "producer id"
-    assert p["producer_epoch"] == lost[0].producer_epoch, "producer epoch"
+    assert (p["producer_id"], p["producer_epoch"]) == (lost[0].producer_id, lost[0].producer_epoch), "producer"
     assert p["records_lost"] == sum(1 for o, v in got.produced if final.get(o) != v), "records lost"
     assert (p["first_sequence"], p["last_sequence"]) == (lost[0].base_sequence, lost[-1].last_sequence), \
         "lost sequence range"
-    check_acknowledged(p, outcome.copy / "b2", min(o for o, _ in got.produced))
-    assert got.producer_next.offset is not None, f"the next batch failed: {got.producer_next.error}"
+    known = [b for f in copied_b3 for b in dumped[f] if b.producer_id == p["producer_id"]]
+    assert p["leader_last_sequence"] == (known[-1].last_sequence if known else None), "the new leader's last sequence"
+    check_acknowledged(p, outcome.copy / "b2", min(offsets))
+    check_next_batch(p, got.producer_next[0], [b for f in ended for b in dumped[f]], outcome.outputs["b3"])
+
+
+OUT_OF_ORDER = re.compile(r"Out of order sequence number for producer (\d+) at offset \d+ in partition t-0: "
+                          r"(-?\d+) \(incoming seq\. number\), (-?\d+) \(current end sequence number\)")
+
+
+def check_next_batch(p: dict[str, Any], sent: ProducerNext, ended: list[view.ProducerBatch], leader_log: str) -> None:
+    """replog's verdict on the producer's next batch against the leader's answer to the real one (a refusal in
+    the leader's own words: `ProducerAppendInfo.checkSequence`, logged by ReplicaManager)."""
+    if sent.offset is None:
+        assert sent.error is not None and "OutOfOrderSequenceNumber" in sent.error, f"next batch: {sent.error}"
+        assert p["next_append"] == "out_of_order_sequence", \
+            f"next batch: replog says {p['next_append']}, the leader answered {sent.error}"
+        said = OUT_OF_ORDER.search(leader_log)
+        assert said is not None, "b3 never logged the out-of-order sequence"
+        assert [int(x) for x in said.groups()] == \
+            [p["producer_id"], p["last_sequence"] + 1, p["leader_last_sequence"]], f"b3 said: {said.group(0)}"
+        return
     assert p["next_append"] == "accepted", f"next batch: replog says {p['next_append']}, the leader accepted it"
-    taken = next(b for f in ended for b in dumped[f] if b.base_offset == got.producer_next.offset)
+    taken = next(b for b in ended if b.base_offset == sent.offset)
     assert (taken.producer_id, taken.producer_epoch, taken.base_sequence) == \
         (p["producer_id"], p["producer_epoch"], p["last_sequence"] + 1), "the next batch as the leader appended it"
 
@@ -144,12 +167,8 @@ def check_acknowledged(p: dict[str, Any], log_dir: Path, first_lost: int) -> Non
         f"acknowledged, against b2's checkpointed high watermark {high_watermark}"
 
 
-@pytest.mark.parametrize("spec", impact_cases())
-def test_impact_against_real_consumers_and_producer(spec: ClusterSpec, tmp_path: Path) -> None:
-    """Scenario U with six groups (committed at 8, 12 and 15, each with and without an epoch) and an idempotent
-    producer: replog's classification, lost records, resume offset and skipped records per group, and its
-    producer entry, against what the Java consumer and the leader did."""
-    got = run(spec, tmp_path)
+def compare(spec: ClusterSpec, got: ClientsOutcome) -> None:
+    """Every group and the producer, replog's impact of the copy against what the clients met."""
     assert got.offsets_replicas == [COORDINATOR], f"__consumer_offsets-0 placed on {got.offsets_replicas}"
     predicted = predicted_impact(spec, got)
     final = dict(got.outcome.consumed)
@@ -159,3 +178,18 @@ def test_impact_against_real_consumers_and_producer(spec: ClusterSpec, tmp_path:
         check_group(group, got, final, predicted["log_start_offset_after"])
     assert {g["classification"] for g in groups.values()} == CLASSIFICATIONS, "the scenario meets every rule"
     check_producer(spec, got, predicted["producers"], final)
+
+
+@pytest.mark.parametrize("spec", impact_cases("4.4.0-elr-on"))
+def test_impact_against_real_consumers_and_producer(spec: ClusterSpec, tmp_path: Path) -> None:
+    """Scenario U with six groups (committed at 8, 12 and 15, each with and without an epoch) and an idempotent
+    producer whose only writes are lost: replog's classification, lost records, resume offset and skipped records
+    per group, and its producer entry (the new leader, knowing nothing of it, accepts its next sequence)."""
+    compare(spec, run(spec, tmp_path))
+
+
+@pytest.mark.parametrize("spec", impact_cases())
+def test_impact_when_the_new_leader_knows_the_producer(spec: ClusterSpec, tmp_path: Path) -> None:
+    """The same with the idempotent producer writing A-0..9 too: the new leader holds its sequences up to 9 and
+    refuses its next batch (sequence 15) with OUT_OF_ORDER_SEQUENCE_NUMBER, as replog must say."""
+    compare(spec, run(spec, tmp_path, producer_from_start=True))
