@@ -171,6 +171,8 @@ def compare(spec: ClusterSpec, got: ClientsOutcome) -> None:
     """Every group and the producer, replog's impact of the copy against what the clients met."""
     assert got.offsets_replicas == [COORDINATOR], f"__consumer_offsets-0 placed on {got.offsets_replicas}"
     predicted = predicted_impact(spec, got)
+    assert sorted(predicted["premise"]["running"]) == sorted(got.outcome.running), "the premise replog states"
+    assert predicted["leader"] == f"b{got.outcome.leader}", "the leader consumers meet"
     final = dict(got.outcome.consumed)
     groups = {g["group"]: g for g in predicted["consumer_groups"]}
     assert sorted(groups) == sorted(got.committed), "groups replog found in __consumer_offsets"
