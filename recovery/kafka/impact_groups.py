@@ -149,10 +149,12 @@ def _detected(out: GroupImpact, ctx: GroupContext, end: int) -> GroupImpact:
     """KIP-320: the leader's end offset for the committed epoch lies below the position."""
     committed = out.committed_offset
     out.classification, out.resumes_at = WILL_DETECT, end
+    now = ctx.skipped(end, committed)      # the leader's records between the seek and the old position
+    last = min(committed, ctx.leader.log_end_offset) - 1   # the leader's log may end below the old position
+    reads = f"reads the {now} records now at {end}..{last}" if now else f"reads on from {end}"
     out.explanation = (f"on restart the consumer validates offset {committed} of epoch {out.committed_leader_epoch}; "
                        f"the leader answers end offset {end}, so it detects the truncation and seeks to {end} "
-                       "(LogTruncationException instead, with no auto.offset.reset) and reads the "
-                       f"{ctx.skipped(end, committed)} records now at {end}..{committed - 1}")
+                       f"(LogTruncationException instead, with no auto.offset.reset) and {reads}")
     return out
 
 

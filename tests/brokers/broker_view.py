@@ -99,3 +99,25 @@ def truncations(broker_output: str, topic: str, partition: int = 0) -> list[int]
                 rf"Unexpected offset in append to {tp}\..*?will start the log from offset (\d+)")
     found = [(m.start(), int(m.group(1))) for p in patterns for m in re.finditer(p, broker_output)]
     return [offset for _, offset in sorted(found)]
+
+
+@dataclass(frozen=True)
+class ProducerBatch:
+    """A batch line of kafka-dump-log with the producer's fields (idempotent and transactional writes)."""
+    base_offset: int
+    last_offset: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+
+
+def producer_batches(version: str, files: list[Path]) -> dict[Path, list[ProducerBatch]]:
+    """Every batch of each `.log` file with its producer id, epoch and sequences, as kafka-dump-log prints them."""
+    out: dict[Path, list[ProducerBatch]] = {}
+    for path, lines in dump_lines(version, files).items():
+        fields = [dict(FIELD.findall(line)) for line in lines if line.startswith("baseOffset:")]
+        out[path] = [ProducerBatch(int(f["baseOffset"]), int(f["lastOffset"]), int(f["producerId"]),
+                                   int(f["producerEpoch"]), int(f["baseSequence"]), int(f["lastSequence"]))
+                     for f in fields]
+    return out

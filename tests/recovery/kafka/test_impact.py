@@ -98,6 +98,7 @@ def test_groups_are_classified_by_the_consumers_rules(impact: dict) -> None:
     assert lost["read_from"] == "O" and lost["resumes_at"] == 57 and lost["records_skipped"] == 4
     detect = groups["detect"]   # L answers epoch 0 ends at 53
     assert (detect["resumes_at"], detect["records_consumed_lost"], detect["committed_leader_epoch"]) == (53, 16, 0)
+    assert "reads the 7 records now at 53..59" in detect["explanation"], "L's records from 53 to its end 60"
     reset = groups["reset"]     # 75 is past L's end 60: auto.offset.reset, and L's 53..59 are never read with latest
     assert reset["resumes_at"] is None and reset["records_consumed_lost"] == 21 and reset["records_skipped"] == 7
     for name in ("behind", "read-new", "new-epoch"):
