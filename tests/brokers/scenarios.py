@@ -289,12 +289,14 @@ def startup_recovery(cluster: Cluster, work: Path, damages: dict[str, Damage] = 
 JAVA = Path(__file__).with_name("java")
 
 
-def committed_transactions(cluster: Cluster, work: Path, transactions: int = 3, records: int = 20) -> Path:
-    """A transactional producer (Kafka's own Java client) commits `transactions` transactions to a topic on b2
-    alone; the cluster stops cleanly, so b2 writes its producer snapshot; a copy of b2's partition comes back."""
+def committed_transactions(cluster: Cluster, work: Path, transactions: int = 3, records: int = 20,
+                           aborted: int = 1) -> Path:
+    """A transactional producer (Kafka's own Java client) runs `transactions` transactions to a topic on b2
+    alone, transaction number `aborted` aborted (the broker indexes it in the segment's `.txnindex`), the others
+    committed; the cluster stops cleanly, so b2 writes its producer snapshot; a copy of b2's partition comes back."""
     cluster.create_topic(TOPIC, [2])
     done = subprocess.run(["java", *TOOL_JVM, *cluster.log4j, "-cp", cluster.cp, str(JAVA / "TxnProducer.java"),
-                           cluster.bootstrap, TOPIC, "lab-txn", str(transactions), str(records)],
+                           cluster.bootstrap, TOPIC, "lab-txn", str(transactions), str(records), str(aborted)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"the transactional producer failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
     cluster.stop_all()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from replog.formats.kafka import txn_index
 from tests.brokers import broker_view as view
 from tests.brokers.kafka_lab import ClusterSpec, running_cluster
 from tests.brokers.scenarios import committed_transactions
@@ -41,3 +42,23 @@ def test_recovered_producer_snapshot_is_the_brokers(spec: ClusterSpec, tmp_path:
     dumped = view.dump_entries(spec.version, [broker[-1], ours[-1]])
     assert dumped[ours[-1]] == dumped[broker[-1]], "producer entries as kafka-dump-log prints them"
     assert dumped[broker[-1]], "the broker's snapshot holds no producer: the scenario tests nothing"
+    check_transaction_index(spec.version, partition, tmp_path / "recovered" / partition.name)
+
+
+def check_transaction_index(version: str, partition: Path, recovered: Path) -> None:
+    """The broker's `.txnindex` (the aborted transaction): replog reads every entry kafka-dump-log prints, writes
+    it back byte for byte, and `recover` rebuilds the same file."""
+    index = sorted(partition.glob("*.txnindex"))
+    assert index, "the broker wrote no .txnindex for the aborted transaction"
+    data = index[-1].read_bytes()
+    read = txn_index.read_txn_index(data)
+    printed = [dict(view.FIELD.findall(line)) for line in view.dump_lines(version, [index[-1]])[index[-1]]
+               if "producerId:" in line]
+    assert [(e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset) for e in read.entries] == [
+        (int(p["producerId"]), int(p["firstOffset"]), int(p["lastOffset"]), int(p["lastStableOffset"]))
+        for p in printed], "entries replog reads vs kafka-dump-log's"
+    assert read.entries, "no aborted transaction indexed: the scenario tests nothing"
+    assert txn_index.write_txn_index(read.entries) == data, "replog's writer does not give the broker's bytes back"
+    rebuilt = recovered / index[-1].name
+    assert rebuilt.is_file(), "recover did not rebuild the .txnindex"
+    assert rebuilt.read_bytes() == data, "recover's .txnindex differs from the broker's"

@@ -1,6 +1,7 @@
 // The broker lab's transactional producer: Kafka's own Java client (from the lab version's jars), run by the JDK's
 // source launcher: java -cp <classpath> TxnProducer.java <bootstrap> <topic> <transactional.id> <transactions> <records>
-// Each transaction sends <records> records to partition 0 and commits; the client negotiates the transaction
+// [<aborted>]. Each transaction sends <records> records to partition 0 and commits, but transaction number <aborted>
+// (from 0) aborts; the client negotiates the transaction
 // version the cluster has (transactions v2 on a 4.x cluster formatted with it: KIP-890).
 import java.util.Properties;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -15,6 +16,7 @@ public class TxnProducer {
         props.put("value.serializer", "org.apache.kafka.common.serialization.StringSerializer");
         int transactions = Integer.parseInt(args[3]);
         int records = Integer.parseInt(args[4]);
+        int aborted = args.length > 5 ? Integer.parseInt(args[5]) : -1;
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
             producer.initTransactions();
             for (int t = 0; t < transactions; t++) {
@@ -22,9 +24,13 @@ public class TxnProducer {
                 for (int i = 0; i < records; i++) {
                     producer.send(new ProducerRecord<>(args[1], 0, "k" + i, "txn-" + t + "-" + i)).get();
                 }
-                producer.commitTransaction();
+                if (t == aborted) {
+                    producer.abortTransaction();
+                } else {
+                    producer.commitTransaction();
+                }
             }
         }
-        System.out.println("committed " + transactions);
+        System.out.println("done " + transactions);
     }
 }

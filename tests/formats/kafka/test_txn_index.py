@@ -7,7 +7,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replog.formats.kafka import txn_index as tx
-from tests.realdata import REALDATA
 
 I64 = st.integers(-(2**63), 2**63 - 1)
 
@@ -75,15 +74,3 @@ def test_mutations_only_give_findings():
             data[rng.randrange(len(data))] = rng.randrange(256)
         read = tx.read_txn_index(bytes(data[: rng.randint(0, len(data))]), rng.randint(0, 300))
         assert len(read.entries) <= 20
-
-
-def test_real_txnindex_files_if_any():
-    if not REALDATA.is_dir():
-        pytest.skip("no real data")
-    files = sorted(REALDATA.glob("**/*.txnindex"))
-    if not files:
-        pytest.skip("no real .txnindex collected")
-    for path in files:
-        data = path.read_bytes()
-        read = tx.read_txn_index(data)
-        assert read.findings == [] and tx.write_txn_index(read.entries) == data
