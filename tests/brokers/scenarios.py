@@ -92,6 +92,18 @@ def converge_and_stop(cluster: Cluster, work: Path, marks: dict[str, int]) -> Ou
                    consumed=consumed)
 
 
+def crash_and_elect(cluster: Cluster, leader: int, survivors: tuple[int, ...]) -> None:
+    """The leader crashes; the frozen survivors come back; once the partition is leaderless the operator elects
+    the first of them uncleanly; every survivor is back in the ISR before this returns (a next freeze must see
+    the ISR shrink from there, not from the election's one-member ISR)."""
+    cluster.kill(leader)
+    cluster.resume(*survivors)
+    wait_until(lambda: cluster.partition(TOPIC).get("leader") == -1, 90, "the partition never went leaderless")
+    cluster.elect_unclean(TOPIC)
+    wait_leader(cluster, survivors[0])
+    wait_isr(cluster, list(survivors))
+
+
 def diverge(cluster: Cluster, work: Path, new_records: int = 2) -> tuple[Path, Path | None]:
     """Scenario U's first half (real-brokers.md §2.5): the leader b2 takes acks=1 writes alone and crashes; b3 is
     elected uncleanly and takes new writes; the copy is taken now, b2 still down, the rest frozen."""
@@ -100,12 +112,7 @@ def diverge(cluster: Cluster, work: Path, new_records: int = 2) -> tuple[Path, P
     cluster.pause(3, 4)
     wait_isr(cluster, [2])
     cluster.produce(TOPIC, values("A", 10, 5), acks=1)
-    cluster.kill(2)
-    cluster.resume(3, 4)
-    wait_until(lambda: cluster.partition(TOPIC).get("leader") == -1, 90, "the partition never went leaderless")
-    cluster.elect_unclean(TOPIC)
-    wait_leader(cluster, 3)
-    wait_isr(cluster, [3, 4])
+    crash_and_elect(cluster, 2, (3, 4))
     if new_records:
         cluster.produce(TOPIC, values("B", 10, new_records), acks="all")
     return copy_frozen(cluster, work)
@@ -136,12 +143,7 @@ def two_unclean_elections(cluster: Cluster, work: Path) -> Outcome:
         cluster.pause(*frozen)
         wait_isr(cluster, [leader])
         cluster.produce(TOPIC, values(prefix, 10, count), acks=1)
-        cluster.kill(leader)
-        cluster.resume(*frozen)
-        wait_until(lambda: cluster.partition(TOPIC).get("leader") == -1, 90, "the partition never went leaderless")
-        cluster.elect_unclean(TOPIC)
-        wait_leader(cluster, frozen[0])
-        wait_isr(cluster, list(frozen))   # every survivor back in the ISR before the next round's freeze
+        crash_and_elect(cluster, leader, frozen)
     cluster.produce(TOPIC, values("C", 10, 2), acks=1)
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)

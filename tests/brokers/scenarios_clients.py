@@ -27,10 +27,10 @@ from tests.brokers.scenarios import (
     Outcome,
     converge_and_stop,
     copy_frozen,
+    crash_and_elect,
     output_marks,
     values,
     wait_isr,
-    wait_leader,
 )
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -263,12 +263,7 @@ def tail_on_b2_alone(cluster: Cluster, producer: Any, groups: tuple[GroupPlan, .
 
 def elect_b3_uncleanly(cluster: Cluster) -> None:
     """b2 crashes; b3 and b4 come back, the partition is leaderless, the operator elects b3, which takes B-10..11."""
-    cluster.kill(2)
-    cluster.resume(3, 4)
-    wait_until(lambda: cluster.partition(TOPIC).get("leader") == -1, 90, "the partition never went leaderless")
-    cluster.elect_unclean(TOPIC)
-    wait_leader(cluster, 3)
-    wait_isr(cluster, [3, 4])
+    crash_and_elect(cluster, 2, (3, 4))
     cluster.produce(TOPIC, values("B", 10, 2), acks="all")
 
 
