@@ -175,10 +175,18 @@ def _dump_inputs(paths: list[Path], files: list[str]) -> list[str | os.PathLike[
     exists as written is taken whole, commas and all)."""
     out: list[str | os.PathLike[str]] = []
     for raw in [*map(str, paths), *files]:
-        out.extend([raw] if Path(raw).exists() else [part for part in raw.split(",") if part])
+        out.extend([raw] if _exists(raw) else [part for part in raw.split(",") if part])
     if not out:
         raise typer.BadParameter("give the files to dump: PATH... or --files a,b")
     return out
+
+
+def _exists(raw: str) -> bool:
+    """Whether `raw` names a file as written; a comma list longer than a path may be (ENAMETOOLONG) is not one."""
+    try:
+        return Path(raw).exists()
+    except OSError:
+        return False
 
 
 BrokerVersionOpt = Annotated[str | None, typer.Option(

@@ -211,3 +211,14 @@ def test_a_real_bootstrap_snapshot_prints_like_kafka_dump_log() -> None:
     assert lines[:2] == [f"Dumping {snap}", "KRaft bootstrap snapshot"]
     assert any(' SnapshotHeader {"version":0,"lastContainedLogTimestamp":' in line for line in lines)
     assert lines[-1].endswith(' SnapshotFooter {"version":0}')
+
+
+def test_a_files_list_longer_than_a_path_is_split(segment: tuple[Path, list[bytes]]) -> None:
+    """--files with more than PATH_MAX (4096) bytes of comma-separated paths: each file is dumped (checking
+    whether the whole list names one file must not fail with ENAMETOOLONG)."""
+    seg, _ = segment
+    many = ",".join([str(seg)] * (4200 // len(str(seg)) + 2))
+    assert len(many) > 4200
+    res = run_piped(["dump", "--files", many, "--format", "dump-log"])
+    heads = [line for line in res.stdout.decode().splitlines() if line.startswith("Dumping ")]
+    assert res.returncode == 0 and heads == [f"Dumping {seg}"] * (many.count(",") + 1), res.stderr.decode()[-500:]
