@@ -30,7 +30,9 @@ that version's own DumpLogSegments, line for line:
   Kafka's JSON (`{"type":"2","data":..}`, `{"version":"3","data":..}`, metadata
   records as `{"type":"FEATURE_LEVEL_RECORD","version":0,"data":..}`), a
   deleted value as `<DELETE>`; 3.9 and 4.0 print transaction-log records as
-  `transaction_metadata::transactionalId=..` and `producerId:..,state=..`.
+  `transaction_metadata::transactionalId=..` and `producerId:..,state=..`;
+  `__share_group_state` values (4.0, 4.4 only) are read with the emulated
+  release's schemas, 4.0 labelling the value `{"type":"0",..}`.
   --skip-record-metadata leaves only `| key: ..` and ` payload: ..`.
 - `.index`: `offset: O position: P`; `.timeindex`: `timestamp: T offset: O`;
   `.txnindex`: `version: .. producerId: .. firstOffset: .. lastOffset: ..
@@ -76,12 +78,16 @@ class Emulation:
     #              --skip-record-metadata's ` payload:` without `|` where a record has no key)
     leader_change_json: bool  # 4.4 prints a LeaderChange record's JSON; 3.9 and 4.0 its `controlType: NAME(id)`
     offset_commit_v0_value_v0_only: bool  # 4.4 reads a type-0 offset commit key's value at version 0 only
+    share_state: str | None  # whose `__share_group_state` value schemas; None: no --share-group-state-decoder
 
 
 EMULATED = {
-    "3.9": Emulation("3.9", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False),
-    "4.0": Emulation("4.0", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False),
-    "4.4": Emulation("4.4", scala=False, leader_change_json=True, offset_commit_v0_value_v0_only=True),
+    "3.9": Emulation("3.9", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False,
+                     share_state=None),
+    "4.0": Emulation("4.0", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False,
+                     share_state="4.0"),
+    "4.4": Emulation("4.4", scala=False, leader_change_json=True, offset_commit_v0_value_v0_only=True,
+                     share_state="4.4"),
 }
 NEWEST = "4.4"
 
@@ -100,7 +106,7 @@ class Style:
 
     print_data: bool = False
     skip_record_metadata: bool = False
-    decoder: str | None = None  # "offsets", "txn" or "metadata": which internal-topic decoder made the values
+    decoder: str | None = None  # "offsets", "txn", "metadata" or "share": which internal-topic decoder made the values
     emulated: Emulation = EMULATED[NEWEST]
     whole_files: bool = True  # no --max-bytes (nor replog's offset range): a log's trailing bytes are reported
 
@@ -260,9 +266,31 @@ def _scala_txn_value(v: Any) -> str:
             f"txnTimeoutMs={d['transactionTimeoutMs']}")
 
 
+def _share_parts(e: Entry, style: Style) -> list[tuple[str, str]]:
+    """A `__share_group_state` record as `ShareGroupStateMessageParser` prints it: the key as the coordinator
+    JSON, the value as `{"version":"0","data":..}` (4.4, tools/src/main/java/org/apache/kafka/tools/
+    DumpLogSegments.java, CoordinatorRecordMessageParser) or `{"type":"0","data":..}` (the Scala tool's
+    `jsonString` labels key and value alike: core/src/main/scala/kafka/tools/DumpLogSegments.scala at 4.0); a
+    value its schemas cannot read: the key's place holds `Error at offset O, skipping. ..` (replog's reason)."""
+    from replog.formats.kafka.internal.share_group_state import json_data
+    key, value = e.get("key"), e.get("value")
+    if isinstance(value, dict) and "error" in value:
+        return [("key", f"Error at offset {e['offset']}, skipping. {value['error']}")]
+    if value is None:
+        return [("key", _coordinator_key(key)), ("payload", "<DELETE>")]
+    if not (isinstance(key, dict) and isinstance(value, dict) and "data" in value):
+        return [("key", _coordinator_key(key)), ("payload", java_string(value))]
+    release = style.emulated.share_state or NEWEST
+    label = "type" if style.emulated.scala else "version"
+    data = json_data(key["version"], value["data"], release)
+    return [("key", _coordinator_key(key)), ("payload", _json({label: str(value["version"]), "data": data}))]
+
+
 def _decoded_data(e: Entry, style: Style) -> list[tuple[str, str]]:
     """The ` key: ..`/` payload: ..` parts of a record an internal-topic decoder read."""
     key, value = e.get("key"), e.get("value")
+    if style.decoder == "share":
+        return _share_parts(e, style)
     if style.decoder == "metadata":
         return [(n, _metadata_json(x)) for n, x in (("key", key), ("payload", value)) if x is not None]
     if style.decoder == "txn" and style.emulated.scala:

@@ -213,6 +213,47 @@ def test_a_real_bootstrap_snapshot_prints_like_kafka_dump_log() -> None:
     assert lines[-1].endswith(' SnapshotFooter {"version":0}')
 
 
+def _share_segment(tmp_path: Path) -> Path:
+    """A `__share_group_state` segment of a 4.4 snapshot and update (packed by `share_state_records`)."""
+    from tests.brokers import share_state_records as share
+    batches = [share.StateBatch(5, 9, 2, 1)]
+    part = tmp_path / "__share_group_state-3"
+    part.mkdir()
+    seg = part / "00000000000000000000.log"
+    seg.write_bytes(kp_batch(0, [
+        (share.key(share.SNAPSHOT, "sg", "q1ReQqTpRxWGx3_gK4yH2A", 2), share.snapshot_value_44(4, 1, 0, 5, TS, TS,
+                                                                                                batches), []),
+        (share.key(share.UPDATE, "sg", "q1ReQqTpRxWGx3_gK4yH2A", 2), share.update_value_44(4, 0, -1, [], 9), [])]))
+    return seg
+
+
+def test_share_group_state_decoder_reads_the_emulated_releases_schemas(tmp_path: Path) -> None:
+    """4.4's value layout reads with 4.4's schemas; 4.0's schemas (uint16 SnapshotEpoch, no timestamps) cannot
+    read it, and the record says so where kafka-dump-log 4.0 prints its error."""
+    seg = _share_segment(tmp_path)
+    res = run_piped(["dump", str(seg), "--share-group-state-decoder", "--format", "jsonl"])
+    records = [e for e in map(json.loads, res.stdout.splitlines()) if e["kind"] == "record"]
+    assert [r["key"]["data"]["partition"] for r in records] == [2, 2]
+    assert records[0]["value"]["data"]["writeTimestamp"] == TS
+    assert records[0]["value"]["data"]["stateBatches"] == [
+        {"firstOffset": 5, "lastOffset": 9, "deliveryState": 2, "deliveryCount": 1}]
+    assert records[1]["value"]["data"]["deliveryCompleteCount"] == 9
+    res = run_piped(["dump", str(seg), "--share-group-state-decoder", "--format", "dump-log",
+                     "--kafka-version", "4.0"])
+    lines = [line for line in res.stdout.decode().splitlines() if line.startswith("| offset:")]
+    assert len(lines) == 2 and all(" key: Error at offset " in line for line in lines), lines
+
+
+def test_share_group_state_decoder_is_not_an_option_of_3_9(tmp_path: Path) -> None:
+    """Kafka 3.9.1's kafka-dump-log rejects --share-group-state-decoder before dumping anything (joptsimple's
+    UnrecognizedOptionException); replog emulating 3.9 refuses it too."""
+    seg = _share_segment(tmp_path)
+    res = run_piped(["dump", str(seg), "--share-group-state-decoder", "--format", "dump-log",
+                     "--kafka-version", "3.9"])
+    assert res.returncode == 2 and res.stdout == b""
+    assert "has no such option" in " ".join(res.stderr.decode().replace("│", " ").split())
+
+
 def test_a_files_list_longer_than_a_path_is_split(segment: tuple[Path, list[bytes]]) -> None:
     """--files with more than PATH_MAX (4096) bytes of comma-separated paths: each file is dumped (checking
     whether the whole list names one file must not fail with ENAMETOOLONG)."""
