@@ -108,6 +108,8 @@ def dump(
     share_state_decoder: Annotated[bool, typer.Option(
         "--share-group-state-decoder", help="decode __share_group_state records (KIP-932; value schemas of "
         "--kafka-version: 4.0 or 4.4)")] = False,
+    remote_log_metadata_decoder: Annotated[bool, typer.Option(
+        "--remote-log-metadata-decoder", help="decode __remote_log_metadata records (KIP-405 tiered storage)")] = False,
     from_offset: Annotated[int | None, typer.Option(metavar="N", help="skip batches ending before this offset")] = None,
     to_offset: Annotated[int | None, typer.Option(metavar="N", help="stop after this offset")] = None,
     max_bytes: Annotated[int | None, typer.Option(
@@ -130,8 +132,8 @@ def dump(
     """Decode broker files: segments, indexes, snapshots, checkpoints, RocketMQ files.
 
     The options of kafka-dump-log.sh are accepted too (--files a,b --deep-iteration --print-data-log
-    --transaction-log-decoder --cluster-metadata-decoder --share-group-state-decoder --skip-record-metadata
-    --max-message-size), and
+    --transaction-log-decoder --cluster-metadata-decoder --share-group-state-decoder
+    --remote-log-metadata-decoder --skip-record-metadata --max-message-size), and
     --format dump-log prints its text, line for line, as the Kafka version --kafka-version names prints it
     (3.9, 4.0 or 4.4, the default); what replog finds beyond it goes to stderr.
 
@@ -168,12 +170,14 @@ def dump(
     opts = DumpOptions(deep=deep, print_data=print_data, key_decoder=key_decoder, value_decoder=value_decoder,
                        offsets_decoder=offsets_decoder, txn_decoder=txn_decoder,
                        metadata_decoder=metadata_decoder, share_state_decoder=share_state_decoder,
-                       share_state_release=emulated.share_state or "4.4", from_offset=from_offset, to_offset=to_offset,
+                       share_state_release=emulated.share_state or "4.4",
+                       remote_log_metadata_decoder=remote_log_metadata_decoder, from_offset=from_offset,
+                       to_offset=to_offset,
                        max_bytes=max_bytes, verify_index_only=verify_index_only,
                        index_sanity_check=index_sanity_check)
     shown = print_data or opts.internal
     decoder = ("metadata" if metadata_decoder else "offsets" if offsets_decoder else "txn" if txn_decoder
-               else "share" if share_state_decoder else None)
+               else "share" if share_state_decoder else "remote" if remote_log_metadata_decoder else None)
     raise typer.Exit(run_dump(lambda progress: dump_paths(inputs, opts, progress), fmt, shown,
                               Style(shown, skip_record_metadata, decoder, emulated,
                                     whole_files=max_bytes is None and from_offset is None and to_offset is None)))

@@ -32,7 +32,9 @@ that version's own DumpLogSegments, line for line:
   deleted value as `<DELETE>`; 3.9 and 4.0 print transaction-log records as
   `transaction_metadata::transactionalId=..` and `producerId:..,state=..`;
   `__share_group_state` values (4.0, 4.4 only) are read with the emulated
-  release's schemas, 4.0 labelling the value `{"type":"0",..}`.
+  release's schemas, 4.0 labelling the value `{"type":"0",..}`;
+  `__remote_log_metadata` values print as the Java metadata object's
+  `toString()` (`, txnIdxEmpty=..` from 4.0 on).
   --skip-record-metadata leaves only `| key: ..` and ` payload: ..`.
 - `.index`: `offset: O position: P`; `.timeindex`: `timestamp: T offset: O`;
   `.txnindex`: `version: .. producerId: .. firstOffset: .. lastOffset: ..
@@ -79,15 +81,16 @@ class Emulation:
     leader_change_json: bool  # 4.4 prints a LeaderChange record's JSON; 3.9 and 4.0 its `controlType: NAME(id)`
     offset_commit_v0_value_v0_only: bool  # 4.4 reads a type-0 offset commit key's value at version 0 only
     share_state: str | None  # whose `__share_group_state` value schemas; None: no --share-group-state-decoder
+    txn_idx_empty: bool  # 4.x's remote segment metadata text ends with `, txnIdxEmpty=..` (KIP-405's TxnIndexEmpty)
 
 
 EMULATED = {
     "3.9": Emulation("3.9", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False,
-                     share_state=None),
+                     share_state=None, txn_idx_empty=False),
     "4.0": Emulation("4.0", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False,
-                     share_state="4.0"),
+                     share_state="4.0", txn_idx_empty=True),
     "4.4": Emulation("4.4", scala=False, leader_change_json=True, offset_commit_v0_value_v0_only=True,
-                     share_state="4.4"),
+                     share_state="4.4", txn_idx_empty=True),
 }
 NEWEST = "4.4"
 
@@ -106,7 +109,7 @@ class Style:
 
     print_data: bool = False
     skip_record_metadata: bool = False
-    decoder: str | None = None  # "offsets", "txn", "metadata" or "share": which internal-topic decoder made the values
+    decoder: str | None = None  # "offsets", "txn", "metadata", "share" or "remote": the internal-topic decoder used
     emulated: Emulation = EMULATED[NEWEST]
     whole_files: bool = True  # no --max-bytes (nor replog's offset range): a log's trailing bytes are reported
 
@@ -286,11 +289,93 @@ def _share_parts(e: Entry, style: Style) -> list[tuple[str, str]]:
     return [("key", _coordinator_key(key)), ("payload", _json({label: str(value["version"]), "data": data}))]
 
 
+def _remote_parts(e: Entry, style: Style) -> list[tuple[str, str]]:
+    """A `__remote_log_metadata` record as `RemoteMetadataLogMessageParser` prints it: no key, the payload the
+    `toString()` of the metadata object `RemoteLogMetadataSerde.deserialize` makes (`remote_log_metadata_text`);
+    a value it cannot read: `Error at offset O, skipping. ..` (replog's reason)."""
+    value = e.get("value")
+    if isinstance(value, dict) and "error" in value:
+        return [("payload", f"Error at offset {e['offset']}, skipping. {value['error']}")]
+    if isinstance(value, dict) and "data" in value:
+        refused = _remote_refusal(value)
+        text = remote_log_metadata_text(value, style.emulated) if refused is None else refused
+        return [("payload", text if refused is None else f"Error at offset {e['offset']}, skipping. {refused}")]
+    return [] if value is None else [("payload", java_string(value))]
+
+
+def _remote_refusal(v: Entry) -> str | None:
+    """What the metadata object's constructor refuses, which `RemoteLogMetadataSerde.deserialize` turns into
+    the tool's error: a segment (or its snapshot) without leader epochs (storage/api/src/main/java/org/apache/
+    kafka/server/log/remote/storage/RemoteLogSegmentMetadata.java and storage's
+    RemoteLogSegmentMetadataSnapshot.java)."""
+    if v["apiKey"] in (0, 3) and not v["data"]["segmentLeaderEpochs"]:
+        return "segmentLeaderEpochs can not be null or empty"
+    return None
+
+
+def remote_log_metadata_text(v: Entry, emulated: Emulation) -> str:
+    """The `toString()` of storage-api's RemoteLogSegmentMetadata, RemoteLogSegmentMetadataUpdate,
+    RemotePartitionDeleteMetadata or storage's RemoteLogSegmentMetadataSnapshot
+    (storage/api/src/main/java/org/apache/kafka/server/log/remote/storage/*.java), fields in their order."""
+    from replog.formats.kafka.internal.remote_log_metadata import PARTITION_DELETE_STATES
+    d = v["data"]
+    if v["apiKey"] == 1:
+        return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
+                f"customMetadata={_custom(d)}, state={_segment_state(d)}, "
+                f"eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}")
+    if v["apiKey"] == 2:
+        return (f"RemotePartitionDeleteMetadata{{topicPartition={_topic_id_partition(d['topicIdPartition'])}, "
+                f"state={_enum(PARTITION_DELETE_STATES, d['remotePartitionDeleteState'])}, "
+                f"eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}")
+    txn = f", txnIdxEmpty={_java(d['txnIndexEmpty'])}" if emulated.txn_idx_empty else ""
+    tail = (f"segmentLeaderEpochs={_epochs(d)}, segmentSizeInBytes={d['segmentSizeInBytes']}, "
+            f"customMetadata={_custom(d)}, state={_segment_state(d)}{txn}}}")
+    if v["apiKey"] == 3:
+        return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={d['segmentId']}, startOffset={d['startOffset']}, "
+                f"endOffset={d['endOffset']}, maxTimestampMs={d['maxTimestampMs']}, {tail}")
+    return (f"RemoteLogSegmentMetadata{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
+            f"startOffset={d['startOffset']}, endOffset={d['endOffset']}, brokerId={d['brokerId']}, "
+            f"maxTimestampMs={d['maxTimestampMs']}, eventTimestampMs={d['eventTimestampMs']}, {tail}")
+
+
+def _topic_id_partition(t: Entry) -> str:
+    """clients' `TopicIdPartition.toString()`: `<topic id>:<name>-<partition>`."""
+    return f"{t['id']}:{t['name']}-{t['partition']}"
+
+
+def _segment_id(s: Entry) -> str:
+    return f"RemoteLogSegmentId{{topicIdPartition={_topic_id_partition(s['topicIdPartition'])}, id={s['id']}}}"
+
+
+def _custom(d: Entry) -> str:
+    """`Optional<CustomMetadata>` as Java prints it (CustomMetadata shows its size only)."""
+    raw = d.get("customMetadata")
+    return "Optional.empty" if raw is None else f"Optional[CustomMetadata{{{len(raw) // 2} bytes}}]"
+
+
+def _epochs(d: Entry) -> str:
+    """The leader epochs as the `TreeMap` RemoteLogSegmentMetadata keeps them: by epoch, the last entry of an
+    epoch winning."""
+    by_epoch = {e["leaderEpoch"]: e["offset"] for e in d["segmentLeaderEpochs"]}
+    return "{" + ", ".join(f"{k}={by_epoch[k]}" for k in sorted(by_epoch)) + "}"
+
+
+def _segment_state(d: Entry) -> str:
+    from replog.formats.kafka.internal.remote_log_metadata import SEGMENT_STATES
+    return _enum(SEGMENT_STATES, d["remoteLogSegmentState"])
+
+
+def _enum(names: tuple[str, ...], i: int) -> str:
+    return names[i] if 0 <= i < len(names) else f"UNKNOWN({i})"
+
+
 def _decoded_data(e: Entry, style: Style) -> list[tuple[str, str]]:
     """The ` key: ..`/` payload: ..` parts of a record an internal-topic decoder read."""
     key, value = e.get("key"), e.get("value")
     if style.decoder == "share":
         return _share_parts(e, style)
+    if style.decoder == "remote":
+        return _remote_parts(e, style)
     if style.decoder == "metadata":
         return [(n, _metadata_json(x)) for n, x in (("key", key), ("payload", value)) if x is not None]
     if style.decoder == "txn" and style.emulated.scala:

@@ -5,8 +5,9 @@ Generated files (replog's writers, written into a temp folder laid out as partit
 (0, 1, 2), every codec, headers, null keys and values, bytes that are not UTF-8, transactions and their markers,
 LogAppendTime, a delete horizon, a torn tail, a compacted log, a batch whose CRC does not match, offset and time
 indexes (with the zero tail of a preallocated index and an entry the log contradicts), producer snapshots,
-transaction indexes, `__consumer_offsets`, `__transaction_state` and `__share_group_state` records (the latter
-in 4.0's and 4.4's value layouts, packed by `share_state_records`), a KRaft metadata log and a KRaft
+transaction indexes, `__consumer_offsets`, `__transaction_state`, `__share_group_state` (in 4.0's and 4.4's value
+layouts, packed by `share_state_records`) and `__remote_log_metadata` records (packed by
+`remote_log_metadata_records`), a KRaft metadata log and a KRaft
 snapshot (header, KRaftVersion, voters, records, footer), and files kafka-dump-log ignores (a `.log.deleted`,
 `leader-epoch-checkpoint`, `partition.metadata`). Real broker files from `/work/shared/realdata` are copied in beside
 them when that folder is present (never into the repository).
@@ -24,6 +25,7 @@ from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.internal import consumer_offsets, metadata, transaction_state
 from replog.formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
 from replog.formats.kafka.producer_snapshot import ProducerSnapshotEntry, build_producer_snapshot
+from tests.brokers import remote_log_metadata_records as rlmm
 from tests.brokers import share_state_records as share
 from tests.brokers.jars import VERSIONS
 from tests.realdata import REALDATA
@@ -103,6 +105,7 @@ OPTION_SETS = (
     # rejects it too, tests/toolkit/test_dump_log.py). The value layout changed between 4.0 and 4.4 (KIP-932 was
     # in preview), so each tool is compared on the partition its own broker would have written; on the other
     # layout both print a deserializer error whose text is Java's, not emulated.
+    OptionSet("remote", ("--remote-log-metadata-decoder",), _in_topic("__remote_log_metadata")),
     OptionSet("share", ("--share-group-state-decoder",), _in_partition("__share_group_state-0"), ("4.4.0",)),
     OptionSet("share-4.0", ("--share-group-state-decoder",), _in_partition("__share_group_state-1"), ("4.0.2",)),
     OptionSet("sanity", ("--index-sanity-check",), _index),
@@ -285,6 +288,36 @@ def _share_group_state(release: str) -> Callable[[Path], None]:
     return write
 
 
+def _remote_log_metadata_values() -> list[bytes]:
+    """A segment's life (copy started/finished with custom metadata, delete started/finished), leader epochs out
+    of order, TxnIndexEmpty set and absent, a partition's deletion in every state, snapshots (one without leader
+    epochs, which Kafka's RemoteLogSegmentMetadataSnapshot refuses)."""
+    tp = rlmm.TopicIdPartition("orders", TOPIC_ID, 3)
+    seg_id = "Bd2Kr7cXSQWvCm8eWJ7K3A"
+    started = rlmm.Segment(0, 99, 1, TS + 5, TS + 6, {2: 50, 0: 0}, 4096, None, 0)
+    finished = rlmm.Segment(100, 199, 2, TS + 7, TS + 8, {3: 100, 1: 120}, 8192, b"\x01\x02meta", 1, True)
+    return [
+        rlmm.segment_metadata(tp, seg_id, started),
+        rlmm.segment_metadata(tp, seg_id, finished),
+        rlmm.segment_update(tp, seg_id, 1, TS + 9, b"cm", 1),
+        rlmm.segment_update(tp, seg_id, 1, TS + 10, None, 2),
+        rlmm.segment_update(tp, seg_id, 1, TS + 11, None, 3),
+        *(rlmm.partition_delete(tp, 1, TS + 12 + state, state) for state in range(3)),
+        rlmm.segment_snapshot(seg_id, finished),
+        rlmm.segment_snapshot(seg_id, rlmm.Segment(0, 0, 0, -1, TS, {}, 0, b"", 2, False)),
+    ]
+
+
+def _remote_log_metadata(part: Path) -> None:
+    """A `__remote_log_metadata` segment: values without a key (as the manager's producer writes them), one with
+    a key (the decoder ignores keys), a compressed batch."""
+    values = _remote_log_metadata_values()
+    records = [v2.Record(i, TS + i, b"k" if i == 2 else None, v) for i, v in enumerate(values)]
+    (part / f"{SEGMENT}.log").write_bytes(
+        v2.build_batch(records[:5], base_offset=0, partition_leader_epoch=0)
+        + v2.build_batch(records[5:], base_offset=5, partition_leader_epoch=0, codec=codecs.GZIP))
+
+
 def _metadata_records() -> list[bytes]:
     m = metadata
     broker = {"brokerId": 1, "isMigratingZkBroker": False, "incarnationId": DIR_ID, "brokerEpoch": 5,
@@ -408,7 +441,7 @@ def _odd_files(part: Path) -> None:
 GENERATED = {"odd-0": _odd_files, "torn-0": _torn, "orders-0": _orders, "legacy-0": _legacy,
              "__consumer_offsets-0": _consumer_offsets, "__transaction_state-0": _transaction_state,
              "__cluster_metadata-0": _cluster_metadata, "__share_group_state-0": _share_group_state("4.4"),
-             "__share_group_state-1": _share_group_state("4.0")}
+             "__share_group_state-1": _share_group_state("4.0"), "__remote_log_metadata-0": _remote_log_metadata}
 
 
 def build(root: Path, real: bool = True) -> list[str]:

@@ -263,3 +263,30 @@ def test_a_files_list_longer_than_a_path_is_split(segment: tuple[Path, list[byte
     res = run_piped(["dump", "--files", many, "--format", "dump-log"])
     heads = [line for line in res.stdout.decode().splitlines() if line.startswith("Dumping ")]
     assert res.returncode == 0 and heads == [f"Dumping {seg}"] * (many.count(",") + 1), res.stderr.decode()[-500:]
+
+
+def test_remote_log_metadata_decoder(tmp_path: Path) -> None:
+    """Values framed as `RemoteLogMetadataSerde` frames them (packed by `remote_log_metadata_records`): jsonl
+    carries the decoded fields; dump-log prints the metadata object's text, `txnIdxEmpty` from 4.0 on, and the
+    error Kafka's constructor raises for a segment without leader epochs."""
+    from tests.brokers import remote_log_metadata_records as rlmm
+    tp = rlmm.TopicIdPartition("orders", "q1ReQqTpRxWGx3_gK4yH2A", 3)
+    seg = rlmm.Segment(0, 9, 1, TS, TS, {4: 0, 1: 5}, 10, None, 1, True)
+    part = tmp_path / "__remote_log_metadata-0"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    log.write_bytes(kp_batch(0, [(None, rlmm.segment_metadata(tp, "Bd2Kr7cXSQWvCm8eWJ7K3A", seg), []),
+                                 (None, rlmm.segment_snapshot("Bd2Kr7cXSQWvCm8eWJ7K3A", rlmm.Segment(
+                                     0, 9, 1, TS, TS, {}, 10, None, 1)), [])]))
+    res = run_piped(["dump", str(log), "--remote-log-metadata-decoder", "--format", "jsonl"])
+    first = [e for e in map(json.loads, res.stdout.splitlines()) if e["kind"] == "record"][0]["value"]
+    assert first["type"] == "RemoteLogSegmentMetadataRecord" and first["data"]["txnIndexEmpty"] is True
+    assert first["data"]["remoteLogSegmentId"]["topicIdPartition"]["name"] == "orders"
+    for version, txn in (("3.9", ""), ("4.4", ", txnIdxEmpty=true")):
+        res = run_piped(["dump", str(log), "--remote-log-metadata-decoder", "--format", "dump-log",
+                         "--kafka-version", version])
+        records = [line for line in res.stdout.decode().splitlines() if line.startswith("| offset:")]
+        assert records[0].endswith("segmentLeaderEpochs={1=5, 4=0}, segmentSizeInBytes=10, "
+                                   f"customMetadata=Optional.empty, state=COPY_SEGMENT_FINISHED{txn}}}")
+        assert records[1].endswith("payload: Error at offset 1, skipping. segmentLeaderEpochs can not be null or "
+                                   "empty")
