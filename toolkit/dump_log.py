@@ -82,15 +82,19 @@ class Emulation:
     offset_commit_v0_value_v0_only: bool  # 4.4 reads a type-0 offset commit key's value at version 0 only
     share_state: str | None  # whose `__share_group_state` value schemas; None: no --share-group-state-decoder
     txn_idx_empty: bool  # 4.x's remote segment metadata text ends with `, txnIdxEmpty=..` (KIP-405's TxnIndexEmpty)
+    record_class: str  # the record interface a null value's NullPointerException names (4.4 moved it to `internal`)
 
 
 EMULATED = {
     "3.9": Emulation("3.9", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False,
-                     share_state=None, txn_idx_empty=False),
+                     share_state=None, txn_idx_empty=False,
+                     record_class="org.apache.kafka.common.record.Record"),
     "4.0": Emulation("4.0", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False,
-                     share_state="4.0", txn_idx_empty=True),
+                     share_state="4.0", txn_idx_empty=True,
+                     record_class="org.apache.kafka.common.record.Record"),
     "4.4": Emulation("4.4", scala=False, leader_change_json=True, offset_commit_v0_value_v0_only=True,
-                     share_state="4.4", txn_idx_empty=True),
+                     share_state="4.4", txn_idx_empty=True,
+                     record_class="org.apache.kafka.common.record.internal.Record"),
 }
 NEWEST = "4.4"
 
@@ -291,24 +295,58 @@ def _share_parts(e: Entry, style: Style) -> list[tuple[str, str]]:
 
 def _remote_parts(e: Entry, style: Style) -> list[tuple[str, str]]:
     """A `__remote_log_metadata` record as `RemoteMetadataLogMessageParser` prints it: no key, the payload the
-    `toString()` of the metadata object `RemoteLogMetadataSerde.deserialize` makes (`remote_log_metadata_text`);
-    a value it cannot read: `Error at offset O, skipping. ..` (replog's reason)."""
+    `toString()` of the metadata object `RemoteLogMetadataSerde.deserialize` makes (`remote_log_metadata_text`),
+    or `Error at offset O, skipping. <why>` where Kafka refuses the value (`remote_refusal`; replog's reason where
+    it cannot say Kafka's)."""
     value = e.get("value")
-    if isinstance(value, dict) and "error" in value:
-        return [("payload", f"Error at offset {e['offset']}, skipping. {value['error']}")]
-    if isinstance(value, dict) and "data" in value:
-        refused = _remote_refusal(value)
-        text = remote_log_metadata_text(value, style.emulated) if refused is None else refused
-        return [("payload", text if refused is None else f"Error at offset {e['offset']}, skipping. {refused}")]
-    return [] if value is None else [("payload", java_string(value))]
+    refused = remote_refusal(value, style.emulated)
+    if refused is not None:
+        return [("payload", f"Error at offset {e['offset']}, skipping. {refused}")]
+    assert isinstance(value, dict)  # what remote_refusal lets through: a decoded message
+    return [("payload", remote_log_metadata_text(value, style.emulated))]
 
 
-def _remote_refusal(v: Entry) -> str | None:
-    """What the metadata object's constructor refuses, which `RemoteLogMetadataSerde.deserialize` turns into
-    the tool's error: a segment (or its snapshot) without leader epochs (storage/api/src/main/java/org/apache/
-    kafka/server/log/remote/storage/RemoteLogSegmentMetadata.java and storage's
-    RemoteLogSegmentMetadataSnapshot.java)."""
-    if v["apiKey"] in (0, 3) and not v["data"]["segmentLeaderEpochs"]:
+def remote_refusal(v: Any, emulated: Emulation) -> str | None:
+    """Why Kafka's deserializer or the metadata object's constructor refuses a value, in its words: a null value
+    (the parser's NullPointerException), the frame and garbage checks of server-common's
+    `AbstractApiMessageSerde.read`, an unknown api key (storage's generated `MetadataRecordType.fromId`), and
+    `_object_refusal`. A body replog cannot read: replog's reason."""
+    if v is None:
+        return (f'Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
+                f'"{emulated.record_class}.value()" is null')
+    if not isinstance(v, dict) or "frameVersion" not in v:
+        return str(v["error"]) if isinstance(v, dict) and "error" in v else java_string(v)
+    if v["frameVersion"] == 0:
+        return ("Could not deserialize metadata record with frame version 0. Note that upgrades from the preview "
+                "release of KRaft in 2.8 to newer versions are not supported.")
+    if v["frameVersion"] != 1:
+        return (f"Could not deserialize metadata record due to unknown frame version {v['frameVersion']}"
+                "(only frame version 1 is supported)")
+    if "data" not in v:
+        if v["apiKey"] not in (0, 1, 2, 3):
+            return f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {v['apiKey']}"
+        return f"replog: no schema for version {v['version']} of api key {v['apiKey']}"
+    if v.get("trailingBytes"):
+        return f"Found {len(v['trailingBytes']) // 2} byte(s) of garbage after {v['apiKey']}"
+    return _object_refusal(v)
+
+
+def _object_refusal(v: Entry) -> str | None:
+    """The metadata object's own checks: an unknown state id (the enum lookup's null: a segment's constructor
+    says `state can not be null`, a partition deletion's NullPointerException has no message), a negative start
+    offset (storage-api's `RemoteLogSegmentMetadata` constructor), no leader epochs (that
+    constructor and storage's `RemoteLogSegmentMetadataSnapshot`'s). Checked in that order; where a value fails
+    more than one, Kafka's order is not measured."""
+    from replog.formats.kafka.internal.remote_log_metadata import PARTITION_DELETE_STATES, SEGMENT_STATES
+    d = v["data"]
+    state = d.get("remotePartitionDeleteState", d.get("remoteLogSegmentState"))
+    names = PARTITION_DELETE_STATES if v["apiKey"] == 2 else SEGMENT_STATES
+    if not 0 <= state < len(names):
+        return "null" if v["apiKey"] == 2 else "state can not be null"
+    if v["apiKey"] == 0 and d["startOffset"] < 0:
+        return (f"Unexpected start offset = {d['startOffset']}. StartOffset for a remote segment cannot be "
+                "negative")
+    if v["apiKey"] in (0, 3) and not d["segmentLeaderEpochs"]:
         return "segmentLeaderEpochs can not be null or empty"
     return None
 

@@ -305,14 +305,26 @@ def _remote_log_metadata_values() -> list[bytes]:
         *(rlmm.partition_delete(tp, 1, TS + 12 + state, state) for state in range(3)),
         rlmm.segment_snapshot(seg_id, finished),
         rlmm.segment_snapshot(seg_id, rlmm.Segment(0, 0, 0, -1, TS, {}, 0, b"", 2, False)),
+        *_refused_remote_log_metadata(tp, seg_id),
     ]
+
+
+def _refused_remote_log_metadata(tp: rlmm.TopicIdPartition, seg_id: str) -> list[bytes]:
+    """Values Kafka's serde or metadata objects refuse: frame versions 0 and 2, an unknown api key, bytes after
+    the message, an unknown state, a negative start offset."""
+    update = rlmm.segment_update(tp, seg_id, 1, TS, None, 1)
+    return [b"\x00" + update[1:], b"\x02" + update[1:], rlmm.framed(9, b"\x00"), update + b"xy",
+            rlmm.partition_delete(tp, 1, TS, 7), rlmm.segment_update(tp, seg_id, 1, TS, None, 4),
+            rlmm.segment_metadata(tp, seg_id, rlmm.Segment(-5, 3, 1, TS, TS, {0: 0}, 1, None, 0)),
+            rlmm.segment_metadata(tp, seg_id, rlmm.Segment(0, 3, 1, TS, TS, {0: 0}, 1, None, 9)),
+            rlmm.segment_snapshot(seg_id, rlmm.Segment(0, 3, 1, TS, TS, {0: 0}, 1, None, 9))]
 
 
 def _remote_log_metadata(part: Path) -> None:
     """A `__remote_log_metadata` segment: values without a key (as the manager's producer writes them), one with
-    a key (the decoder ignores keys), a compressed batch."""
+    a key (the decoder ignores keys), a null value, a compressed batch."""
     values = _remote_log_metadata_values()
-    records = [v2.Record(i, TS + i, b"k" if i == 2 else None, v) for i, v in enumerate(values)]
+    records = [v2.Record(i, TS + i, b"k" if i == 2 else None, v) for i, v in enumerate([*values, None])]
     (part / f"{SEGMENT}.log").write_bytes(
         v2.build_batch(records[:5], base_offset=0, partition_leader_epoch=0)
         + v2.build_batch(records[5:], base_offset=5, partition_leader_epoch=0, codec=codecs.GZIP))

@@ -6,11 +6,10 @@ varints frame version (1), api key and version, then the flexible message body. 
 storage/src/main/resources/message/*.json: 0 RemoteLogSegmentMetadataRecord, 1 RemoteLogSegmentMetadataUpdateRecord,
 2 RemotePartitionDeleteMetadataRecord, 3 RemoteLogSegmentMetadataSnapshotRecord. TxnIndexEmpty (tag 0 of 0 and 3)
 came with 4.0; 3.9's schema reads it as an unknown tag, so it is decoded here either way. The key is not used.
-Output: ``{"type": <record name>, "apiKey", "version", "data"}``.
+Output: ``{"type": <record name>, "frameVersion", "apiKey", "version", "data"}``.
 """
 from __future__ import annotations
 
-from replog.formats.errors import FormatError
 from replog.formats.kafka.internal.protocol import (
     BOOL,
     BYTES,
@@ -59,20 +58,23 @@ PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED"
 
 
 def decode_remote_log_metadata(value: bytes | None) -> dict | None:
-    """One `__remote_log_metadata` record's value; None for a null value. Raises FormatError on bytes no frame,
-    api key or schema reads (trailing bytes among them: `BytesApiMessageSerde` reads the whole value)."""
+    """One `__remote_log_metadata` record's value; None for a null value. A frame, api key or version no schema
+    here reads is returned with the body as `raw` hex, bytes after the message as `trailingBytes` (Kafka's serde
+    refuses both; the caller says so). Raises FormatError on a body its schema cannot read."""
     if value is None:
         return None
     r = Reader(value)
     frame = r.uvarint()
+    head: dict = {"frameVersion": frame}
     if frame != FRAME_VERSION:
-        raise r.fail(f"frame version {frame}, not {FRAME_VERSION}")
+        return {**head, "raw": bytes(value[r.pos:]).hex()}
     api_key, version = r.uvarint(), r.uvarint()
     message = MESSAGES.get(api_key)
+    head.update(apiKey=api_key, version=version)
     if message is None or not message.supports(version):
-        raise r.fail(f"no remote log metadata record of api key {api_key} version {version}")
+        return {**head, "raw": bytes(value[r.pos:]).hex()}
     data, end = message.decode(value, version, r.pos)
-    if end != len(value):
-        raise FormatError("KAFKA_RECORDS_UNDECODABLE", f"{len(value) - end} bytes after the {message.name}",
-                          position=end)
-    return {"type": message.name, "apiKey": api_key, "version": version, "data": data}
+    out = {"type": message.name, **head, "data": data}
+    if end < len(value):
+        out["trailingBytes"] = bytes(value[end:]).hex()
+    return out
