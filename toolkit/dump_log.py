@@ -277,12 +277,19 @@ def _share_parts(e: Entry, style: Style) -> list[tuple[str, str]]:
     """A `__share_group_state` record as `ShareGroupStateMessageParser` prints it: the key as the coordinator
     JSON, the value as `{"version":"0","data":..}` (4.4, tools/src/main/java/org/apache/kafka/tools/
     DumpLogSegments.java, CoordinatorRecordMessageParser) or `{"type":"0","data":..}` (the Scala tool's
-    `jsonString` labels key and value alike: core/src/main/scala/kafka/tools/DumpLogSegments.scala at 4.0); a
-    value its schemas cannot read: the key's place holds `Error at offset O, skipping. ..` (replog's reason)."""
+    `jsonString` labels key and value alike: core/src/main/scala/kafka/tools/DumpLogSegments.scala at 4.0). An
+    unknown record type or value version: the errors of `CoordinatorRecordSerde.deserialize`
+    (coordinator-common/src/main/java/org/apache/kafka/coordinator/common/runtime/CoordinatorRecordSerde.java) in
+    the key's place; a value its schemas cannot read: `Error at offset O, skipping. ..` (replog's reason)."""
     from replog.formats.kafka.internal.share_group_state import json_data
     key, value = e.get("key"), e.get("value")
     if isinstance(value, dict) and "error" in value:
         return [("key", f"Error at offset {e['offset']}, skipping. {value['error']}")]
+    if isinstance(key, dict) and key.get("type") == "unknown":
+        return [("key", f"Unknown record type {key['version']} at offset {e['offset']}, skipping.")]
+    if isinstance(key, dict) and isinstance(value, dict) and "raw" in value:
+        unknown = f"Found an unknown record version {value['version']} for {key['version']} type"
+        return [("key", f"Error at offset {e['offset']}, skipping. {unknown}")]
     if value is None:
         return [("key", _coordinator_key(key)), ("payload", "<DELETE>")]
     if not (isinstance(key, dict) and isinstance(value, dict) and "data" in value):

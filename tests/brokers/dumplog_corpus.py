@@ -263,7 +263,8 @@ _SHARE_BATCHES = [share.StateBatch(10, 19, 0, 1), share.StateBatch(20, 20, 2, 3)
 
 def _share_records(release: str) -> list[tuple[bytes, bytes | None]]:
     """Snapshots and updates of two share partitions (a non-ASCII group, the zero topic id), a tagged field
-    set and at its default, no batches, a tombstone; values in `release`'s layout (`share_state_records`)."""
+    set and at its default, no batches, a tombstone, an unknown record type and value version; values in
+    `release`'s layout (`share_state_records`)."""
     snap, upd = (share.snapshot_value_44, share.update_value_44) if release == "4.4" else (
         share.snapshot_value_40, share.update_value_40)
     times = (TS, TS + 1) if release == "4.4" else ()
@@ -275,6 +276,8 @@ def _share_records(release: str) -> list[tuple[bytes, bytes | None]]:
         (share.key(share.UPDATE, "sg1", TOPIC_ID, 0), upd(1, 3, 31, [])),
         (share.key(share.SNAPSHOT, "группа-é", zero, 7), snap(65535, 0, -1, 0, *times, [])),
         (share.key(share.UPDATE, "группа-é", zero, 7), None),
+        (share.key(5, "sg1", TOPIC_ID, 0), b"\x00\x00"),  # a record type neither release knows
+        (share.key(share.SNAPSHOT, "sg1", TOPIC_ID, 0), b"\x00\x07abc"),  # a value version neither knows
     ]
 
 
