@@ -30,6 +30,9 @@ class DumpOptions:
     offsets_decoder: bool = False
     txn_decoder: bool = False
     metadata_decoder: bool = False
+    share_state_decoder: bool = False
+    share_state_release: str = "4.4"  # whose `__share_group_state` value schemas (share_group_state.VALUES)
+    remote_log_metadata_decoder: bool = False
     from_offset: int | None = None
     to_offset: int | None = None
     max_bytes: int | None = None
@@ -44,7 +47,8 @@ class DumpOptions:
     @property
     def internal(self) -> bool:
         """An internal-topic decoder is asked for."""
-        return self.offsets_decoder or self.txn_decoder or self.metadata_decoder
+        return (self.offsets_decoder or self.txn_decoder or self.metadata_decoder or self.share_state_decoder
+                or self.remote_log_metadata_decoder)
 
 
 def finding_entry(f: Finding) -> Entry:
@@ -124,9 +128,9 @@ def record_entry(path: str, batch: RecordBatch, offset: int, timestamp: int, seq
         return entry
     decoded = _decode_internal(key, value, batch.is_control, opts)
     if isinstance(decoded, dict) and decoded.keys() == {"key", "value"}:
-        entry["key"], entry["value"] = decoded["key"], decoded["value"]  # offsets / transaction decoders
+        entry["key"], entry["value"] = decoded["key"], decoded["value"]  # offsets / transaction / share decoders
     elif decoded is not None:
-        entry["value"] = decoded  # a metadata record or KRaft control value
+        entry["value"] = decoded  # a metadata record, KRaft control value or remote log metadata record
     return entry
 
 
@@ -166,6 +170,10 @@ def _decode_internal(key: bytes | None, value: bytes | None, is_control: bool, o
             return internal.decode_consumer_offsets(key, value)
         if opts.txn_decoder and not is_control:
             return internal.decode_transaction_state(key, value)
+        if opts.share_state_decoder and not is_control:
+            return internal.decode_share_group_state(key, value, opts.share_state_release)
+        if opts.remote_log_metadata_decoder and not is_control:
+            return internal.decode_remote_log_metadata(value)
     except FormatError as e:
         return {"error": e.message}
     return None

@@ -105,6 +105,11 @@ def dump(
         "--txn-decoder", "--transaction-log-decoder", help="decode __transaction_state records")] = False,
     metadata_decoder: Annotated[bool, typer.Option(
         "--metadata-decoder", "--cluster-metadata-decoder", help="decode KRaft metadata records")] = False,
+    share_state_decoder: Annotated[bool, typer.Option(
+        "--share-group-state-decoder", help="decode __share_group_state records (KIP-932; value schemas of "
+        "--kafka-version: 4.0 or 4.4)")] = False,
+    remote_log_metadata_decoder: Annotated[bool, typer.Option(
+        "--remote-log-metadata-decoder", help="decode __remote_log_metadata records (KIP-405 tiered storage)")] = False,
     from_offset: Annotated[int | None, typer.Option(metavar="N", help="skip batches ending before this offset")] = None,
     to_offset: Annotated[int | None, typer.Option(metavar="N", help="stop after this offset")] = None,
     max_bytes: Annotated[int | None, typer.Option(
@@ -127,7 +132,8 @@ def dump(
     """Decode broker files: segments, indexes, snapshots, checkpoints, RocketMQ files.
 
     The options of kafka-dump-log.sh are accepted too (--files a,b --deep-iteration --print-data-log
-    --transaction-log-decoder --cluster-metadata-decoder --skip-record-metadata --max-message-size), and
+    --transaction-log-decoder --cluster-metadata-decoder --share-group-state-decoder
+    --remote-log-metadata-decoder --skip-record-metadata --max-message-size), and
     --format dump-log prints its text, line for line, as the Kafka version --kafka-version names prints it
     (3.9, 4.0 or 4.4, the default); what replog finds beyond it goes to stderr.
 
@@ -150,6 +156,9 @@ def dump(
         emulated = emulation(kafka_version)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
+    if share_state_decoder and emulated.share_state is None:
+        raise typer.BadParameter(f"--share-group-state-decoder: the kafka-dump-log of Kafka {emulated.version} "
+                                 "has no such option (it came with 4.0)")
 
     for name, dec in (("--key-decoder", key_decoder), ("--value-decoder", value_decoder)):
         if dec not in DECODERS:
@@ -160,11 +169,15 @@ def dump(
     _confine([str(p) for p in inputs], follow_symlinks)
     opts = DumpOptions(deep=deep, print_data=print_data, key_decoder=key_decoder, value_decoder=value_decoder,
                        offsets_decoder=offsets_decoder, txn_decoder=txn_decoder,
-                       metadata_decoder=metadata_decoder, from_offset=from_offset, to_offset=to_offset,
+                       metadata_decoder=metadata_decoder, share_state_decoder=share_state_decoder,
+                       share_state_release=emulated.share_state or "4.4",
+                       remote_log_metadata_decoder=remote_log_metadata_decoder, from_offset=from_offset,
+                       to_offset=to_offset,
                        max_bytes=max_bytes, verify_index_only=verify_index_only,
                        index_sanity_check=index_sanity_check)
     shown = print_data or opts.internal
-    decoder = "metadata" if metadata_decoder else "offsets" if offsets_decoder else "txn" if txn_decoder else None
+    decoder = ("metadata" if metadata_decoder else "offsets" if offsets_decoder else "txn" if txn_decoder
+               else "share" if share_state_decoder else "remote" if remote_log_metadata_decoder else None)
     raise typer.Exit(run_dump(lambda progress: dump_paths(inputs, opts, progress), fmt, shown,
                               Style(shown, skip_record_metadata, decoder, emulated,
                                     whole_files=max_bytes is None and from_offset is None and to_offset is None)))
@@ -175,10 +188,18 @@ def _dump_inputs(paths: list[Path], files: list[str]) -> list[str | os.PathLike[
     exists as written is taken whole, commas and all)."""
     out: list[str | os.PathLike[str]] = []
     for raw in [*map(str, paths), *files]:
-        out.extend([raw] if Path(raw).exists() else [part for part in raw.split(",") if part])
+        out.extend([raw] if _exists(raw) else [part for part in raw.split(",") if part])
     if not out:
         raise typer.BadParameter("give the files to dump: PATH... or --files a,b")
     return out
+
+
+def _exists(raw: str) -> bool:
+    """Whether `raw` names a file as written; a comma list longer than a path may be (ENAMETOOLONG) is not one."""
+    try:
+        return Path(raw).exists()
+    except OSError:
+        return False
 
 
 BrokerVersionOpt = Annotated[str | None, typer.Option(

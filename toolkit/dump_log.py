@@ -30,7 +30,11 @@ that version's own DumpLogSegments, line for line:
   Kafka's JSON (`{"type":"2","data":..}`, `{"version":"3","data":..}`, metadata
   records as `{"type":"FEATURE_LEVEL_RECORD","version":0,"data":..}`), a
   deleted value as `<DELETE>`; 3.9 and 4.0 print transaction-log records as
-  `transaction_metadata::transactionalId=..` and `producerId:..,state=..`.
+  `transaction_metadata::transactionalId=..` and `producerId:..,state=..`;
+  `__share_group_state` values (4.0, 4.4 only) are read with the emulated
+  release's schemas, 4.0 labelling the value `{"type":"0",..}`;
+  `__remote_log_metadata` values print as the Java metadata object's
+  `toString()` (`, txnIdxEmpty=..` from 4.0 on).
   --skip-record-metadata leaves only `| key: ..` and ` payload: ..`.
 - `.index`: `offset: O position: P`; `.timeindex`: `timestamp: T offset: O`;
   `.txnindex`: `version: .. producerId: .. firstOffset: .. lastOffset: ..
@@ -76,12 +80,21 @@ class Emulation:
     #              --skip-record-metadata's ` payload:` without `|` where a record has no key)
     leader_change_json: bool  # 4.4 prints a LeaderChange record's JSON; 3.9 and 4.0 its `controlType: NAME(id)`
     offset_commit_v0_value_v0_only: bool  # 4.4 reads a type-0 offset commit key's value at version 0 only
+    share_state: str | None  # whose `__share_group_state` value schemas; None: no --share-group-state-decoder
+    txn_idx_empty: bool  # 4.x's remote segment metadata text ends with `, txnIdxEmpty=..` (KIP-405's TxnIndexEmpty)
+    record_class: str  # the record interface a null value's NullPointerException names (4.4 moved it to `internal`)
 
 
 EMULATED = {
-    "3.9": Emulation("3.9", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False),
-    "4.0": Emulation("4.0", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False),
-    "4.4": Emulation("4.4", scala=False, leader_change_json=True, offset_commit_v0_value_v0_only=True),
+    "3.9": Emulation("3.9", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False,
+                     share_state=None, txn_idx_empty=False,
+                     record_class="org.apache.kafka.common.record.Record"),
+    "4.0": Emulation("4.0", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False,
+                     share_state="4.0", txn_idx_empty=True,
+                     record_class="org.apache.kafka.common.record.Record"),
+    "4.4": Emulation("4.4", scala=False, leader_change_json=True, offset_commit_v0_value_v0_only=True,
+                     share_state="4.4", txn_idx_empty=True,
+                     record_class="org.apache.kafka.common.record.internal.Record"),
 }
 NEWEST = "4.4"
 
@@ -100,7 +113,7 @@ class Style:
 
     print_data: bool = False
     skip_record_metadata: bool = False
-    decoder: str | None = None  # "offsets", "txn" or "metadata": which internal-topic decoder made the values
+    decoder: str | None = None  # "offsets", "txn", "metadata", "share" or "remote": the internal-topic decoder used
     emulated: Emulation = EMULATED[NEWEST]
     whole_files: bool = True  # no --max-bytes (nor replog's offset range): a log's trailing bytes are reported
 
@@ -260,9 +273,154 @@ def _scala_txn_value(v: Any) -> str:
             f"txnTimeoutMs={d['transactionTimeoutMs']}")
 
 
+def _share_parts(e: Entry, style: Style) -> list[tuple[str, str]]:
+    """A `__share_group_state` record as `ShareGroupStateMessageParser` prints it: the key as the coordinator
+    JSON, the value as `{"version":"0","data":..}` (4.4, tools/src/main/java/org/apache/kafka/tools/
+    DumpLogSegments.java, CoordinatorRecordMessageParser) or `{"type":"0","data":..}` (the Scala tool's
+    `jsonString` labels key and value alike: core/src/main/scala/kafka/tools/DumpLogSegments.scala at 4.0). An
+    unknown record type or value version: the errors of `CoordinatorRecordSerde.deserialize`
+    (coordinator-common/src/main/java/org/apache/kafka/coordinator/common/runtime/CoordinatorRecordSerde.java) in
+    the key's place; a value its schemas cannot read: `Error at offset O, skipping. ..` (replog's reason)."""
+    from replog.formats.kafka.internal.share_group_state import json_data
+    key, value = e.get("key"), e.get("value")
+    if isinstance(value, dict) and "error" in value:
+        return [("key", f"Error at offset {e['offset']}, skipping. {value['error']}")]
+    if isinstance(key, dict) and key.get("type") == "unknown":
+        return [("key", f"Unknown record type {key['version']} at offset {e['offset']}, skipping.")]
+    if isinstance(key, dict) and isinstance(value, dict) and "raw" in value:
+        unknown = f"Found an unknown record version {value['version']} for {key['version']} type"
+        return [("key", f"Error at offset {e['offset']}, skipping. {unknown}")]
+    if value is None:
+        return [("key", _coordinator_key(key)), ("payload", "<DELETE>")]
+    if not (isinstance(key, dict) and isinstance(value, dict) and "data" in value):
+        return [("key", _coordinator_key(key)), ("payload", java_string(value))]
+    release = style.emulated.share_state or NEWEST
+    label = "type" if style.emulated.scala else "version"
+    data = json_data(key["version"], value["data"], release)
+    return [("key", _coordinator_key(key)), ("payload", _json({label: str(value["version"]), "data": data}))]
+
+
+def _remote_parts(e: Entry, style: Style) -> list[tuple[str, str]]:
+    """A `__remote_log_metadata` record as `RemoteMetadataLogMessageParser` prints it: no key, the payload the
+    `toString()` of the metadata object `RemoteLogMetadataSerde.deserialize` makes (`remote_log_metadata_text`),
+    or `Error at offset O, skipping. <why>` where Kafka refuses the value (`remote_refusal`; replog's reason where
+    it cannot say Kafka's)."""
+    value = e.get("value")
+    refused = remote_refusal(value, style.emulated)
+    if refused is not None:
+        return [("payload", f"Error at offset {e['offset']}, skipping. {refused}")]
+    assert isinstance(value, dict)  # what remote_refusal lets through: a decoded message
+    return [("payload", remote_log_metadata_text(value, style.emulated))]
+
+
+def remote_refusal(v: Any, emulated: Emulation) -> str | None:
+    """Why Kafka's deserializer or the metadata object's constructor refuses a value, in its words: a null value
+    (the parser's NullPointerException), the frame and garbage checks of server-common's
+    `AbstractApiMessageSerde.read`, an unknown api key (storage's generated `MetadataRecordType.fromId`), and
+    `_object_refusal`. A body replog cannot read: replog's reason."""
+    if v is None:
+        return (f'Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
+                f'"{emulated.record_class}.value()" is null')
+    if not isinstance(v, dict) or "frameVersion" not in v:
+        return str(v["error"]) if isinstance(v, dict) and "error" in v else java_string(v)
+    if v["frameVersion"] == 0:
+        return ("Could not deserialize metadata record with frame version 0. Note that upgrades from the preview "
+                "release of KRaft in 2.8 to newer versions are not supported.")
+    if v["frameVersion"] != 1:
+        return (f"Could not deserialize metadata record due to unknown frame version {v['frameVersion']}"
+                "(only frame version 1 is supported)")
+    if "data" not in v:
+        if v["apiKey"] not in (0, 1, 2, 3):
+            return f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {v['apiKey']}"
+        return f"replog: no schema for version {v['version']} of api key {v['apiKey']}"
+    if v.get("trailingBytes"):
+        return f"Found {len(v['trailingBytes']) // 2} byte(s) of garbage after {v['apiKey']}"
+    return _object_refusal(v)
+
+
+def _object_refusal(v: Entry) -> str | None:
+    """The metadata object's own checks: an unknown state id (the enum lookup's null: a segment's constructor
+    says `state can not be null`, a partition deletion's NullPointerException has no message), a negative start
+    offset (storage-api's `RemoteLogSegmentMetadata` constructor), no leader epochs (that
+    constructor and storage's `RemoteLogSegmentMetadataSnapshot`'s). Checked in that order; where a value fails
+    more than one, Kafka's order is not measured."""
+    from replog.formats.kafka.internal.remote_log_metadata import PARTITION_DELETE_STATES, SEGMENT_STATES
+    d = v["data"]
+    state = d.get("remotePartitionDeleteState", d.get("remoteLogSegmentState"))
+    names = PARTITION_DELETE_STATES if v["apiKey"] == 2 else SEGMENT_STATES
+    if not 0 <= state < len(names):
+        return "null" if v["apiKey"] == 2 else "state can not be null"
+    if v["apiKey"] == 0 and d["startOffset"] < 0:
+        return (f"Unexpected start offset = {d['startOffset']}. StartOffset for a remote segment cannot be "
+                "negative")
+    if v["apiKey"] in (0, 3) and not d["segmentLeaderEpochs"]:
+        return "segmentLeaderEpochs can not be null or empty"
+    return None
+
+
+def remote_log_metadata_text(v: Entry, emulated: Emulation) -> str:
+    """The `toString()` of storage-api's RemoteLogSegmentMetadata, RemoteLogSegmentMetadataUpdate,
+    RemotePartitionDeleteMetadata or storage's RemoteLogSegmentMetadataSnapshot
+    (storage/api/src/main/java/org/apache/kafka/server/log/remote/storage/*.java), fields in their order."""
+    from replog.formats.kafka.internal.remote_log_metadata import PARTITION_DELETE_STATES
+    d = v["data"]
+    if v["apiKey"] == 1:
+        return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
+                f"customMetadata={_custom(d)}, state={_segment_state(d)}, "
+                f"eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}")
+    if v["apiKey"] == 2:
+        return (f"RemotePartitionDeleteMetadata{{topicPartition={_topic_id_partition(d['topicIdPartition'])}, "
+                f"state={_enum(PARTITION_DELETE_STATES, d['remotePartitionDeleteState'])}, "
+                f"eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}")
+    txn = f", txnIdxEmpty={_java(d['txnIndexEmpty'])}" if emulated.txn_idx_empty else ""
+    tail = (f"segmentLeaderEpochs={_epochs(d)}, segmentSizeInBytes={d['segmentSizeInBytes']}, "
+            f"customMetadata={_custom(d)}, state={_segment_state(d)}{txn}}}")
+    if v["apiKey"] == 3:
+        return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={d['segmentId']}, startOffset={d['startOffset']}, "
+                f"endOffset={d['endOffset']}, maxTimestampMs={d['maxTimestampMs']}, {tail}")
+    return (f"RemoteLogSegmentMetadata{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
+            f"startOffset={d['startOffset']}, endOffset={d['endOffset']}, brokerId={d['brokerId']}, "
+            f"maxTimestampMs={d['maxTimestampMs']}, eventTimestampMs={d['eventTimestampMs']}, {tail}")
+
+
+def _topic_id_partition(t: Entry) -> str:
+    """clients' `TopicIdPartition.toString()`: `<topic id>:<name>-<partition>`."""
+    return f"{t['id']}:{t['name']}-{t['partition']}"
+
+
+def _segment_id(s: Entry) -> str:
+    return f"RemoteLogSegmentId{{topicIdPartition={_topic_id_partition(s['topicIdPartition'])}, id={s['id']}}}"
+
+
+def _custom(d: Entry) -> str:
+    """`Optional<CustomMetadata>` as Java prints it (CustomMetadata shows its size only)."""
+    raw = d.get("customMetadata")
+    return "Optional.empty" if raw is None else f"Optional[CustomMetadata{{{len(raw) // 2} bytes}}]"
+
+
+def _epochs(d: Entry) -> str:
+    """The leader epochs as the `TreeMap` RemoteLogSegmentMetadata keeps them: by epoch, the last entry of an
+    epoch winning."""
+    by_epoch = {e["leaderEpoch"]: e["offset"] for e in d["segmentLeaderEpochs"]}
+    return "{" + ", ".join(f"{k}={by_epoch[k]}" for k in sorted(by_epoch)) + "}"
+
+
+def _segment_state(d: Entry) -> str:
+    from replog.formats.kafka.internal.remote_log_metadata import SEGMENT_STATES
+    return _enum(SEGMENT_STATES, d["remoteLogSegmentState"])
+
+
+def _enum(names: tuple[str, ...], i: int) -> str:
+    return names[i] if 0 <= i < len(names) else f"UNKNOWN({i})"
+
+
 def _decoded_data(e: Entry, style: Style) -> list[tuple[str, str]]:
     """The ` key: ..`/` payload: ..` parts of a record an internal-topic decoder read."""
     key, value = e.get("key"), e.get("value")
+    if style.decoder == "share":
+        return _share_parts(e, style)
+    if style.decoder == "remote":
+        return _remote_parts(e, style)
     if style.decoder == "metadata":
         return [(n, _metadata_json(x)) for n, x in (("key", key), ("payload", value)) if x is not None]
     if style.decoder == "txn" and style.emulated.scala:

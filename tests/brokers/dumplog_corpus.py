@@ -5,7 +5,9 @@ Generated files (replog's writers, written into a temp folder laid out as partit
 (0, 1, 2), every codec, headers, null keys and values, bytes that are not UTF-8, transactions and their markers,
 LogAppendTime, a delete horizon, a torn tail, a compacted log, a batch whose CRC does not match, offset and time
 indexes (with the zero tail of a preallocated index and an entry the log contradicts), producer snapshots,
-transaction indexes, `__consumer_offsets` and `__transaction_state` records, a KRaft metadata log and a KRaft
+transaction indexes, `__consumer_offsets`, `__transaction_state`, `__share_group_state` (in 4.0's and 4.4's value
+layouts, packed by `share_state_records`) and `__remote_log_metadata` records (packed by
+`remote_log_metadata_records`), a KRaft metadata log and a KRaft
 snapshot (header, KRaftVersion, voters, records, footer), and files kafka-dump-log ignores (a `.log.deleted`,
 `leader-epoch-checkpoint`, `partition.metadata`). Real broker files from `/work/shared/realdata` are copied in beside
 them when that folder is present (never into the repository).
@@ -23,6 +25,9 @@ from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.internal import consumer_offsets, metadata, transaction_state
 from replog.formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
 from replog.formats.kafka.producer_snapshot import ProducerSnapshotEntry, build_producer_snapshot
+from tests.brokers import remote_log_metadata_records as rlmm
+from tests.brokers import share_state_records as share
+from tests.brokers.jars import VERSIONS
 from tests.realdata import REALDATA
 
 TS = 1_700_000_000_000
@@ -58,11 +63,13 @@ REAL_FILES = (
 
 @dataclass(frozen=True)
 class OptionSet:
-    """kafka-dump-log options and which of the corpus's files they are given with."""
+    """kafka-dump-log options, which of the corpus's files they are given with, and the Kafka versions whose
+    tool they are compared on."""
 
     name: str
     options: tuple[str, ...]
     applies: Callable[[str], bool]
+    versions: tuple[str, ...] = VERSIONS
 
 
 def _segment(name: str) -> bool:
@@ -75,6 +82,10 @@ def _index(name: str) -> bool:
 
 def _in_topic(*topics: str) -> Callable[[str], bool]:
     return lambda name: _segment(name) and any(f"/{t}-" in f"/{name}" for t in topics)
+
+
+def _in_partition(folder: str) -> Callable[[str], bool]:
+    return lambda name: _segment(name) and f"/{folder}/" in f"/{name}"
 
 
 def _metadata(name: str) -> bool:
@@ -90,6 +101,13 @@ OPTION_SETS = (
     OptionSet("metadata", ("--cluster-metadata-decoder",), _metadata),
     OptionSet("offsets", ("--offsets-decoder",), _in_topic("__consumer_offsets")),
     OptionSet("txn", ("--transaction-log-decoder",), _in_topic("__transaction_state")),
+    # --share-group-state-decoder came with 4.0 (3.9.1's joptsimple rejects it before dumping anything: replog
+    # rejects it too, tests/toolkit/test_dump_log.py). The value layout changed between 4.0 and 4.4 (KIP-932 was
+    # in preview), so each tool is compared on the partition its own broker would have written; on the other
+    # layout both print a deserializer error whose text is Java's, not emulated.
+    OptionSet("remote", ("--remote-log-metadata-decoder",), _in_topic("__remote_log_metadata")),
+    OptionSet("share", ("--share-group-state-decoder",), _in_partition("__share_group_state-0"), ("4.4.0",)),
+    OptionSet("share-4.0", ("--share-group-state-decoder",), _in_partition("__share_group_state-1"), ("4.0.2",)),
     OptionSet("sanity", ("--index-sanity-check",), _index),
     OptionSet("verify", ("--verify-index-only",), _index),
 )
@@ -240,6 +258,81 @@ def _transaction_state(part: Path) -> None:
     (part / f"{SEGMENT}.log").write_bytes(batch)
 
 
+_SHARE_BATCHES = [share.StateBatch(10, 19, 0, 1), share.StateBatch(20, 20, 2, 3), share.StateBatch(21, 30, 4, 5)]
+
+
+def _share_records(release: str) -> list[tuple[bytes, bytes | None]]:
+    """Snapshots and updates of two share partitions (a non-ASCII group, the zero topic id), a tagged field
+    set and at its default, no batches, a tombstone, an unknown record type and value version; values in
+    `release`'s layout (`share_state_records`)."""
+    snap, upd = (share.snapshot_value_44, share.update_value_44) if release == "4.4" else (
+        share.snapshot_value_40, share.update_value_40)
+    times = (TS, TS + 1) if release == "4.4" else ()
+    tagged = {"delivery_complete_count": 7} if release == "4.4" else {}
+    zero = "AAAAAAAAAAAAAAAAAAAAAA"
+    return [
+        (share.key(share.SNAPSHOT, "sg1", TOPIC_ID, 0), snap(1, 2, 3, 10, *times, _SHARE_BATCHES)),
+        (share.key(share.UPDATE, "sg1", TOPIC_ID, 0), upd(1, 3, -1, _SHARE_BATCHES[:1], **tagged)),
+        (share.key(share.UPDATE, "sg1", TOPIC_ID, 0), upd(1, 3, 31, [])),
+        (share.key(share.SNAPSHOT, "группа-é", zero, 7), snap(65535, 0, -1, 0, *times, [])),
+        (share.key(share.UPDATE, "группа-é", zero, 7), None),
+        (share.key(5, "sg1", TOPIC_ID, 0), b"\x00\x00"),  # a record type neither release knows
+        (share.key(share.SNAPSHOT, "sg1", TOPIC_ID, 0), b"\x00\x07abc"),  # a value version neither knows
+    ]
+
+
+def _share_group_state(release: str) -> Callable[[Path], None]:
+    """A `__share_group_state` segment: a plain batch and a compressed one."""
+    def write(part: Path) -> None:
+        records = [v2.Record(i, TS + i, k, v) for i, (k, v) in enumerate(_share_records(release))]
+        batches = (v2.build_batch(records[:3], base_offset=0, partition_leader_epoch=0)
+                   + v2.build_batch(records[3:], base_offset=3, partition_leader_epoch=0, codec=codecs.ZSTD))
+        (part / f"{SEGMENT}.log").write_bytes(batches)
+    return write
+
+
+def _remote_log_metadata_values() -> list[bytes]:
+    """A segment's life (copy started/finished with custom metadata, delete started/finished), leader epochs out
+    of order, TxnIndexEmpty set and absent, a partition's deletion in every state, snapshots (one without leader
+    epochs, which Kafka's RemoteLogSegmentMetadataSnapshot refuses)."""
+    tp = rlmm.TopicIdPartition("orders", TOPIC_ID, 3)
+    seg_id = "Bd2Kr7cXSQWvCm8eWJ7K3A"
+    started = rlmm.Segment(0, 99, 1, TS + 5, TS + 6, {2: 50, 0: 0}, 4096, None, 0)
+    finished = rlmm.Segment(100, 199, 2, TS + 7, TS + 8, {3: 100, 1: 120}, 8192, b"\x01\x02meta", 1, True)
+    return [
+        rlmm.segment_metadata(tp, seg_id, started),
+        rlmm.segment_metadata(tp, seg_id, finished),
+        rlmm.segment_update(tp, seg_id, 1, TS + 9, b"cm", 1),
+        rlmm.segment_update(tp, seg_id, 1, TS + 10, None, 2),
+        rlmm.segment_update(tp, seg_id, 1, TS + 11, None, 3),
+        *(rlmm.partition_delete(tp, 1, TS + 12 + state, state) for state in range(3)),
+        rlmm.segment_snapshot(seg_id, finished),
+        rlmm.segment_snapshot(seg_id, rlmm.Segment(0, 0, 0, -1, TS, {}, 0, b"", 2, False)),
+        *_refused_remote_log_metadata(tp, seg_id),
+    ]
+
+
+def _refused_remote_log_metadata(tp: rlmm.TopicIdPartition, seg_id: str) -> list[bytes]:
+    """Values Kafka's serde or metadata objects refuse: frame versions 0 and 2, an unknown api key, bytes after
+    the message, an unknown state, a negative start offset."""
+    update = rlmm.segment_update(tp, seg_id, 1, TS, None, 1)
+    return [b"\x00" + update[1:], b"\x02" + update[1:], rlmm.framed(9, b"\x00"), update + b"xy",
+            rlmm.partition_delete(tp, 1, TS, 7), rlmm.segment_update(tp, seg_id, 1, TS, None, 4),
+            rlmm.segment_metadata(tp, seg_id, rlmm.Segment(-5, 3, 1, TS, TS, {0: 0}, 1, None, 0)),
+            rlmm.segment_metadata(tp, seg_id, rlmm.Segment(0, 3, 1, TS, TS, {0: 0}, 1, None, 9)),
+            rlmm.segment_snapshot(seg_id, rlmm.Segment(0, 3, 1, TS, TS, {0: 0}, 1, None, 9))]
+
+
+def _remote_log_metadata(part: Path) -> None:
+    """A `__remote_log_metadata` segment: values without a key (as the manager's producer writes them), one with
+    a key (the decoder ignores keys), a null value, a compressed batch."""
+    values = _remote_log_metadata_values()
+    records = [v2.Record(i, TS + i, b"k" if i == 2 else None, v) for i, v in enumerate([*values, None])]
+    (part / f"{SEGMENT}.log").write_bytes(
+        v2.build_batch(records[:5], base_offset=0, partition_leader_epoch=0)
+        + v2.build_batch(records[5:], base_offset=5, partition_leader_epoch=0, codec=codecs.GZIP))
+
+
 def _metadata_records() -> list[bytes]:
     m = metadata
     broker = {"brokerId": 1, "isMigratingZkBroker": False, "incarnationId": DIR_ID, "brokerEpoch": 5,
@@ -362,7 +455,8 @@ def _odd_files(part: Path) -> None:
 
 GENERATED = {"odd-0": _odd_files, "torn-0": _torn, "orders-0": _orders, "legacy-0": _legacy,
              "__consumer_offsets-0": _consumer_offsets, "__transaction_state-0": _transaction_state,
-             "__cluster_metadata-0": _cluster_metadata}
+             "__cluster_metadata-0": _cluster_metadata, "__share_group_state-0": _share_group_state("4.4"),
+             "__share_group_state-1": _share_group_state("4.0"), "__remote_log_metadata-0": _remote_log_metadata}
 
 
 def build(root: Path, real: bool = True) -> list[str]:

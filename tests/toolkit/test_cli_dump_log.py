@@ -211,3 +211,82 @@ def test_a_real_bootstrap_snapshot_prints_like_kafka_dump_log() -> None:
     assert lines[:2] == [f"Dumping {snap}", "KRaft bootstrap snapshot"]
     assert any(' SnapshotHeader {"version":0,"lastContainedLogTimestamp":' in line for line in lines)
     assert lines[-1].endswith(' SnapshotFooter {"version":0}')
+
+
+def _share_segment(tmp_path: Path) -> Path:
+    """A `__share_group_state` segment of a 4.4 snapshot and update (packed by `share_state_records`)."""
+    from tests.brokers import share_state_records as share
+    batches = [share.StateBatch(5, 9, 2, 1)]
+    part = tmp_path / "__share_group_state-3"
+    part.mkdir()
+    seg = part / "00000000000000000000.log"
+    seg.write_bytes(kp_batch(0, [
+        (share.key(share.SNAPSHOT, "sg", "q1ReQqTpRxWGx3_gK4yH2A", 2), share.snapshot_value_44(4, 1, 0, 5, TS, TS,
+                                                                                                batches), []),
+        (share.key(share.UPDATE, "sg", "q1ReQqTpRxWGx3_gK4yH2A", 2), share.update_value_44(4, 0, -1, [], 9), [])]))
+    return seg
+
+
+def test_share_group_state_decoder_reads_the_emulated_releases_schemas(tmp_path: Path) -> None:
+    """4.4's value layout reads with 4.4's schemas; 4.0's schemas (uint16 SnapshotEpoch, no timestamps) cannot
+    read it, and the record says so where kafka-dump-log 4.0 prints its error."""
+    seg = _share_segment(tmp_path)
+    res = run_piped(["dump", str(seg), "--share-group-state-decoder", "--format", "jsonl"])
+    records = [e for e in map(json.loads, res.stdout.splitlines()) if e["kind"] == "record"]
+    assert [r["key"]["data"]["partition"] for r in records] == [2, 2]
+    assert records[0]["value"]["data"]["writeTimestamp"] == TS
+    assert records[0]["value"]["data"]["stateBatches"] == [
+        {"firstOffset": 5, "lastOffset": 9, "deliveryState": 2, "deliveryCount": 1}]
+    assert records[1]["value"]["data"]["deliveryCompleteCount"] == 9
+    res = run_piped(["dump", str(seg), "--share-group-state-decoder", "--format", "dump-log",
+                     "--kafka-version", "4.0"])
+    lines = [line for line in res.stdout.decode().splitlines() if line.startswith("| offset:")]
+    assert len(lines) == 2 and all(" key: Error at offset " in line for line in lines), lines
+
+
+def test_share_group_state_decoder_is_not_an_option_of_3_9(tmp_path: Path) -> None:
+    """Kafka 3.9.1's kafka-dump-log rejects --share-group-state-decoder before dumping anything (joptsimple's
+    UnrecognizedOptionException); replog emulating 3.9 refuses it too."""
+    seg = _share_segment(tmp_path)
+    res = run_piped(["dump", str(seg), "--share-group-state-decoder", "--format", "dump-log",
+                     "--kafka-version", "3.9"])
+    assert res.returncode == 2 and res.stdout == b""
+    assert "has no such option" in " ".join(res.stderr.decode().replace("│", " ").split())
+
+
+def test_a_files_list_longer_than_a_path_is_split(segment: tuple[Path, list[bytes]]) -> None:
+    """--files with more than PATH_MAX (4096) bytes of comma-separated paths: each file is dumped (checking
+    whether the whole list names one file must not fail with ENAMETOOLONG)."""
+    seg, _ = segment
+    many = ",".join([str(seg)] * (4200 // len(str(seg)) + 2))
+    assert len(many) > 4200
+    res = run_piped(["dump", "--files", many, "--format", "dump-log"])
+    heads = [line for line in res.stdout.decode().splitlines() if line.startswith("Dumping ")]
+    assert res.returncode == 0 and heads == [f"Dumping {seg}"] * (many.count(",") + 1), res.stderr.decode()[-500:]
+
+
+def test_remote_log_metadata_decoder(tmp_path: Path) -> None:
+    """Values framed as `RemoteLogMetadataSerde` frames them (packed by `remote_log_metadata_records`): jsonl
+    carries the decoded fields; dump-log prints the metadata object's text, `txnIdxEmpty` from 4.0 on, and the
+    error Kafka's constructor raises for a segment without leader epochs."""
+    from tests.brokers import remote_log_metadata_records as rlmm
+    tp = rlmm.TopicIdPartition("orders", "q1ReQqTpRxWGx3_gK4yH2A", 3)
+    seg = rlmm.Segment(0, 9, 1, TS, TS, {4: 0, 1: 5}, 10, None, 1, True)
+    part = tmp_path / "__remote_log_metadata-0"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    log.write_bytes(kp_batch(0, [(None, rlmm.segment_metadata(tp, "Bd2Kr7cXSQWvCm8eWJ7K3A", seg), []),
+                                 (None, rlmm.segment_snapshot("Bd2Kr7cXSQWvCm8eWJ7K3A", rlmm.Segment(
+                                     0, 9, 1, TS, TS, {}, 10, None, 1)), [])]))
+    res = run_piped(["dump", str(log), "--remote-log-metadata-decoder", "--format", "jsonl"])
+    first = [e for e in map(json.loads, res.stdout.splitlines()) if e["kind"] == "record"][0]["value"]
+    assert first["type"] == "RemoteLogSegmentMetadataRecord" and first["data"]["txnIndexEmpty"] is True
+    assert first["data"]["remoteLogSegmentId"]["topicIdPartition"]["name"] == "orders"
+    for version, txn in (("3.9", ""), ("4.4", ", txnIdxEmpty=true")):
+        res = run_piped(["dump", str(log), "--remote-log-metadata-decoder", "--format", "dump-log",
+                         "--kafka-version", version])
+        records = [line for line in res.stdout.decode().splitlines() if line.startswith("| offset:")]
+        assert records[0].endswith("segmentLeaderEpochs={1=5, 4=0}, segmentSizeInBytes=10, "
+                                   f"customMetadata=Optional.empty, state=COPY_SEGMENT_FINISHED{txn}}}")
+        assert records[1].endswith("payload: Error at offset 1, skipping. segmentLeaderEpochs can not be null or "
+                                   "empty")
