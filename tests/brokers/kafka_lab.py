@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -203,15 +202,6 @@ class ClusterSpec:
         in apache/kafka core/src/main/scala/kafka/server/ReplicaFetcherThread.scala, branch 3.9)."""
         old = self.ibp is not None and (self.ibp.startswith("0.10") or self.ibp in ("0.11.0-IV0", "0.11.0-IV1"))
         return "hw" if old else "epoch"
-
-    @property
-    def label(self) -> str:
-        parts = [self.version, self.mode]
-        if self.ibp:
-            parts.append(f"ibp-{self.ibp}")
-        if self.elr is not None:
-            parts.append("elr-on" if self.elr else "elr-off")
-        return "-".join(parts)
 
 
 class Cluster:
@@ -548,7 +538,3 @@ def running_cluster(spec: ClusterSpec, root: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.close()
-
-
-def java_available() -> bool:
-    return shutil.which("java") is not None
