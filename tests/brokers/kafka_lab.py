@@ -10,6 +10,7 @@ seconds; the settings are the recipe's (`real-brokers.md` §2.2-§2.5).
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -66,12 +67,36 @@ BASE_BROKER = {
 }
 
 
+_TAKEN: set[int] = set()
+
+
 def free_port() -> int:
-    """A loopback port nothing listens on now (SO_REUSEADDR, as the brokers bind: TIME_WAIT ports are free)."""
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port below the kernel's ephemeral range that nothing listens on now and this process has not
+    handed out yet. A port from the ephemeral range (what binding port 0 returns) can be given to a client's
+    outgoing connection between this check and the broker's bind ("Address already in use"). The bind test sets
+    SO_REUSEADDR, as the brokers do: ports held only by TIME_WAIT connections are free."""
+    low = _ephemeral_low()
+    rnd = random.Random()
+    for _ in range(1000):
+        port = rnd.randrange(10000, low)
+        if port in _TAKEN:
+            continue
+        with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _TAKEN.add(port)
+        return port
+    raise AssertionError("no free loopback port below the ephemeral range")
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def cluster_id() -> str:
