@@ -37,7 +37,7 @@ def walk_commitlog(source: str | os.PathLike[str] | Iterable[str | os.PathLike[s
     """
     files = commitlog_files(source)
     sizes = {p: _size_of(p) for _, p in files}
-    if file_size is None:
+    if file_size is None or file_size <= 0:   # an empty file says nothing of the size its broker mapped
         file_size = infer_file_size(sizes.values()) or DEFAULT_FILE_SIZE
     while files and sizes[files[-1][1]] == 0 and len(files) > 1:
         files.pop()  # an empty last file is deleted by the broker at load

@@ -46,6 +46,7 @@ HOSTILE = {
     "snapshot_billion_entries": ("kafka_producer_snapshot", struct.pack(">hIi", 1, 0, 10**9)),
     "txnindex_partial_entry": ("kafka_txn_index", bytes(33)),
     "commitlog_size_2_31_minus_1": ("rocketmq_commitlog", struct.pack(">ii", 2**31 - 1, -626843481) + bytes(200)),
+    "commitlog_empty_file": ("rocketmq_commitlog", b""),
     "config_deep_nesting": ("rocketmq_config", b"[" * 100_000),
     "quorum_state_deep_nesting": ("kafka_quorum_state", b"{\"a\":" * 50_000),
     "internal_huge_array_count": ("kafka_internal", b"\x00\x00\x02\x00\x01" + struct.pack(">hi", 1, 2**31 - 1)),
