@@ -182,6 +182,14 @@ def _txn_index(ev: Evidence, txn_path: Path | None, log: Path, base: int, aborte
     return checks_indexes.txn_index_findings(ev, txn_path, log_path=log, base_offset=base, expected_aborts=aborted)
 
 
+# `CheckpointFileWithFailureHandler.read` (storage/.../checkpoint/CheckpointFileWithFailureHandler.java) turns the
+# IOException of `CheckpointFile`'s "Malformed line" into `LogDirFailureChannel.maybeAddOfflineLogDir`; with its
+# last log dir offline `LogManager` halts the broker ("Shutdown broker because all log dirs ... have failed").
+# Seen on 3.9.1 and 4.4.0 in the broker lab (tests/brokers/test_kafka_recover.py).
+LOG_DIR_FAILS = ("the broker fails the whole log dir holding it at load and shuts down if that was its last one; "
+                 "`replog recover` rebuilds the checkpoint from the batches")
+
+
 def _epoch_checkpoint(ev: Evidence, pdir: Path, out: list[Finding]) -> tuple[list[EpochEntry] | None, list[int], bool]:
     """(entries or None when absent, line positions, parsed ok)."""
     path = pdir / names.LEADER_EPOCH_CHECKPOINT
@@ -191,7 +199,7 @@ def _epoch_checkpoint(ev: Evidence, pdir: Path, out: list[Finding]) -> tuple[lis
         data = ev.read_small(path)
         entries = checkpoint.parse_leader_epoch_checkpoint(data)
     except FormatError as e:
-        out.append(from_error(e, str(path)))
+        out.append(finding(e.code, str(path), position=e.position, message=f"{e.message}; {LOG_DIR_FAILS}"))
         return None, [], False
     except UnreadableInput as e:
         out.append(from_unreadable(e, str(path)))

@@ -244,8 +244,30 @@ def missing_index(partition: Path) -> None:
         index.unlink()
 
 
+def corrupt_index(partition: Path) -> None:
+    """The first segment's offset index overwritten with 0xFF (a torn index page): entries that point nowhere."""
+    index = sorted(partition.glob("*.index"))[0]
+    with index.open("r+b") as f:
+        f.write(b"\xff" * min(64, index.stat().st_size))
+
+
+def corrupt_epoch_checkpoint(partition: Path) -> None:
+    """The leader-epoch checkpoint's entries replaced by a line that is no entry (a torn rewrite)."""
+    (partition / "leader-epoch-checkpoint").write_text("0\n1\nnot an entry\n")
+
+
+def corrupt_snapshot(partition: Path) -> None:
+    """One byte of the newest producer snapshot inverted: its CRC no longer checks."""
+    snapshot = sorted(partition.glob("*.snapshot"))[-1]
+    with snapshot.open("r+b") as f:
+        f.seek(snapshot.stat().st_size - 3)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
 DAMAGES: dict[str, Damage] = {"torn-tail": torn_tail, "flipped-byte": flipped_byte, "zeroed": zeroed_region,
-                              "no-index": missing_index}
+                              "no-index": missing_index, "bad-index": corrupt_index, "bad-snapshot": corrupt_snapshot}
 
 
 @dataclass
@@ -256,22 +278,32 @@ class RecoveryOutcome:
     topics: list[str]
 
 
-def startup_recovery(cluster: Cluster, work: Path, damages: dict[str, Damage] = DAMAGES) -> RecoveryOutcome:
-    """One single-replica topic per damage on broker 2, written in batches of several records and crashed
-    (SIGKILL: no clean-shutdown marker, so the broker recovers every segment above its recovery point); each
-    partition is damaged, then the broker starts on it, recovers, leads the partition again and stops cleanly."""
-    topics = [f"r-{name}" for name in damages]
+def crashed_partitions(cluster: Cluster, topics: list[str]) -> None:
+    """Each topic a single replica on broker 2, written by an idempotent producer in batches of several records
+    over several segments, then broker 2 crashed (SIGKILL: no `.kafka_cleanshutdown`, so at its next start the
+    broker recovers every segment above its recovery point) and the cluster stopped."""
     for topic in topics:
         cluster.create_topic(topic, [2], wait_isr=False)
-        producer = cluster.producer(acks=1, linger_ms=5, batch_size=2048)
+        producer = cluster.producer(acks="all", enable_idempotence=True, linger_ms=5, batch_size=16384,
+                                    max_in_flight_requests_per_connection=5, retries=5)
         try:
-            futures = [producer.send(topic, value=f"{topic}-{i:05d}".encode() * 3, partition=0) for i in range(600)]
+            # ~2.4 MB: three segments of the broker's smallest size (1 MiB in 4.x), so rolled segments have
+            # producer snapshots and full indexes
+            futures = [producer.send(topic, value=f"{topic}-{i:05d}".encode() * 60, partition=0)
+                       for i in range(2400)]
             for future in futures:
                 future.get(timeout=30)
         finally:
             producer.close(timeout=10)
     cluster.kill(2)
     cluster.stop_all()
+
+
+def startup_recovery(cluster: Cluster, work: Path, damages: dict[str, Damage] = DAMAGES) -> RecoveryOutcome:
+    """One crashed partition per damage (`crashed_partitions`), each damaged; the broker starts on them, recovers,
+    leads every partition again and stops cleanly."""
+    topics = [f"r-{name}" for name in damages]
+    crashed_partitions(cluster, topics)
     for topic, damage in zip(topics, damages.values(), strict=True):
         damage(cluster.brokers[2].log_dir / f"{topic}-0")
     damaged = work / "damaged"
@@ -284,6 +316,33 @@ def startup_recovery(cluster: Cluster, work: Path, damages: dict[str, Damage] = 
     final = work / "final-b2"
     subprocess.run(["cp", "-a", "--sparse=always", str(cluster.brokers[2].log_dir), str(final)], check=True)
     return RecoveryOutcome(damaged, final, cluster.brokers[2].output()[mark:], topics)
+
+
+def failed_log_dir(cluster: Cluster, work: Path) -> tuple[Path, str]:
+    """A crashed partition whose leader-epoch checkpoint is malformed: the broker fails the whole log dir at load
+    (`CheckpointFile` throws 'Malformed line', `LogDirFailureChannel` takes the dir offline) and, its only log dir
+    gone, shuts down. Returns a copy of the damaged log dir and what the broker logged."""
+    topic = "r-bad-epoch-checkpoint"
+    crashed_partitions(cluster, [topic])
+    corrupt_epoch_checkpoint(cluster.brokers[2].log_dir / f"{topic}-0")
+    damaged = work / "damaged"
+    subprocess.run(["cp", "-a", "--sparse=always", str(cluster.brokers[2].log_dir), str(damaged)], check=True)
+    cluster.start(brokers=())
+    b2 = cluster.brokers[2]
+    b2.start()
+    b2.wait_for_line(r"Shutdown broker because all log dirs in .* have failed")
+    assert b2.proc is not None
+    b2.proc.wait(timeout=120)
+    return damaged, b2.output_since_start()
+
+
+def start_on(cluster: Cluster, recovered: Path, topic: str) -> list[tuple[int, bytes]]:
+    """Broker 2 started on `recovered` in place of its partition: it must start, lead and serve every record."""
+    shutil.rmtree(cluster.brokers[2].log_dir / f"{topic}-0")
+    subprocess.run(["cp", "-a", str(recovered), str(cluster.brokers[2].log_dir / f"{topic}-0")], check=True)
+    cluster.restart(2)
+    wait_leader(cluster, 2, topic=topic)
+    return cluster.consume(topic)
 
 
 # ----- producer state after committed transactions
