@@ -241,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="MiB past which a measured command is killed (default 4096)")
     parser.add_argument("--spark", action="store_true", help="also the Spark fleet-scan goal (local[2])")
     parser.add_argument("--brokers", action="store_true",
-                        help="also replog dump vs the real kafka-dump-log (the broker lab's jars; Java and Maven)")
+                        help="also the real peers of the broker lab (Java and Maven): replog dump vs kafka-dump-log, "
+                             "replog recover vs a Kafka broker's startup recovery")
     args = parser.parse_args(argv)
     size = args.size if args.size is not None else (0.25 if args.quick else 32)
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 5)
@@ -259,13 +260,32 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="replog-bench-dump-") as scratch:
             report["kafka_dump_log"] = brokers.measure(Path(scratch), int((1 if args.quick else 209) * MiB),
                                                        1 if args.quick else 3, int((1 if args.quick else 32) * MiB))
+        from bench import broker_recover
+        with tempfile.TemporaryDirectory(prefix="replog-bench-recover-") as scratch:
+            report["broker_recovery"] = broker_recover.measure(Path(scratch), int((8 if args.quick else 1024) * MiB),
+                                                               1 if args.quick else 3)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
         render_table(report)
         if "kafka_dump_log" in report:
             render_dump_peer(report["kafka_dump_log"])
+        if "broker_recovery" in report:
+            render_recover_peer(report["broker_recovery"])
     return 0
+
+
+def render_recover_peer(found: dict[str, Any]) -> None:
+    """replog recover vs the broker's own startup recovery of the same damaged partition (broker s / replog s)."""
+    from rich.console import Console
+    from rich.table import Table
+    table = Table(title=f"replog recover vs {found['peer']}, best of {found['repeat']}")
+    for col in ("MiB", "log end kept", "broker s", "its loader ms", "replog s", "ratio", "goal", "met"):
+        table.add_column(col, justify="right")
+    table.add_row(f"{found['bytes'] / MiB:.0f}", str(found["log_end_offset"]), f"{found['broker_seconds']}",
+                  str(found["broker_loader_ms"]), f"{found['replog_seconds']}", f"{found['ratio']:.2f}",
+                  found["goal"], _met(found["met"]))
+    Console().print(table)
 
 
 def render_dump_peer(found: dict[str, Any]) -> None:

@@ -1,12 +1,13 @@
-"""`make bench`'s real peer: replog dump and the real kafka-dump-log run on the same segments as whole processes
-(a smoke run on small segments: both finish, both print every batch; no timing is asserted)."""
+"""`make bench`'s real peers: replog dump and the real kafka-dump-log run on the same segments as whole processes,
+and replog recover against a real broker's startup recovery of the same damaged partition (smoke runs on small
+inputs: both sides finish and did the same work; no timing is asserted)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from bench import brokers
+from bench import broker_recover, brokers
 
 pytestmark = [pytest.mark.brokers, pytest.mark.bench]
 
@@ -21,3 +22,11 @@ def test_dump_peer_runs_both_tools_on_every_case(tmp_path: Path) -> None:
     ours = (tmp_path / "replog.out").read_text().splitlines()
     assert sum(line.startswith("| offset:") for line in peer) > 0, "kafka-dump-log printed no record of the last case"
     assert len(ours) > 0, "replog printed nothing for the last case"
+
+
+def test_recover_peer_times_the_broker_and_replog_on_the_same_recovery(tmp_path: Path) -> None:
+    found = broker_recover.measure(tmp_path, 4 << 20, repeat=1)
+    assert found["broker_seconds"] > 0, "the broker's startup recovery was not timed"
+    assert found["replog_seconds"] > 0, "replog recover was not timed"
+    assert found["log_end_offset"] > 0, "the broker kept nothing: the torn partition tests nothing"
+    assert found["bytes"] >= 4 << 20, "the damaged partition is smaller than asked"
