@@ -106,7 +106,8 @@ CODES: dict[str, Code] = {
     "KAFKA_QUORUM_STATE_INVALID": Code(E, "KRaft quorum-state malformed"),
     "KAFKA_CLEAN_SHUTDOWN_INVALID": Code(W, ".kafka_cleanshutdown is neither empty nor "
                                             "{\"version\":0,\"brokerEpoch\":N} (its presence still counts)"),
-    "KAFKA_ORPHAN_TEMP_FILE": Code(W, "a .swap, .cleaned or .deleted file left by the cleaner, a split or deletion"),
+    "KAFKA_ORPHAN_TEMP_FILE": Code(W, "a .swap, .cleaned or .deleted file left by the cleaner, a split or "
+                                      "deletion (a .swap warns, the others are notes)"),
     "KAFKA_BAD_PARTITION_DIR": Code(W, "a directory whose name is not topic-partition"),
     "KAFKA_BROKER_RUNNING": Code(W, "a running broker holds this log dir's .lock: "
                                     "active segments and checkpoints may change during the scan"),

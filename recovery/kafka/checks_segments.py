@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import EntryType, file_size
-from replog.formats.findings import Finding, finding
+from replog.formats.findings import Finding, Severity, finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
 from replog.formats.kafka.partition_files import KNOWN_PARTITION_FILES, PartitionFiles, list_partition_files
@@ -32,6 +32,18 @@ _TRANSIENT_MEANING = {
     "cleaned": "incomplete cleaner/split output; the broker deletes it at startup",
     "swap": "a cleaned or split segment not yet swapped in; the broker completes the swap at startup",
 }
+# A `.deleted` file is a segment the cleaner or retention replaced, erased `file.delete.delay.ms` (60 s) later by a
+# scheduled task that a clean stop does not wait for: a healthy broker leaves them (seen in the broker lab after a
+# clean stop, tests/brokers/test_lab_corpus.py), and `LogLoader.removeTempFilesAndCollectSwapFiles` deletes them at
+# the next start; so a note, not a warning. Only a `.swap` changes what the broker will hold.
+_TRANSIENT_SEVERITY = {"deleted": Severity.INFO, "cleaned": Severity.INFO, "swap": Severity.WARNING}
+
+
+def transient_finding(path: Path, seg: names.SegmentFileName) -> Finding:
+    """The finding for a `.deleted`, `.cleaned` or `.swap` file left in a partition dir."""
+    kind = seg.transient or ""
+    return finding("KAFKA_ORPHAN_TEMP_FILE", str(path), message=f".{kind} file: {_TRANSIENT_MEANING[kind]}",
+                   severity=_TRANSIENT_SEVERITY[kind], base_offset=seg.base_offset, transient=seg.transient)
 
 
 @dataclass
@@ -73,10 +85,7 @@ def inventory(pdir: Path) -> Inventory:
     """The partition dir's entries and their findings (raises `UnreadableInput` when it cannot be listed)."""
     files = list_partition_files(pdir)
     by_entry = entry_findings(files)
-    by_entry += [finding("KAFKA_ORPHAN_TEMP_FILE", str(p),
-                         message=f".{seg.transient} file: {_TRANSIENT_MEANING[seg.transient or '']}",
-                         base_offset=seg.base_offset, transient=seg.transient)
-                 for p, seg in files.transient]
+    by_entry += [transient_finding(p, seg) for p, seg in files.transient]
     by_entry += [finding("KAFKA_SEGMENT_BAD_NAME", str(p)) for p in files.bad_segment_names]
     by_entry += [finding("KAFKA_CHECKPOINT_TMP_LEFTOVER", str(p), message=f"{p.name}: interrupted atomic write; "
                          "the file without .tmp is authoritative") for p in files.tmp_files]

@@ -20,7 +20,7 @@ from replog.formats.kafka import checkpoint, meta_properties, names
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.segment import SegmentWalk
-from replog.recovery.kafka.checks_segments import entry_findings
+from replog.recovery.kafka.checks_segments import entry_findings, transient_finding
 from replog.recovery.progress import Tally
 
 if TYPE_CHECKING:
@@ -272,8 +272,7 @@ def summarize_partition(path: str | os.PathLike[str], checkpoints: BrokerCheckpo
     files = list_partition_files(p)
     for path, seg in files.transient:
         part.transient_files.append(path.name)
-        part.findings.append(finding("KAFKA_ORPHAN_TEMP_FILE", str(path),
-                                     message=f"{seg.transient} file left in the partition"))
+        part.findings.append(transient_finding(path, seg))
     part.findings += [f for f in entry_findings(files) if f.severity.value != "info"]
     for base, path in files.logs.items():
         given = (summaries or {}).get(base)

@@ -10,7 +10,9 @@ layouts, packed by `share_state_records`) and `__remote_log_metadata` records (p
 `remote_log_metadata_records`), a KRaft metadata log and a KRaft
 snapshot (header, KRaftVersion, voters, records, footer), and files kafka-dump-log ignores (a `.log.deleted`,
 `leader-epoch-checkpoint`, `partition.metadata`). Real broker files from `/work/shared/realdata` are copied in beside
-them when that folder is present (never into the repository).
+them when that folder is present (never into the repository), and so are the files of the lab's own real corpus
+(`lab_corpus`: every codec in magic 1 and 2, idempotent and transactional producers, a cleaned compacted topic, a
+metadata log with real elections), written by real clusters into the cache on first use.
 """
 from __future__ import annotations
 
@@ -25,9 +27,10 @@ from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.internal import consumer_offsets, metadata, transaction_state
 from replog.formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
 from replog.formats.kafka.producer_snapshot import ProducerSnapshotEntry, build_producer_snapshot
+from tests.brokers import lab_corpus
 from tests.brokers import remote_log_metadata_records as rlmm
 from tests.brokers import share_state_records as share
-from tests.brokers.jars import VERSIONS
+from tests.brokers.jars import VERSIONS, tools_problem
 from tests.realdata import REALDATA
 
 TS = 1_700_000_000_000
@@ -459,15 +462,36 @@ GENERATED = {"odd-0": _odd_files, "torn-0": _torn, "orders-0": _orders, "legacy-
              "__share_group_state-1": _share_group_state("4.0"), "__remote_log_metadata-0": _remote_log_metadata}
 
 
-def build(root: Path, real: bool = True) -> list[str]:
-    """Write the corpus under `root`; the dumpable files, relative to it, generated ones first."""
+def build(root: Path, real: bool = True, lab: bool = True) -> list[str]:
+    """Write the corpus under `root`; the dumpable files, relative to it, generated ones first, then the real
+    broker files of `/work/shared/realdata` and of the lab's own corpus (`lab_corpus`, written by a real cluster
+    on first use when Java and Maven are there)."""
     for name, write in GENERATED.items():
         (root / "gen" / name).mkdir(parents=True)
         write(root / "gen" / name)
     files = sorted(p.relative_to(root).as_posix() for p in (root / "gen").rglob("*") if p.is_file())
     if real and REALDATA.is_dir():
         files += _copy_real(root / "real")
+    if lab and tools_problem() is None:
+        for label in lab_corpus.LABELS:
+            files += _copy_lab(lab_corpus.ensure(label), root / "lab" / label, f"lab/{label}")
     return files
+
+
+LAB_SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint")
+
+
+def _copy_lab(src: Path, dest: Path, prefix: str) -> list[str]:
+    """The dumpable files of every partition of a lab corpus (the metadata log and its snapshots included)."""
+    out = []
+    for pdir in lab_corpus.partition_dirs(src):
+        for f in sorted(pdir.iterdir()):
+            if f.is_file() and f.name.endswith(LAB_SUFFIXES) and f.name != "leader-epoch-checkpoint":
+                rel = f.relative_to(src)
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, dest / rel)
+                out.append(f"{prefix}/{rel.as_posix()}")
+    return out
 
 
 def _copy_real(dest: Path) -> list[str]:
