@@ -80,17 +80,20 @@ def hw_stops_under_min_isr(cluster: Cluster, work: Path) -> Outcome:
 def elr_member_elected(cluster: Cluster, work: Path) -> Outcome:
     """ELR on (4.x): the leader dies and an ELR member is elected cleanly.
 
-    After `leader_alone_under_min_isr` (min.insync.replicas 2: b3 and b4 go from the ISR into the ELR), b2 crashes
-    (SIGKILL) and is fenced: ISR empty, ELR [2, 3, 4], no leader (b3 and b4 are frozen and fenced too). The copy
-    is taken then. Premise: b3 and b4 keep running (they resume, are unfenced, and the controller elects b3 from the
-    ELR); b2 restarts from its own disk, without a clean-shutdown marker, and truncates its acks=1 tail."""
+    After `leader_alone_under_min_isr` (min.insync.replicas 2): the controller fences the frozen b3 and b4 one at a
+    time, so b3 leaves an ISR that still meets min ISR ([2, 4]) and b4 goes from the ISR into the ELR. b2 crashes
+    (SIGKILL) and is fenced: ISR empty, ELR [2, 4] (as the controller's log says; the copy holds the record), no
+    leader. The copy is taken then. Premise: b3 and b4 keep running (they resume, are unfenced, and the controller
+    elects from the ELR); b2 restarts from its own disk, without a clean-shutdown marker, and truncates its acks=1
+    tail."""
     leader_alone_under_min_isr(cluster, min_isr=2)
     cluster.kill(2)
     fenced(cluster, 2)
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)
     cluster.resume(3, 4)
-    wait_leader(cluster, 3)
+    wait_until(lambda: cluster.partition(TOPIC).get("leader", -1) in (3, 4), 90,
+               f"no ELR member became leader (now {cluster.partition(TOPIC)})")
     cluster.restart(2)
     settled(cluster)
     outcome = converge_and_stop(cluster, work, marks)
