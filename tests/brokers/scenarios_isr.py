@@ -71,8 +71,13 @@ def hw_stops_under_min_isr(cluster: Cluster, work: Path) -> Outcome:
     cluster.resume(3)
     settled(cluster, [2, 3])
     high_watermark = cluster.log_end(TOPIC)   # ListOffsets latest, read_uncommitted: the leader's high watermark
-    outcome = converge_and_stop(cluster, work, marks, isr=[2, 3])
-    outcome.copy, outcome.partition_state, outcome.running = copy, state, ["b2", "b3"]
+    # no consumer read at the end (converge_and_stop's): kafka-python's metadata refresh fails on 4.x while the
+    # dead b4 is still registered; the batches are read from the files with kafka-dump-log instead
+    current = cluster.partition(TOPIC)
+    cluster.stop_all()
+    outputs = {f"b{n}": node.output()[marks.get(f"b{n}", 0):] for n, node in cluster.brokers.items()}
+    outcome = Outcome(copy, cluster.copy(work / "final"), int(current["leader"]), int(current["leader_epoch"]),
+                      outputs, partition_state=state, running=["b2", "b3"])
     outcome.brokers, outcome.high_watermark = (2, 3), high_watermark
     return outcome
 
