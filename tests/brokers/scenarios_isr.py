@@ -9,6 +9,7 @@ running after the copy and which restart from their own disks (the copy's state)
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from tests.brokers.broker_view import checkpoint
@@ -26,6 +27,7 @@ from tests.brokers.scenarios import (
 )
 
 ACKED, UNCOMMITTED = 10, 5   # records written with acks=all first, then with acks=1 to the leader alone
+SESSION_TIMEOUT = 6.0        # the lab controller's broker.session.timeout.ms, in seconds
 
 
 def fenced(cluster: Cluster, broker: int) -> None:
@@ -129,5 +131,31 @@ def unclean_shutdown_leaves_elr(cluster: Cluster, work: Path) -> Outcome:
     wait_leader(cluster, 4)
     settled(cluster)
     outcome = converge_and_stop(cluster, work, marks)
+    outcome.copy, outcome.partition_state = copy, state
+    return outcome
+
+
+def last_known_leader(cluster: Cluster, work: Path) -> Outcome:
+    """ELR on (4.x): every replica crashes; as they register again after their unclean shutdowns the ELR empties, and
+    the controller elects the last known leader (`lastKnownElr`), uncleanly.
+
+    After `leader_alone_under_min_isr` (min.insync.replicas 2; ELR [4], see `elr_member_elected`), the frozen b3 and
+    b4 crash (the lab resumes a frozen broker for an instant before SIGKILL: a heartbeat may unfence it, so their
+    sessions are left to time out again), then b2 crashes and is fenced: ISR empty, ELR [2, 4], last known leader 2,
+    no leader. The copy is taken with every broker down. Premise: all three restart from their own disks; none has a
+    clean-shutdown marker."""
+    leader_alone_under_min_isr(cluster, min_isr=2)
+    cluster.kill(3, 4)
+    time.sleep(SESSION_TIMEOUT + 3)
+    cluster.kill(2)
+    fenced(cluster, 2)
+    copy, state = copy_frozen(cluster, work)
+    marks = output_marks(cluster)
+    marks["c1"] = len(cluster.control.output())
+    cluster.restart(2, 3, 4)
+    wait_leader(cluster, 2)
+    settled(cluster)
+    outcome = converge_and_stop(cluster, work, marks)
+    outcome.outputs["c1"] = cluster.control.output()[marks["c1"]:]
     outcome.copy, outcome.partition_state = copy, state
     return outcome

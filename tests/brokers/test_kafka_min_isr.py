@@ -16,6 +16,7 @@ from tests.brokers.scenarios_isr import (
     ACKED,
     elr_member_elected,
     hw_stops_under_min_isr,
+    last_known_leader,
     unclean_shutdown_leaves_elr,
 )
 from tests.brokers.test_kafka_replay import VERSIONS, cases, compare, run_scenario
@@ -62,3 +63,14 @@ def test_an_elr_member_that_shut_down_uncleanly_is_not_elected(spec: Any, tmp_pa
     registers (no .kafka_cleanshutdown), and b4 is elected; b2, first in the assignment, would have been."""
     predicted = compare(spec, run_scenario(spec, tmp_path, unclean_shutdown_leaves_elr), tmp_path)
     assert "unclean shutdown" in predicted["leader_election"]["explanation"], "the explanation names the rule"
+
+
+@pytest.mark.parametrize("spec", cases(without=NOT_ELR_ON))
+def test_the_last_known_leader_is_elected_once_the_elr_empties(spec: Any, tmp_path: Path) -> None:
+    """Every replica crashed (ELR [2, 4], last known leader 2): all restart without clean-shutdown markers, leave the
+    ELR as they register, and the controller elects b2 as the last known leader, an unclean election (its log line)."""
+    outcome = run_scenario(spec, tmp_path, last_known_leader)
+    predicted = compare(spec, outcome, tmp_path, loses=False)
+    assert "partition 0 to 2 using an unclean election" in outcome.outputs["c1"], "the controller's unclean election"
+    assert predicted["leader_election"]["unclean"] is True, "replay: an unclean election"
+    assert "lastKnownElr" in predicted["leader_election"]["explanation"], "replay: by the last known leader"
