@@ -199,7 +199,7 @@ class _History(MetadataApplier):
             past = self.histories.get(topic_id)
             if past and (past[-1].elr or past[-1].last_known_elr) and topic_id not in self.removed:
                 cleared = merge_change(past[-1], {"eligibleLeaderReplicas": [], "lastKnownElr": []}, offset)
-                past.append(replace(cleared, record="ClearElrRecord" if record != "snapshot" else record))
+                past.append(replace(cleared, record=record))
 
 
 def metadata_log_dir(path: str | os.PathLike[str]) -> Path:

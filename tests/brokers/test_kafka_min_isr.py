@@ -48,9 +48,12 @@ def test_the_high_watermark_stops_under_min_isr(spec: Any, tmp_path: Path) -> No
 
 @pytest.mark.parametrize("spec", cases(without=NOT_ELR_ON))
 def test_an_elr_member_is_elected_after_the_leader_dies(spec: Any, tmp_path: Path) -> None:
-    """ISR empty, ELR [2, 3, 4] once the leader b2 crashed; b2 restarts without a clean-shutdown marker, so it
-    leaves the ELR and b3 is elected cleanly; b2 truncates its acks=1 tail, which was never committed."""
-    predicted = compare(spec, run_scenario(spec, tmp_path, elr_member_elected), tmp_path)
+    """ISR empty, ELR [2, 4] once the leader b2 crashed (b3 left an ISR still at min ISR); b3 and b4 resume, b2
+    restarts without a clean-shutdown marker and leaves the ELR, and b4 is elected cleanly; b2 truncates its acks=1
+    tail, which was never committed."""
+    outcome = run_scenario(spec, tmp_path, elr_member_elected)
+    predicted = compare(spec, outcome, tmp_path)
+    assert predicted["leader_epoch"] == outcome.leader_epoch, "leader epoch"
     assert predicted["leader_election"]["unclean"] is False, "a clean election from the ELR"
     assert profile_value(predicted, "eligible.leader.replicas") == ("true", "metadata"), "ELR read from the log"
     b2 = next(r for r in predicted["replicas"] if r["name"] == "b2")
@@ -60,8 +63,10 @@ def test_an_elr_member_is_elected_after_the_leader_dies(spec: Any, tmp_path: Pat
 @pytest.mark.parametrize("spec", cases("4.4.0-elr-on", without=NOT_ELR_ON))
 def test_an_elr_member_that_shut_down_uncleanly_is_not_elected(spec: Any, tmp_path: Path) -> None:
     """ELR [2, 4], every broker down, b2 crashed and b4 stopped cleanly: all restart, b2 leaves the ELR as it
-    registers (no .kafka_cleanshutdown), and b4 is elected; b2, first in the assignment, would have been."""
-    predicted = compare(spec, run_scenario(spec, tmp_path, unclean_shutdown_leaves_elr), tmp_path)
+    registers (no .kafka_cleanshutdown), and b4 is elected; b2, first in the assignment, would have been otherwise."""
+    outcome = run_scenario(spec, tmp_path, unclean_shutdown_leaves_elr)
+    predicted = compare(spec, outcome, tmp_path)
+    assert predicted["leader_epoch"] == outcome.leader_epoch, "leader epoch"
     assert "unclean shutdown" in predicted["leader_election"]["explanation"], "the explanation names the rule"
 
 
@@ -71,6 +76,7 @@ def test_the_last_known_leader_is_elected_once_the_elr_empties(spec: Any, tmp_pa
     ELR as they register, and the controller elects b2 as the last known leader, an unclean election (its log line)."""
     outcome = run_scenario(spec, tmp_path, last_known_leader)
     predicted = compare(spec, outcome, tmp_path, loses=False)
+    assert predicted["leader_epoch"] == outcome.leader_epoch, "leader epoch"
     assert "partition 0 to 2 using an unclean election" in outcome.outputs["c1"], "the controller's unclean election"
     assert predicted["leader_election"]["unclean"] is True, "replay: an unclean election"
     assert "lastKnownElr" in predicted["leader_election"]["explanation"], "replay: by the last known leader"

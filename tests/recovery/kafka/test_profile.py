@@ -95,3 +95,5 @@ def test_cli_states_the_profile(tmp_path: Path) -> None:
     stated_only = json.loads(run_replog("replay", *specs, "--min-insync-replicas", "3", "--elr",
                                         "--format", "json").stdout)
     assert stated_only["profile"]["settings"]["min.insync.replicas"]["source"] == "option", "stated by option"
+    table = run_replog("replay", *specs, "--metadata", str(tmp_path / "d1"), "--format", "table").stdout
+    assert "profile: read min.insync.replicas=2" in table, table
