@@ -213,9 +213,12 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
 def effective_min_isr(replicas: Sequence[Replica], controller: ControllerRecord | None,
                       profile: ClusterProfile) -> int:
     """min.insync.replicas capped at the replication factor (`Partition.effectiveMinIsr`: "min(replication
-    factor, min ISR)"): the assignment in the controller's record, else the replicas given."""
-    factor = len(controller.current.replicas) if controller is not None and controller.current.replicas else 0
-    return min(profile.min_insync_replicas(replicas[0].topic), factor or len(replicas))
+    factor, min ISR)"), the assignment's size in the controller's record. ZooKeeper's partition state and a
+    replay without a record hold no assignment: the value read or stated stands (replicas not given count as
+    out of the ISR, as in `advance_leader_hw`)."""
+    value = profile.min_insync_replicas(replicas[0].topic)
+    factor = len(controller.current.replicas) if controller is not None else 0
+    return min(value, factor) if factor else value
 
 
 def returning(replicas: Sequence[Replica], running: Sequence[str], profile: ClusterProfile) -> Returning:

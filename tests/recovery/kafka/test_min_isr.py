@@ -34,6 +34,20 @@ def test_the_high_watermark_holds_below_min_isr() -> None:
     assert run(2)[:2] == (15, 15), "at min ISR the high watermark advances"
 
 
+def test_min_isr_is_capped_at_the_assignment_only(tmp_path: Path) -> None:
+    """Two of three replicas given. min ISR 3 stated, no record: the ISR of 2 holds the high watermark at 10.
+    The record's assignment [1, 2, 3] keeps 3; an assignment of [1, 2] caps it at 2 (Partition.effectiveMinIsr)."""
+    reps = logs(tmp_path)
+    specs = [str(reps[1]), str(reps[2])]
+    held = replay_paths(specs, assumed={"min.insync.replicas": "3"}).to_dict()
+    assert [r["high_watermark_after"] for r in held["replicas"]] == [10, 10], "held: no assignment to cap it"
+    created = [md.topic_record("t", TID), md.partition_record(TID, 0, [1, 2], [1, 2], leader=1, leader_epoch=0),
+               md.config(2, "t", "min.insync.replicas", "3")]
+    meta = md.write_metadata_log(tmp_path / "m", created)
+    capped = replay_paths(specs, metadata=str(meta)).to_dict()
+    assert [r["high_watermark_after"] for r in capped["replicas"]] == [15, 15], "capped at the replication factor"
+
+
 def logs(tmp_path: Path, *, marker: set[int] = frozenset()) -> dict[int, Path]:  # type: ignore[assignment]
     """t-0 on brokers 1-3: broker 1 took 10..14 alone in epoch 0 (HW 10), brokers 2 and 3 hold 0..9; `marker`: the
     brokers whose log dir holds `.kafka_cleanshutdown`."""
