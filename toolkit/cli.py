@@ -307,6 +307,14 @@ RunningOpt = Annotated[list[str] | None, typer.Option(
     "--running", metavar="NAME",
     help="Kafka: a replica whose broker kept running (not restarted); repeatable. Its fetcher restarts, and "
     "truncates, only if its leader epoch changed. Default: every replica restarts from its copy on disk")]
+MinIsrOpt = Annotated[int | None, typer.Option(
+    "--min-insync-replicas", metavar="N", min=1,
+    help="Kafka: the topic's min.insync.replicas where the metadata log does not say (else Kafka's default 1): "
+    "the leader's high watermark stops while the ISR is smaller (3.7+)")]
+ElrOpt = Annotated[bool | None, typer.Option(
+    "--elr/--no-elr",
+    help="Kafka: eligible leader replicas on or off where no metadata log says (default off): with ELR, a broker "
+    "restarting without .kafka_cleanshutdown leaves the ISR and ELR")]
 OffsetsOpt = Annotated[list[Path] | None, typer.Option(
     "--offsets", metavar="LOGDIR", exists=True, file_okay=False,
     help="a broker log dir holding __consumer_offsets (and __transaction_state); repeatable. The replicas' "
@@ -329,6 +337,8 @@ def replay(
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
     offsets: OffsetsOpt = None,
     running: RunningOpt = None,
+    min_insync_replicas: MinIsrOpt = None,
+    elr: ElrOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -350,8 +360,8 @@ def replay(
     from replog.toolkit.commands import ReplayOptions, run_replay
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html, export_lost)
-    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt,
-                                ReplayOptions(metadata, partition_state, broker_version, running or []), offsets))
+    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr)
+    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt, given, offsets))
 
 
 @app.command(cls=ReplogCommand)
@@ -375,6 +385,8 @@ def repair(
     ] = None,
     offsets: OffsetsOpt = None,
     running: RunningOpt = None,
+    min_insync_replicas: MinIsrOpt = None,
+    elr: ElrOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -391,7 +403,7 @@ def repair(
     """
     from replog.toolkit.commands import ReplayOptions, run_repair, run_repair_in_place
 
-    given = ReplayOptions(metadata, partition_state, broker_version, running or [])
+    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr)
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, out, backup, html)
     if in_place:
         if backup is None or out is not None or html is not None:
@@ -418,6 +430,8 @@ def impact(
     partition_state: PartitionStateOpt = None,
     broker_version: BrokerVersionOpt = None,
     running: RunningOpt = None,
+    min_insync_replicas: MinIsrOpt = None,
+    elr: ElrOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -439,8 +453,8 @@ def impact(
     from replog.toolkit.commands import ReplayOptions, run_impact
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html)
-    raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt,
-                                ReplayOptions(metadata, partition_state, broker_version, running or [])))
+    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr)
+    raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt, given))
 
 
 @samples_app.command("generate", cls=ReplogCommand)

@@ -131,18 +131,23 @@ class ReplayOptions:
     partition_state: Any = None
     broker_version: str | None = None
     running: Sequence[str] = ()
+    min_insync_replicas: int | None = None
+    elr: bool | None = None
 
     def for_kafka(self) -> dict[str, Any]:
+        from replog.recovery.kafka.profile import stated
+
         if self.broker_version is not None:
             raise typer.BadParameter("--broker-version is for RocketMQ stores; these are Kafka replicas")
         return {"metadata": None if self.metadata is None else str(self.metadata),
                 "partition_state": None if self.partition_state is None else str(self.partition_state),
-                "running": list(self.running)}
+                "running": list(self.running), "assumed": stated(self.min_insync_replicas, self.elr)}
 
     def for_rocketmq(self) -> str | None:
-        if self.metadata is not None or self.partition_state is not None or self.running:
-            raise typer.BadParameter("--metadata, --partition-state and --running are for Kafka replicas; these "
-                                     "are RocketMQ stores")
+        if (self.metadata is not None or self.partition_state is not None or self.running
+                or self.min_insync_replicas is not None or self.elr is not None):
+            raise typer.BadParameter("--metadata, --partition-state, --running, --min-insync-replicas and --elr are "
+                                     "for Kafka replicas; these are RocketMQ stores")
         return self.broker_version
 
 

@@ -76,6 +76,8 @@ def print_replay(result: ReplayResult, console: Console) -> None:
                 console.print(f"[yellow]{escape(r.replica.name)}: {escape(f.message)}[/]")
     console.print(f"[dim]{result.leader.explanation}[/]")
     print_premise(d["premise"], console)
+    if d.get("profile"):
+        console.print(f"[dim]{escape(profile_line(d['profile']))}[/]")
     console.print(REPLICA_COLUMNS.table(d["replicas"]))
     for e in result.transcript.events:
         if e["kind"] == "cross_check" and not e["agree"]:
@@ -90,6 +92,16 @@ def print_replay(result: ReplayResult, console: Console) -> None:
     for e in result.transcript.events:
         rest = " ".join(f"{k}={v}" for k, v in e.items() if k not in ("step", "kind", "replica"))
         console.print(f"[dim]{e['step']:>3}[/] [cyan]{e['kind']:<14}[/] {e['replica']:<12} {rest}", highlight=False)
+
+
+def profile_line(profile: dict[str, Any]) -> str:
+    """The settings the rules used, read ones first: `profile: read min.insync.replicas=2, ...; assumed ...`."""
+    settings = profile["settings"]
+
+    def words(keys: list[str]) -> str:
+        return ", ".join(f"{k}={settings[k]['value']}" + (" (option)" if settings[k]["source"] == "option" else "")
+                         for k in keys) or "nothing"
+    return f"profile: read {words(profile['read'])}; assumed {words(profile['assumed'])}"
 
 
 def _print_hazards(replicas: list[dict[str, Any]], console: Console) -> None:

@@ -16,9 +16,17 @@ and an unclean result forces the ISR to the new leader alone and sets
 `leaderRecoveryState` RECOVERING (1). So a new leader outside the previous ISR
 and ELR, or a change to RECOVERING, is an unclean election.
 
+A `ClearElrRecord` (api key 28, 4.x: written when ELR is turned off or the
+min ISR changes) empties the ELR and last known ELR of every partition of the
+topic it names, or of every topic when the name is empty, as one change without
+an election (`ReplicationControlManager.replay(ClearElrRecord)` -> `removeTopicElrs`
+merges a `PartitionChangeRecord` with both lists empty; read in the 4.4.0 jar).
+
 Metadata transactions (`BeginTransactionRecord` .. `End`/`AbortTransactionRecord`)
 take effect at their end, or never when aborted, as the metadata loader applies
-them. The newest complete snapshot (`<end offset>-<epoch>.checkpoint`) is read
+them. One walk (`walk_metadata_log`) feeds the records to every `MetadataApplier`
+that asks for them: the partition's history here, the cluster profile
+(`profile.py`) beside it. The newest complete snapshot (`<end offset>-<epoch>.checkpoint`) is read
 first and the log from its end offset on, as a broker loads its metadata.
 
 ZooKeeper. The partition state znode (`/brokers/topics/T/partitions/P/state`,
@@ -30,7 +38,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +54,8 @@ METADATA_DIR = "__cluster_metadata-0"
 NO_LEADER, NO_LEADER_CHANGE, RECOVERING = -1, -2, 1
 METADATA, PARTITION_STATE = "metadata", "partition_state"
 # api keys worth decoding (metadata/src/main/resources/common/metadata/*.json); every other record is skipped
-_TOPIC, _PARTITION, _CHANGE, _REMOVE_TOPIC, _BEGIN, _END, _ABORT = 2, 3, 5, 9, 23, 24, 25
-_WANTED = frozenset({_TOPIC, _PARTITION, _CHANGE, _REMOVE_TOPIC, _BEGIN, _END, _ABORT})
+_TOPIC, _PARTITION, _CHANGE, _REMOVE_TOPIC, _BEGIN, _END, _ABORT, _CLEAR_ELR = 2, 3, 5, 9, 23, 24, 25, 28
+_TRANSACTION = frozenset({_BEGIN, _END, _ABORT})
 
 
 @dataclass(frozen=True)
@@ -127,14 +136,13 @@ def merge_change(prev: Election, data: dict[str, Any], offset: int | None) -> El
                     elected, unclean, pick("lastKnownElr", prev.last_known_elr))
 
 
-class _History:
-    """Applies metadata records to the partition's registrations, one per topic id carrying its name."""
+class MetadataApplier:
+    """Takes the metadata records of the api keys in `wanted`, metadata transactions applied at their end
+    (never when aborted), each record once, in log order (a snapshot's records first, offset None)."""
 
-    def __init__(self, topic: str, partition: int) -> None:
-        self.topic, self.partition = topic, partition
-        self.ids: list[str] = []                  # topic ids named `topic`, in order
-        self.removed: set[str] = set()
-        self.histories: dict[str, list[Election]] = {}
+    wanted: frozenset[int] = frozenset()
+
+    def __init__(self) -> None:
         self.pending: list[tuple[int, dict[str, Any], int | None, str]] | None = None
 
     def feed(self, api_key: int, data: dict[str, Any], offset: int | None, record: str) -> None:
@@ -151,11 +159,29 @@ class _History:
             self.apply(api_key, data, offset, record)
 
     def apply(self, api_key: int, data: dict[str, Any], offset: int | None, record: str) -> None:
+        raise NotImplementedError
+
+
+class _History(MetadataApplier):
+    """Applies metadata records to the partition's registrations, one per topic id carrying its name."""
+
+    wanted = frozenset({_TOPIC, _PARTITION, _CHANGE, _REMOVE_TOPIC, _CLEAR_ELR})
+
+    def __init__(self, topic: str, partition: int) -> None:
+        super().__init__()
+        self.topic, self.partition = topic, partition
+        self.ids: list[str] = []                  # topic ids named `topic`, in order
+        self.removed: set[str] = set()
+        self.histories: dict[str, list[Election]] = {}
+
+    def apply(self, api_key: int, data: dict[str, Any], offset: int | None, record: str) -> None:
         if api_key == _TOPIC and data["name"] == self.topic:
             self.ids.append(data["topicId"])
             self.removed.discard(data["topicId"])
         elif api_key == _REMOVE_TOPIC:
             self.removed.add(data["topicId"])
+        elif api_key == _CLEAR_ELR:
+            self.clear_elr(data, offset, record)
         elif data.get("partitionId") != self.partition or data.get("topicId") not in self.ids:
             return
         elif api_key == _PARTITION:
@@ -164,6 +190,16 @@ class _History:
             past = self.histories.get(data["topicId"])
             if past:  # a change without its registration (log start past it, no snapshot): nothing to merge into
                 past.append(merge_change(past[-1], data, offset))
+
+    def clear_elr(self, data: dict[str, Any], offset: int | None, record: str) -> None:
+        """`removeTopicElrs`: a registration with an ELR or last known ELR merges both empty, no election."""
+        if data.get("topicName") not in ("", self.topic):
+            return
+        for topic_id in self.ids:
+            past = self.histories.get(topic_id)
+            if past and (past[-1].elr or past[-1].last_known_elr) and topic_id not in self.removed:
+                cleared = merge_change(past[-1], {"eligibleLeaderReplicas": [], "lastKnownElr": []}, offset)
+                past.append(replace(cleared, record=record))
 
 
 def metadata_log_dir(path: str | os.PathLike[str]) -> Path:
@@ -186,8 +222,9 @@ def _snapshot(files: Any) -> tuple[Path, int] | None:
     return best
 
 
-def _feed_file(history: _History, path: Path, from_offset: int, snapshot: bool) -> bool:
+def _feed_file(appliers: Sequence[MetadataApplier], path: Path, from_offset: int, snapshot: bool) -> bool:
     """Feed the records of one file; False once an invalid batch ends the log (the broker truncates there)."""
+    wanted = frozenset().union(*(a.wanted for a in appliers)) | _TRANSACTION
     with mapped(path) as buf:
         walk = SegmentWalk(buf, str(path))
         for info in walk.batches():
@@ -201,40 +238,49 @@ def _feed_file(history: _History, path: Path, from_offset: int, snapshot: bool) 
                 return False
             for rec in records:
                 value = rec.value
-                if value is None or len(value) < 3 or value[0] != 1 or value[1] not in _WANTED:
+                if value is None or len(value) < 3 or value[0] != 1 or value[1] not in wanted:
                     continue
                 if not snapshot and rec.offset < from_offset:
                     continue
                 decoded = decode_metadata_record(value)
                 if "data" in decoded:
-                    history.feed(value[1], decoded["data"], None if snapshot else rec.offset,
-                                 "snapshot" if snapshot else decoded["type"])
+                    for applier in appliers:
+                        if value[1] in applier.wanted or value[1] in _TRANSACTION:
+                            applier.feed(value[1], decoded["data"], None if snapshot else rec.offset,
+                                         "snapshot" if snapshot else decoded["type"])
         return not walk.broken and walk.valid_bytes == len(buf)
 
 
-def read_metadata_log(path: str | os.PathLike[str], topic: str, partition: int,
-                      topic_id: str | None = None) -> ControllerRecord:
-    """The partition's history from a KRaft metadata log dir (or a log dir holding one).
-
-    `topic_id` (from the replicas' partition.metadata) picks the topic among recreated ones of the
-    same name; without it, the newest topic of that name not removed. A usage error when the log
-    has no such partition."""
+def walk_metadata_log(path: str | os.PathLike[str], appliers: Sequence[MetadataApplier]) -> Path:
+    """Feed the metadata log's records to `appliers`: the newest complete snapshot, then the log from its end
+    offset on, up to the first invalid batch (where the broker truncates). Returns the metadata log dir."""
     d = metadata_log_dir(path)
     files = list_partition_files(d)
     if not files.logs and not files.kraft_snapshots:
         raise UnreadableInput(f"{d}: no metadata log segments or snapshots")
-    history = _History(topic, partition)
     start = 0
     snap = _snapshot(files)
     try:
         if snap is not None:
-            _feed_file(history, snap[0], 0, snapshot=True)
+            _feed_file(appliers, snap[0], 0, snapshot=True)
             start = snap[1]
         for _, seg in files.logs.items():
-            if not _feed_file(history, seg, start, snapshot=False):
+            if not _feed_file(appliers, seg, start, snapshot=False):
                 break
     except FormatError as e:
         raise UnreadableInput(f"{d}: a metadata record cannot be decoded: {e}") from None
+    return d
+
+
+def read_metadata_log(path: str | os.PathLike[str], topic: str, partition: int,
+                      topic_id: str | None = None, also: Sequence[MetadataApplier] = ()) -> ControllerRecord:
+    """The partition's history from a KRaft metadata log dir (or a log dir holding one).
+
+    `topic_id` (from the replicas' partition.metadata) picks the topic among recreated ones of the
+    same name; without it, the newest topic of that name not removed. A usage error when the log
+    has no such partition. `also`: more appliers fed by the same walk (the cluster profile)."""
+    history = _History(topic, partition)
+    d = walk_metadata_log(path, [history, *also])
     chosen = _topic_id(history, topic_id, d, topic)
     past = history.histories.get(chosen, [])
     if not past:
@@ -298,11 +344,30 @@ class RecordedLeader:
     explanation: str
 
 
-def recorded_leader(record: ControllerRecord) -> RecordedLeader:
+@dataclass(frozen=True)
+class Returning:
+    """What the controller learns as the brokers of the replay come back, for a partition left without a leader.
+
+    A broker that restarts registers a new incarnation. Since 4.0 the controller compares the broker epoch
+    the broker read from its `.kafka_cleanshutdown` file (`previousBrokerEpoch`, -1 without the file) with
+    its last registration's: a mismatch is an unclean shutdown, and with ELR on the broker leaves the ISR
+    and the ELR of every partition (4.4.0 jar: `ClusterControlManager.registerBroker` computes the clean flag
+    for BrokerRegistration v3+, `ReplicationControlManager.handleBrokerShutdown` -> `generateLeaderAndIsrUpdates(
+    "handleBrokerUncleanShutdown", ...)` -> `PartitionChangeBuilder.setUncleanShutdownReplicas`, which also
+    keeps it out of the new ELR). Without ELR it only leaves the ISR, and an ISR is never emptied then
+    (`PartitionChangeBuilder.build`), so nothing changes for the election."""
+
+    unclean_shutdown: frozenset[int] = frozenset()   # brokers restarting without a clean-shutdown marker
+    elr_enabled: bool = False                        # the profile's ELR (eligible.leader.replicas.version >= 1)
+    unclean_election: bool = False                   # unclean.leader.election.enable for the topic
+    brokers: tuple[int, ...] = ()                    # brokers whose replicas are given: those that come back
+
+
+def recorded_leader(record: ControllerRecord, returning: Returning = Returning()) -> RecordedLeader:
     """The leader in the record, or, when the record leaves the partition without one, the one the
     controller elects next once brokers return (a usage error when that depends on what the record
-    does not hold: which brokers are alive, the unclean-election setting, ZooKeeper's assignment order)."""
-    cur, where = record.current, f"{record.path}{_at(record.current)}"
+    does not hold: which brokers are alive, ZooKeeper's assignment order)."""
+    cur = record.current
     if cur.leader >= 0:
         made = record.leader_election
         how = "an UNCLEAN election" if made.unclean else "a clean election"
@@ -318,16 +383,47 @@ def recorded_leader(record: ControllerRecord) -> RecordedLeader:
                               f"the partition state has no leader (epoch {cur.leader_epoch}); "
                               f"PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection elects the only "
                               f"ISR member, broker {cur.isr[0]}, in epoch {cur.leader_epoch + 1}")
-    eligible = [r for r in cur.replicas if r in cur.isr or (not cur.isr and r in cur.elr)]
-    if not eligible:
-        raise ReplogError(f"the controller's record ({where}) leaves {record.topic}-{record.partition} without a "
-                          f"leader and with no ISR or ELR member: it elects again only by an unclean election "
-                          "(unclean.leader.election.enable) or a last known leader: choose with --leader")
-    return RecordedLeader(eligible[0], cur.leader_epoch + 1, False,
-                          f"the controller's record ({where}) leaves the partition without a leader in epoch "
-                          f"{cur.leader_epoch}; PartitionChangeBuilder.electAnyLeader elects the first assignment "
-                          f"replica in the {'ISR' if cur.isr else 'ELR'} once it returns: broker {eligible[0]}, "
-                          f"epoch {cur.leader_epoch + 1}")
+    return _elect_next(record, returning)
+
+
+def _elect_next(record: ControllerRecord, returning: Returning) -> RecordedLeader:
+    """`PartitionChangeBuilder.electAnyLeader` once the brokers return: the first assignment replica in the
+    ISR (in the ELR when the ISR is empty); else, with ELR on, the last known leader when `lastKnownElr`
+    holds exactly one broker (`canElectLastKnownLeader`, an unclean result); else, with unclean elections
+    on, the first assignment replica that returns (unclean). Brokers that restart after an unclean shutdown
+    are out of the ISR and ELR first when ELR is on (`Returning`)."""
+    cur, where = record.current, f"{record.path}{_at(record.current)}"
+    gone = returning.unclean_shutdown if returning.elr_enabled else frozenset()
+    isr = [r for r in cur.isr if r not in gone]
+    elr = [r for r in cur.elr if r not in gone]
+    removed = sorted(gone & (set(cur.isr) | set(cur.elr)))
+    note = (f"; broker(s) {', '.join(map(str, removed))} restart after an unclean shutdown (no "
+            ".kafka_cleanshutdown in the copy) and leave the ISR and ELR as they register "
+            "(ReplicationControlManager.handleBrokerShutdown, ELR on)") if removed else ""
+    head = (f"the controller's record ({where}) leaves the partition without a leader in epoch {cur.leader_epoch} "
+            f"(ISR {list(cur.isr)}, ELR {list(cur.elr)}){note}")
+    epoch = cur.leader_epoch + 1
+    eligible = [r for r in cur.replicas if r in isr or (not isr and r in elr)]
+    if eligible:
+        return RecordedLeader(eligible[0], epoch, False,
+                              f"{head}; PartitionChangeBuilder.electAnyLeader elects the first assignment replica "
+                              f"in the {'ISR' if isr else 'ELR'} once it returns: broker {eligible[0]}, epoch {epoch}")
+    if returning.elr_enabled and len(cur.last_known_elr) == 1:
+        last = cur.last_known_elr[0]
+        return RecordedLeader(last, epoch, True,
+                              f"{head}; ISR and ELR empty, so PartitionChangeBuilder.canElectLastKnownLeader "
+                              f"elects the last known leader (lastKnownElr [{last}]) once it returns: broker {last}, "
+                              f"epoch {epoch}, an UNCLEAN election (ISR forced to it, leader RECOVERING)")
+    back = [r for r in cur.replicas if r in returning.brokers]
+    if returning.unclean_election and back:
+        return RecordedLeader(back[0], epoch, True,
+                              f"{head}; with unclean.leader.election.enable the controller elects the first "
+                              f"assignment replica alive (taken: the first given, broker {back[0]}), epoch {epoch}: "
+                              "an UNCLEAN election")
+    raise ReplogError(f"{head}: no ISR or ELR member is left and no single last known leader "
+                      f"(lastKnownElr {list(cur.last_known_elr)}"
+                      f"{'' if returning.elr_enabled else ', ELR off'}): the controller elects again only by an "
+                      "unclean election (unclean.leader.election.enable): choose with --leader")
 
 
 def _at(e: Election) -> str:

@@ -177,8 +177,19 @@ def _out_of_range(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Tr
         truncate_fully(f, leader.log_start_offset, outcome, log, "leader's log start offset (OFFSET_OUT_OF_RANGE)")
 
 
-def advance_leader_hw(leader: Replica, followers: list[Replica], log: Transcript) -> None:
-    """The leader's HW moves to the smallest LEO of the in-sync replicas, never back (§12.9)."""
+def advance_leader_hw(leader: Replica, followers: list[Replica], log: Transcript, min_isr: int = 1) -> None:
+    """The leader's HW moves to the smallest LEO of the in-sync replicas, never back (§12.9), and not at all
+    while the ISR is smaller than the effective `min_isr` (min.insync.replicas, at most the replication
+    factor): strict min ISR, KIP-966, brokers 3.7 and later whatever the metadata.version or mode
+    (apache/kafka core/src/main/scala/kafka/cluster/Partition.scala `maybeIncrementLeaderHW` returns at once
+    when `isUnderMinIsr`, branches 3.7 to 3.9 and trunk; the same check in the 4.0.2 and 4.4.0 jars). The ISR
+    here is the leader and the followers that fetch; replicas not given are counted out of it."""
+    isr = 1 + len(followers)
+    if isr < min_isr:
+        log.add("hw_hold", leader.name, high_watermark=leader.high_watermark, isr_size=isr, min_insync_replicas=min_isr,
+                rule="the ISR is smaller than min.insync.replicas: the high watermark does not advance "
+                     "(Partition.maybeIncrementLeaderHW, Kafka 3.7+)")
+        return
     candidate = min([leader.log_end_offset] + [f.log_end_offset for f in followers])
     if candidate > leader.high_watermark:
         leader.high_watermark = candidate
@@ -250,12 +261,13 @@ def become_leader(leader: Replica, followers: list[Replica], leader_epoch: int |
 
 
 def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH, leader_epoch: int | None = None,
-           *, continuing: frozenset[str] = frozenset(),
-           new_epoch: bool = True) -> tuple[Transcript, dict[str, FollowerOutcome]]:
+           *, continuing: frozenset[str] = frozenset(), new_epoch: bool = True,
+           min_isr: int = 1) -> tuple[Transcript, dict[str, FollowerOutcome]]:
     """Replay on copies; the inputs stay untouched. Returns the transcript and per-follower outcomes.
     `leader_epoch`: the controller's epoch for the leader, when its record is known. `continuing`: the
     followers whose fetcher keeps running (`keep_fetching`); every other one starts a fetcher, as at its
-    broker's start. `new_epoch` False: no election happens, the leader keeps serving its own epoch."""
+    broker's start. `new_epoch` False: no election happens, the leader keeps serving its own epoch.
+    `min_isr`: the effective min.insync.replicas (`advance_leader_hw`)."""
     log = Transcript()
     outcomes = {f.name: FollowerOutcome(f.name) for f in followers}
     if protocol == EPOCH and (new_epoch or leader_epoch is not None):
@@ -272,7 +284,7 @@ def replay(leader: Replica, followers: list[Replica], protocol: str = EPOCH, lea
     for f in followers:
         if outcomes[f.name].failed is not None:  # Partition.maybeShrinkIsr: it stopped fetching
             log.add("isr_shrink", f.name, rule="a failed follower leaves the ISR (replica.lag.time.max.ms)")
-    advance_leader_hw(leader, fetching, log)
+    advance_leader_hw(leader, fetching, log, min_isr)
     for f in followers:
         fetch(leader, f, outcomes[f.name], log)
     return log, outcomes

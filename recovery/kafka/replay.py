@@ -15,6 +15,7 @@ from replog.formats.shape import Field, Shape
 from replog.recovery.kafka.controller import (
     METADATA_DIR,
     ControllerRecord,
+    Returning,
     read_metadata_log,
     read_partition_state,
     recorded_leader,
@@ -30,6 +31,7 @@ from replog.recovery.kafka.divergence import (
 )
 from replog.recovery.kafka.election import OPTION, Candidate, LeaderChoice, elect
 from replog.recovery.kafka.premise import Premise, check_running, judge
+from replog.recovery.kafka.profile import UNCLEAN, ClusterProfile, ProfileApplier
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import Replica, default_name, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
@@ -106,6 +108,7 @@ class ReplayResult:
     transcript: Transcript
     controller: ControllerRecord | None = None   # the controller's record of elections, when given
     premise: Premise | None = None               # which replicas restart, which keep running
+    profile: ClusterProfile | None = None        # the settings the rules used, read or assumed
 
     def to_dict(self) -> dict[str, Any]:
         return REPLAY_RESULT.dump(self)
@@ -137,6 +140,7 @@ REPLAY_RESULT = Shape(
     Field("leader_election", "leader", shape=Shape("unclean", "explanation")),
     Field("controller", _controller), Field("elections", _elections),
     Field("premise", lambda r: r.premise.to_dict() if r.premise is not None else None),
+    Field("profile", lambda r: r.profile.to_dict(r.replicas[0].replica.topic) if r.profile is not None else None),
     Field("replicas", shape=REPLICA_RESULT), Field("events", "transcript.events"),
 )
 
@@ -163,10 +167,13 @@ def first_divergence(a: Replica, b: Replica, start: int | None = None) -> int | 
 
 
 def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol: str = EPOCH,
-               controller: ControllerRecord | None = None, running: Sequence[str] = ()) -> ReplayResult:
+               controller: ControllerRecord | None = None, running: Sequence[str] = (),
+               profile: ClusterProfile | None = None) -> ReplayResult:
     """Replay the replicas behind `leader` (a NAME), else behind the leader the controller's record gives,
     else behind the one the election rule picks from disk. `running`: the NAMEs whose broker keeps
-    running (`premise`); every other replica restarts from its copy on disk."""
+    running (`premise`); every other replica restarts from its copy on disk. `profile`: the settings
+    the rules use (min.insync.replicas, ELR, unclean elections); Kafka's defaults without it."""
+    profile = profile if profile is not None else ClusterProfile()
     if protocol not in (EPOCH, HW):
         raise ReplogError(f"unknown protocol {protocol!r} for Kafka: use epoch or hw")
     names = [r.name for r in replicas]
@@ -181,14 +188,15 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
     if leader is not None:
         choice = user_choice(replicas, leader, controller)
     elif controller is not None:
-        choice = controller_choice(replicas, controller)
+        choice = controller_choice(replicas, controller, returning(replicas, running, profile))
     else:
         choice = choose_leader(replicas)
     premise = judge(replicas, choice.name, running, controller, choice.leader_epoch)
     lead = next(r for r in replicas if r.name == choice.name).copy()
     followers = [r.copy() for r in replicas if r.name != choice.name]
     transcript, outcomes = replay(lead, followers, protocol, choice.leader_epoch, continuing=premise.continuing,
-                                  new_epoch=premise.new_election)
+                                  new_epoch=premise.new_election, min_isr=effective_min_isr(replicas, controller,
+                                                                                            profile))
     finals = {r.name: r for r in [lead] + followers}
     results = []
     for r in replicas:
@@ -199,7 +207,30 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
         results.append(ReplicaResult(r, final, outcome, first_divergence(r, original_leader), lost,
                                      summarize_lost(lost), sample_keys(lost), r.name in premise.running,
                                      premise.fetcher_restarts(r.name)))
-    return ReplayResult(protocol, choice, results, transcript, controller, premise)
+    return ReplayResult(protocol, choice, results, transcript, controller, premise, profile)
+
+
+def effective_min_isr(replicas: Sequence[Replica], controller: ControllerRecord | None,
+                      profile: ClusterProfile) -> int:
+    """min.insync.replicas capped at the replication factor (`Partition.effectiveMinIsr`: "min(replication
+    factor, min ISR)"), the assignment's size in the controller's record. ZooKeeper's partition state and a
+    replay without a record hold no assignment: the value read or stated stands (replicas not given count as
+    out of the ISR, as in `advance_leader_hw`)."""
+    value = profile.min_insync_replicas(replicas[0].topic)
+    factor = len(controller.current.replicas) if controller is not None else 0
+    return min(value, factor) if factor else value
+
+
+def returning(replicas: Sequence[Replica], running: Sequence[str], profile: ClusterProfile) -> Returning:
+    """What the controller learns as the replay's brokers come back: those that restart (not `running`)
+    without `.kafka_cleanshutdown` in their log dir's copy shut down uncleanly; the broker reads the
+    marker's broker epoch as its `previousBrokerEpoch` and sends -1 without it (`CleanShutdownFileHandler`,
+    `BrokerLifecycleManager`), which never matches its last registration's epoch."""
+    ids = {r.name: replica_broker_id(r.name, r.broker_id) for r in replicas}
+    unclean = frozenset(b for r in replicas if (b := ids[r.name]) is not None
+                        and r.name not in running and not r.clean_shutdown)
+    return Returning(unclean, profile.elr_enabled, profile.flag(replicas[0].topic, UNCLEAN),
+                     tuple(b for b in ids.values() if b is not None))
 
 
 def user_choice(replicas: Sequence[Replica], leader: str, controller: ControllerRecord | None) -> LeaderChoice:
@@ -223,12 +254,13 @@ def user_choice(replicas: Sequence[Replica], leader: str, controller: Controller
                         OPTION, epoch)
 
 
-def controller_choice(replicas: Sequence[Replica], controller: ControllerRecord) -> LeaderChoice:
+def controller_choice(replicas: Sequence[Replica], controller: ControllerRecord,
+                      coming_back: Returning | None = None) -> LeaderChoice:
     """The leader the controller elected (or elects next), mapped to the replica on that broker; a usage
     error when no input replica is on it. The record's verdict on cleanliness stands; where the disk
     shows the leader's log ends below a high watermark another replica recorded, the explanation says
     so: the controller's clean election still loses acknowledged records."""
-    rec = recorded_leader(controller)
+    rec = recorded_leader(controller, coming_back or Returning())
     on = {r.name: replica_broker_id(r.name, r.broker_id) for r in replicas}
     name = next((n for n, b in on.items() if b == rec.broker), None)
     if name is None:
@@ -300,9 +332,11 @@ def _piece_keys(piece: Piece, keys: list[str], limit: int) -> None:
 
 def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH,
                  progress: Progress | None = None, *, metadata: str | None = None,
-                 partition_state: str | None = None, running: Sequence[str] = ()) -> ReplayResult:
+                 partition_state: str | None = None, running: Sequence[str] = (),
+                 assumed: dict[str, str] | None = None) -> ReplayResult:
     """Load `[NAME=]PATH` replicas and replay them; `progress` hears of each segment loaded. `running`:
-    the NAMEs whose broker keeps running (`premise`).
+    the NAMEs whose broker keeps running (`premise`). `assumed`: settings stated by options
+    (`profile.stated`), used where the metadata log does not say.
 
     The controller's record comes from `metadata` (a KRaft `__cluster_metadata-0` dir, or a log dir
     holding one), from a `__cluster_metadata-0` dir among `specs`, or from `partition_state`
@@ -317,15 +351,19 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
     named = replica_names([parse_named(spec) for spec in specs], default_name)
     check_running([name for name, _ in named], running)
     replicas = load_replicas(named, Tally.of(progress, [path for _, path in named], ".log"))
-    controller = None
+    controller, profile = None, ClusterProfile(assumed=dict(assumed or {}))
     if given or partition_state is not None:
         first = replicas[0]
         ids = {r.topic_id for r in replicas if r.topic_id is not None}
         if len(ids) > 1:
             raise ReplogError(f"the replicas' partition.metadata name different topic ids: {', '.join(sorted(ids))}")
-        controller = (read_metadata_log(given[0], first.topic, first.partition, next(iter(ids), None)) if given
-                      else read_partition_state(partition_state or "", first.topic, first.partition))
-    return run_replay(replicas, leader, protocol, controller, running)
+        if given:
+            applier = ProfileApplier()
+            controller = read_metadata_log(given[0], first.topic, first.partition, next(iter(ids), None), [applier])
+            profile = applier.result(controller.path, assumed)
+        else:
+            controller = read_partition_state(partition_state or "", first.topic, first.partition)
+    return run_replay(replicas, leader, protocol, controller, running, profile)
 
 
 def _split_metadata(specs: Sequence[str]) -> tuple[list[str], list[str]]:

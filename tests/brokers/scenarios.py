@@ -34,12 +34,14 @@ class Outcome:
     partition_state: Path | None = None          # ZooKeeper mode: the partition state znode, as JSON
     consumed: list[tuple[int, bytes]] = field(default_factory=list)   # (offset, value) a consumer read at the end
     running: list[str] = field(default_factory=list)   # brokers that kept running after the copy (the premise)
+    brokers: tuple[int, ...] = BROKER_IDS        # the replicas replog is given (a broker gone for good is left out)
+    high_watermark: int | None = None            # the leader's high watermark at the end (admin API), when read
 
     def partition_dir(self, root: Path, broker: int) -> Path:
         return root / f"b{broker}" / f"{TOPIC}-0"
 
     def replicas(self, root: Path) -> dict[str, Path]:
-        return {f"b{b}": self.partition_dir(root, b) for b in BROKER_IDS}
+        return {f"b{b}": self.partition_dir(root, b) for b in self.brokers}
 
     @property
     def metadata(self) -> Path | None:
@@ -79,10 +81,10 @@ def copy_frozen(cluster: Cluster, work: Path) -> tuple[Path, Path | None]:
     return copy, state
 
 
-def converge_and_stop(cluster: Cluster, work: Path, marks: dict[str, int]) -> Outcome:
-    """Wait for a full ISR, note the leader, read the partition as a consumer, stop every node cleanly, copy
-    the final state."""
-    wait_isr(cluster, ASSIGNMENT, timeout=120)
+def converge_and_stop(cluster: Cluster, work: Path, marks: dict[str, int], isr: list[int] | None = None) -> Outcome:
+    """Wait for a full ISR (or `isr`), note the leader, read the partition as a consumer, stop every node cleanly,
+    copy the final state."""
+    wait_isr(cluster, isr or ASSIGNMENT, timeout=120)
     state = cluster.partition(TOPIC)
     consumed = cluster.consume(TOPIC)
     cluster.stop_all()

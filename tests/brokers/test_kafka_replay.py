@@ -100,16 +100,21 @@ def check_replica(version: str, predicted: dict[str, Any], outcome: Outcome,
     assert predicted["lost"]["last_offset"] == (lost[-1] if lost else None), f"{name}: last lost offset"
 
 
-def compare(spec: ClusterSpec, outcome: Outcome, tmp_path: Path, loses: bool = True) -> None:
-    """replay and repair of the copy against what the brokers did after it."""
+def compare(spec: ClusterSpec, outcome: Outcome, tmp_path: Path, loses: bool = True,
+            extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """replay and repair of the copy against what the brokers did after it (`extra`: more replog options, e.g.
+    settings no metadata log says); replay's JSON comes back for the caller's own checks."""
     predicted = replog_json("replay", *replica_args(outcome.copy, outcome), *controller_args(outcome),
-                            "--protocol", spec.protocol, *premise_args(outcome))
+                            "--protocol", spec.protocol, *premise_args(outcome), *extra)
     assert sorted(predicted["premise"]["running"]) == sorted(outcome.running), "the premise replog states"
     assert predicted["leader"] == f"b{outcome.leader}", "leader"
+    if outcome.high_watermark is not None:
+        lead = next(r for r in predicted["replicas"] if r["name"] == predicted["leader"])
+        assert lead["high_watermark_after"] == outcome.high_watermark, "leader's high watermark (admin API)"
     copy = view.replica_batches(spec.version, outcome.replicas(outcome.copy))
     repaired = tmp_path / "repaired"
     replog_json("repair", *replica_args(outcome.copy, outcome), *controller_args(outcome), "--out", str(repaired),
-                "--protocol", spec.protocol, *premise_args(outcome))
+                "--protocol", spec.protocol, *premise_args(outcome), *extra)
     final = view.replica_batches(spec.version, outcome.replicas(outcome.final))
     written = view.replica_batches(spec.version, outcome.replicas(repaired))
     for replica in predicted["replicas"]:
@@ -117,6 +122,7 @@ def compare(spec: ClusterSpec, outcome: Outcome, tmp_path: Path, loses: bool = T
         check_replica(spec.version, replica, outcome, copy[name], final[name])
         assert written[name] == final[name], f"{name}: repaired batches (kafka-dump-log) differ from the broker's"
     assert any(r["lost"]["records"] for r in predicted["replicas"]) == loses, "records lost by the scenario"
+    return predicted
 
 
 def run_scenario(spec: ClusterSpec, tmp_path: Path, scenario: Callable[[Cluster, Path], Outcome]) -> Outcome:

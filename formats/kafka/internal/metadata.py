@@ -130,6 +130,8 @@ METADATA_RECORDS: dict[int, Message] = {
     27: _rec("RegisterControllerRecord", "0",
              Field("controllerId", INT32), Field("incarnationId", UUID), Field("zkMigrationReady", BOOL),
              Field("endPoints", Array(_ENDPOINT)), Field("features", Array(_FEATURE))),
+    # 4.0+: the ELR and last known ELR of the topic named (every topic when empty) cleared
+    28: _rec("ClearElrRecord", "0", Field("topicName", STRING)),
 }
 RECORD_TYPES = {m.name: api_key for api_key, m in METADATA_RECORDS.items()}
 

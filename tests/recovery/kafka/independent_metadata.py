@@ -6,7 +6,8 @@ rules of Kafka's message generator (compact arrays and strings: length + 1 as
 an unsigned varint, null as 0; a UUID as 16 bytes; tagged fields at the end,
 sorted by tag, each `tag size value`) and the field lists of
 `metadata/src/main/resources/common/metadata/{TopicRecord,PartitionRecord,
-PartitionChangeRecord,BeginTransactionRecord,AbortTransactionRecord}.json`.
+PartitionChangeRecord,BeginTransactionRecord,AbortTransactionRecord,FeatureLevelRecord,ConfigRecord,
+ClearElrRecord}.json`.
 """
 from __future__ import annotations
 
@@ -65,8 +66,10 @@ def partition_record(topic_id: str, partition: int, replicas: list[int], isr: li
 
 
 def partition_change(topic_id: str, partition: int, *, leader: int | None = None, isr: list[int] | None = None,
-                     recovery: int | None = None, elr: list[int] | None = None) -> bytes:
-    """PartitionChangeRecord: tags 0 ISR, 1 Leader, 5 LeaderRecoveryState; version 2 when the ELR (tag 6) is set."""
+                     recovery: int | None = None, elr: list[int] | None = None,
+                     last_known_elr: list[int] | None = None) -> bytes:
+    """PartitionChangeRecord: tags 0 ISR, 1 Leader, 5 LeaderRecoveryState; version 2 when the ELR (tag 6) or the
+    last known ELR (tag 7) is set."""
     tags: dict[int, bytes] = {}
     if isr is not None:
         tags[0] = int32s(isr)
@@ -76,7 +79,33 @@ def partition_change(topic_id: str, partition: int, *, leader: int | None = None
         tags[5] = struct.pack(">b", recovery)
     if elr is not None:
         tags[6] = int32s(elr)
-    return value(5, 2 if elr is not None else 0, struct.pack(">i", partition) + uuid(topic_id) + tagged(tags))
+    if last_known_elr is not None:
+        tags[7] = int32s(last_known_elr)
+    v2 = elr is not None or last_known_elr is not None
+    return value(5, 2 if v2 else 0, struct.pack(">i", partition) + uuid(topic_id) + tagged(tags))
+
+
+def string(text: str | None) -> bytes:
+    """A compact (nullable) string."""
+    if text is None:
+        return uvarint(0)
+    raw = text.encode()
+    return uvarint(len(raw) + 1) + raw
+
+
+def feature_level(name: str, level: int) -> bytes:
+    """FeatureLevelRecord version 0 (api key 12): name, int16 level."""
+    return value(12, 0, string(name) + struct.pack(">h", level) + tagged({}))
+
+
+def config(resource_type: int, resource: str, key: str, text: str | None) -> bytes:
+    """ConfigRecord version 0 (api key 4): int8 resource type (2 topic, 4 broker), resource name, name, value."""
+    return value(4, 0, struct.pack(">b", resource_type) + string(resource) + string(key) + string(text) + tagged({}))
+
+
+def clear_elr(topic: str) -> bytes:
+    """ClearElrRecord version 0 (api key 28, 4.0+): the topic name, empty for every topic."""
+    return value(28, 0, string(topic) + tagged({}))
 
 
 def begin_transaction() -> bytes:
