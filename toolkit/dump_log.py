@@ -83,15 +83,25 @@ class Emulation:
     share_state: str | None  # whose `__share_group_state` value schemas; None: no --share-group-state-decoder
     txn_idx_empty: bool  # 4.x's remote segment metadata text ends with `, txnIdxEmpty=..` (KIP-405's TxnIndexEmpty)
     record_class: str  # the record interface a null value's NullPointerException names (4.4 moved it to `internal`)
+    metadata_ids: int = 29  # the highest metadata record id its MetadataRecordType knows (3.9: 27, 4.0: 28)
+    # record types whose highest version it reads is below replog's (4.4's): RegisterBrokerRecord v4 and
+    # BrokerRegistrationChangeRecord v3 came with 4.4 (`cordonedLogDirs`)
+    metadata_versions: tuple[tuple[int, int], ...] = ()
+
+    def metadata_highest(self, api_key: int) -> int | None:
+        """The highest version of a record type the emulated tool reads; None: as replog's own schema."""
+        return dict(self.metadata_versions).get(api_key)
 
 
 EMULATED = {
     "3.9": Emulation("3.9", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False,
                      share_state=None, txn_idx_empty=False,
-                     record_class="org.apache.kafka.common.record.Record"),
+                     record_class="org.apache.kafka.common.record.Record", metadata_ids=27,
+                     metadata_versions=((0, 3), (17, 2))),
     "4.0": Emulation("4.0", scala=True, leader_change_json=False, offset_commit_v0_value_v0_only=False,
                      share_state="4.0", txn_idx_empty=True,
-                     record_class="org.apache.kafka.common.record.Record"),
+                     record_class="org.apache.kafka.common.record.Record", metadata_ids=28,
+                     metadata_versions=((0, 3), (17, 2))),
     "4.4": Emulation("4.4", scala=False, leader_change_json=True, offset_commit_v0_value_v0_only=True,
                      share_state="4.4", txn_idx_empty=True,
                      record_class="org.apache.kafka.common.record.internal.Record"),
@@ -202,6 +212,50 @@ def _metadata_json(v: Any) -> str:
     if isinstance(v, dict) and "data" in v and isinstance(v.get("type"), str):
         return _json({"type": metadata_type_name(v["type"]), "version": v["version"], "data": json_data(v)})
     return java_string(v)
+
+
+def _metadata_refusal(e: Entry, v: Any, emulated: Emulation) -> str | None:
+    """Why an older tool cannot read a newer broker's metadata record, in its words. An id its
+    `MetadataRecordType.fromId` lacks: `Unknown metadata id N`. A version above the highest its generated classes
+    read: the record class reads on, but a nested struct's own `read` refuses the version (`Can't read version ..`),
+    which `AbstractApiMessageSerde.read` reports as `Failed to deserialize record with type N` (seen with 3.9.1's
+    and 4.0.2's tools on a 4.4.0 controller's RegisterBrokerRecord v4, tests/brokers/test_dump_log_differential.py)."""
+    from replog.formats.kafka.internal.metadata import METADATA_RECORDS, RECORD_TYPES
+    if not isinstance(v, dict) or not isinstance(v.get("type"), str) or "data" not in v:
+        return None
+    api_key = RECORD_TYPES[v["type"]]
+    if api_key > emulated.metadata_ids:
+        return f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}"
+    highest = emulated.metadata_highest(api_key)
+    if highest is not None and v["version"] > highest and _reads_structs(METADATA_RECORDS[api_key].fields, v["data"]):
+        return f"Failed to deserialize record with type {api_key}"
+    return None
+
+
+def _reads_structs(fields: tuple[Any, ...], data: dict[str, Any]) -> bool:
+    """Whether reading `data` reads a nested struct: a struct field, or an array of structs holding one."""
+    from replog.formats.kafka.internal.protocol import Array, Struct
+    for f in fields:
+        value = data.get(f.name)
+        if isinstance(f.type, Struct) and value is not None:
+            return True
+        if isinstance(f.type, Array) and isinstance(f.type.item, Struct) and value:
+            return True
+    return False
+
+
+def _as_read_by(v: Any, emulated: Emulation) -> Any:
+    """A record of a version above what the emulated tool reads, as its older class holds it: the fields its own
+    highest version has (a newer tagged field is an unknown tag to it, left out of its JSON)."""
+    from replog.formats.kafka.internal.metadata import METADATA_RECORDS, RECORD_TYPES
+    if not isinstance(v, dict) or not isinstance(v.get("type"), str) or "data" not in v:
+        return v
+    api_key = RECORD_TYPES[v["type"]]
+    highest = emulated.metadata_highest(api_key)
+    if highest is None or v["version"] <= highest:
+        return v
+    known = {f.name for f in METADATA_RECORDS[api_key].fields if f.present(highest)}
+    return {**v, "data": {k: x for k, x in v["data"].items() if k in known}}
 
 
 def _coordinator_key(v: Any) -> str:
@@ -422,6 +476,10 @@ def _decoded_data(e: Entry, style: Style) -> list[tuple[str, str]]:
     if style.decoder == "remote":
         return _remote_parts(e, style)
     if style.decoder == "metadata":
+        refused = _metadata_refusal(e, value, style.emulated)
+        if refused is not None:
+            return [("payload", f"Error at {e['offset']}, skipping. {refused}")]
+        value = _as_read_by(value, style.emulated)
         return [(n, _metadata_json(x)) for n, x in (("key", key), ("payload", value)) if x is not None]
     if style.decoder == "txn" and style.emulated.scala:
         return [("key", _scala_txn_key(key)), ("payload", _scala_txn_value(value))]

@@ -4,8 +4,9 @@ A metadata record value is ``frameVersion`` (unsigned varint, must be 1),
 ``apiKey`` (unsigned varint), ``version`` (unsigned varint), then the
 message body (server-common `AbstractApiMessageSerde`); every record type is
 flexible from version 0. Type ids and layouts follow
-`metadata/src/main/resources/common/metadata/*.json`; ids 6, 13 and 16 belong
-to records Kafka removed before release. Unknown types or versions come back
+`metadata/src/main/resources/common/metadata/*.json` of Kafka 4.4 (RegisterBrokerRecord
+v4 and BrokerRegistrationChangeRecord v3 add `cordonedLogDirs`, read from 4.4's
+generated classes); ids 6, 13 and 16 belong to records Kafka removed before release. Unknown types or versions come back
 as ``{"type": id-or-name, "version": v, "raw": hex}``; bytes left after a
 known record are an error, as in Kafka.
 
@@ -50,7 +51,7 @@ _FEATURE = Struct("Feature", (Field("name", STRING), Field("minSupportedVersion"
 _INT32S = Array(INT32)
 
 METADATA_RECORDS: dict[int, Message] = {
-    0: _rec("RegisterBrokerRecord", "0-3",
+    0: _rec("RegisterBrokerRecord", "0-4",
             Field("brokerId", INT32),
             Field("isMigratingZkBroker", BOOL, "2+"),
             Field("incarnationId", UUID),
@@ -60,7 +61,8 @@ METADATA_RECORDS: dict[int, Message] = {
             Field("rack", STRING, nullable=_F),
             Field("fenced", BOOL, default=True),
             Field("inControlledShutdown", BOOL, "1+"),
-            Field("logDirs", Array(UUID), "3+", tag=0)),
+            Field("logDirs", Array(UUID), "3+", tag=0),
+            Field("cordonedLogDirs", Array(UUID), "4+", nullable="4+", tag=1, default=None)),
     1: _rec("UnregisterBrokerRecord", "0", Field("brokerId", INT32), Field("brokerEpoch", INT64)),
     2: _rec("TopicRecord", "0", Field("name", STRING), Field("topicId", UUID)),
     3: _rec("PartitionRecord", "0-2",
@@ -110,11 +112,12 @@ METADATA_RECORDS: dict[int, Message] = {
     15: _rec("ProducerIdsRecord", "0",
              Field("brokerId", INT32), Field("brokerEpoch", INT64, default=-1),
              Field("nextProducerId", INT64)),
-    17: _rec("BrokerRegistrationChangeRecord", "0-2",
+    17: _rec("BrokerRegistrationChangeRecord", "0-3",
              Field("brokerId", INT32), Field("brokerEpoch", INT64),
              Field("fenced", INT8, tag=0),
              Field("inControlledShutdown", INT8, "1+", tag=1),
-             Field("logDirs", Array(UUID), "2+", tag=2)),
+             Field("logDirs", Array(UUID), "2+", tag=2),
+             Field("cordonedLogDirs", Array(UUID), "3+", nullable="3+", tag=3, default=None)),
     18: _rec("AccessControlEntryRecord", "0",
              Field("id", UUID), Field("resourceType", INT8), Field("resourceName", STRING),
              Field("patternType", INT8), Field("principal", STRING), Field("host", STRING),
@@ -132,6 +135,7 @@ METADATA_RECORDS: dict[int, Message] = {
              Field("endPoints", Array(_ENDPOINT)), Field("features", Array(_FEATURE))),
     # 4.0+: the ELR and last known ELR of the topic named (every topic when empty) cleared
     28: _rec("ClearElrRecord", "0", Field("topicName", STRING)),
+    29: _rec("UnregisterControllerRecord", "0", Field("controllerId", INT32)),   # 4.4
 }
 RECORD_TYPES = {m.name: api_key for api_key, m in METADATA_RECORDS.items()}
 
