@@ -307,6 +307,10 @@ RunningOpt = Annotated[list[str] | None, typer.Option(
     "--running", metavar="NAME",
     help="Kafka: a replica whose broker kept running (not restarted); repeatable. Its fetcher restarts, and "
     "truncates, only if its leader epoch changed. Default: every replica restarts from its copy on disk")]
+CleanupPolicyOpt = Annotated[str | None, typer.Option(
+    "--cleanup-policy", metavar="compact|delete",
+    help="Kafka: the topic's cleanup.policy (default: from --metadata when it records one). With compact, "
+    "replicas are compared by the records the log cleaner keeps below their cleaner points")]
 OffsetsOpt = Annotated[list[Path] | None, typer.Option(
     "--offsets", metavar="LOGDIR", exists=True, file_okay=False,
     help="a broker log dir holding __consumer_offsets (and __transaction_state); repeatable. The replicas' "
@@ -329,6 +333,7 @@ def replay(
     force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
     offsets: OffsetsOpt = None,
     running: RunningOpt = None,
+    cleanup_policy: CleanupPolicyOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -350,8 +355,8 @@ def replay(
     from replog.toolkit.commands import ReplayOptions, run_replay
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html, export_lost)
-    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt,
-                                ReplayOptions(metadata, partition_state, broker_version, running or []), offsets))
+    given = ReplayOptions(metadata, partition_state, broker_version, running or [], cleanup_policy)
+    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt, given, offsets))
 
 
 @app.command(cls=ReplogCommand)
@@ -375,6 +380,7 @@ def repair(
     ] = None,
     offsets: OffsetsOpt = None,
     running: RunningOpt = None,
+    cleanup_policy: CleanupPolicyOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -391,7 +397,7 @@ def repair(
     """
     from replog.toolkit.commands import ReplayOptions, run_repair, run_repair_in_place
 
-    given = ReplayOptions(metadata, partition_state, broker_version, running or [])
+    given = ReplayOptions(metadata, partition_state, broker_version, running or [], cleanup_policy)
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, out, backup, html)
     if in_place:
         if backup is None or out is not None or html is not None:
@@ -418,6 +424,7 @@ def impact(
     partition_state: PartitionStateOpt = None,
     broker_version: BrokerVersionOpt = None,
     running: RunningOpt = None,
+    cleanup_policy: CleanupPolicyOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -439,8 +446,8 @@ def impact(
     from replog.toolkit.commands import ReplayOptions, run_impact
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html)
-    raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt,
-                                ReplayOptions(metadata, partition_state, broker_version, running or [])))
+    given = ReplayOptions(metadata, partition_state, broker_version, running or [], cleanup_policy)
+    raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt, given))
 
 
 @samples_app.command("generate", cls=ReplogCommand)

@@ -131,18 +131,20 @@ class ReplayOptions:
     partition_state: Any = None
     broker_version: str | None = None
     running: Sequence[str] = ()
+    cleanup_policy: str | None = None
 
     def for_kafka(self) -> dict[str, Any]:
         if self.broker_version is not None:
             raise typer.BadParameter("--broker-version is for RocketMQ stores; these are Kafka replicas")
         return {"metadata": None if self.metadata is None else str(self.metadata),
                 "partition_state": None if self.partition_state is None else str(self.partition_state),
-                "running": list(self.running)}
+                "running": list(self.running), "cleanup_policy": self.cleanup_policy}
 
     def for_rocketmq(self) -> str | None:
-        if self.metadata is not None or self.partition_state is not None or self.running:
-            raise typer.BadParameter("--metadata, --partition-state and --running are for Kafka replicas; these "
-                                     "are RocketMQ stores")
+        if (self.metadata is not None or self.partition_state is not None or self.running
+                or self.cleanup_policy is not None):
+            raise typer.BadParameter("--metadata, --partition-state, --running and --cleanup-policy are for Kafka "
+                                     "replicas; these are RocketMQ stores")
         return self.broker_version
 
 

@@ -46,7 +46,13 @@ NO_LEADER, NO_LEADER_CHANGE, RECOVERING = -1, -2, 1
 METADATA, PARTITION_STATE = "metadata", "partition_state"
 # api keys worth decoding (metadata/src/main/resources/common/metadata/*.json); every other record is skipped
 _TOPIC, _PARTITION, _CHANGE, _REMOVE_TOPIC, _BEGIN, _END, _ABORT = 2, 3, 5, 9, 23, 24, 25
-_WANTED = frozenset({_TOPIC, _PARTITION, _CHANGE, _REMOVE_TOPIC, _BEGIN, _END, _ABORT})
+_CONFIG = 4
+_WANTED = frozenset({_TOPIC, _PARTITION, _CHANGE, _REMOVE_TOPIC, _BEGIN, _END, _ABORT, _CONFIG})
+# ConfigRecord resource types (clients/.../common/config/ConfigResource.java `Type`): a topic's own
+# settings, and the brokers' (resource name "" = the cluster-wide default, `log.`-prefixed names).
+_TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4
+CLEANUP_POLICY = "cleanup.policy"
+_BROKER_SYNONYMS = {CLEANUP_POLICY: "log.cleanup.policy"}   # ServerTopicConfigSynonyms
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,9 @@ class ControllerRecord:
     partition: int
     topic_id: str | None = None
     history: list[Election] = field(default_factory=list)
+    # the topic's dynamic settings the metadata log records (ConfigRecord), the cluster-wide default
+    # standing in where the topic sets none; ZooKeeper's state file carries none
+    topic_configs: dict[str, str] = field(default_factory=dict)
 
     @property
     def current(self) -> Election:
@@ -136,6 +145,8 @@ class _History:
         self.removed: set[str] = set()
         self.histories: dict[str, list[Election]] = {}
         self.pending: list[tuple[int, dict[str, Any], int | None, str]] | None = None
+        self.topic_configs: dict[str, str] = {}
+        self.default_configs: dict[str, str] = {}
 
     def feed(self, api_key: int, data: dict[str, Any], offset: int | None, record: str) -> None:
         if api_key == _BEGIN:
@@ -150,12 +161,34 @@ class _History:
         else:
             self.apply(api_key, data, offset, record)
 
+    def configs(self) -> dict[str, str]:
+        """The topic's settings, each topic setting from the cluster-wide broker default where unset."""
+        defaults = {topic_name: self.default_configs[broker_name] for topic_name, broker_name
+                    in _BROKER_SYNONYMS.items() if broker_name in self.default_configs}
+        return defaults | self.topic_configs
+
+    def apply_config(self, data: dict[str, Any]) -> None:
+        """A ConfigRecord: a set value, or null for a deleted one (the default applies again)."""
+        kind, name = data.get("resourceType"), data.get("resourceName")
+        target = (self.topic_configs if kind == _TOPIC_RESOURCE and name == self.topic
+                  else self.default_configs if kind == _BROKER_RESOURCE and name == "" else None)
+        if target is None:
+            return
+        if data.get("value") is None:
+            target.pop(data["name"], None)
+        else:
+            target[data["name"]] = data["value"]
+
     def apply(self, api_key: int, data: dict[str, Any], offset: int | None, record: str) -> None:
-        if api_key == _TOPIC and data["name"] == self.topic:
+        if api_key == _CONFIG:
+            self.apply_config(data)
+        elif api_key == _TOPIC and data["name"] == self.topic:
             self.ids.append(data["topicId"])
             self.removed.discard(data["topicId"])
         elif api_key == _REMOVE_TOPIC:
             self.removed.add(data["topicId"])
+            if data["topicId"] in self.ids:   # its configs go with it (the controller drops them on replay)
+                self.topic_configs.clear()
         elif data.get("partitionId") != self.partition or data.get("topicId") not in self.ids:
             return
         elif api_key == _PARTITION:
@@ -239,7 +272,7 @@ def read_metadata_log(path: str | os.PathLike[str], topic: str, partition: int,
     past = history.histories.get(chosen, [])
     if not past:
         raise ReplogError(f"{d} records topic {topic} ({chosen}) but no registration of partition {partition}")
-    return ControllerRecord(METADATA, str(d), topic, partition, chosen, past)
+    return ControllerRecord(METADATA, str(d), topic, partition, chosen, past, history.configs())
 
 
 def _topic_id(history: _History, topic_id: str | None, d: Path, topic: str) -> str:

@@ -12,7 +12,14 @@ from typing import Any
 
 from replog.formats.errors import FormatError, ReplogError
 from replog.formats.shape import Field, Shape
+from replog.recovery.kafka.compaction import (
+    POLICIES,
+    CompactionDifference,
+    Side,
+    first_record_difference,
+)
 from replog.recovery.kafka.controller import (
+    CLEANUP_POLICY,
     METADATA_DIR,
     ControllerRecord,
     read_metadata_log,
@@ -49,6 +56,7 @@ class ReplicaResult:
     lost_key_sample: list[str] = field(default_factory=list)
     running: bool = False                   # its broker keeps running (`--running`)
     fetcher_restarts: bool | None = None    # a follower's fetcher starts (and truncates); None for the leader
+    compaction: CompactionDifference | None = None   # batches differ below the cleaner points, records agree
 
     def to_dict(self) -> dict[str, Any]:
         return REPLICA_RESULT.dump(self)
@@ -95,6 +103,8 @@ REPLICA_RESULT = Shape(
     Field("holes", lambda r: [{"first_offset": a, "last_offset": b} for a, b in r.outcome.holes] if r.outcome else []),
     "running", "fetcher_restarts",
     Field("clean_shutdown", "replica.clean_shutdown"), Field("from_checkpoints", "replica.from_checkpoints"),
+    Field("cleaner_offset", "replica.cleaner_offset"),
+    Field("compaction_difference", lambda r: r.compaction.to_dict() if r.compaction is not None else None),
 )
 
 
@@ -106,6 +116,7 @@ class ReplayResult:
     transcript: Transcript
     controller: ControllerRecord | None = None   # the controller's record of elections, when given
     premise: Premise | None = None               # which replicas restart, which keep running
+    cleanup_policy: str | None = None            # the topic's cleanup.policy when known (option or metadata)
 
     def to_dict(self) -> dict[str, Any]:
         return REPLAY_RESULT.dump(self)
@@ -137,6 +148,7 @@ REPLAY_RESULT = Shape(
     Field("leader_election", "leader", shape=Shape("unclean", "explanation")),
     Field("controller", _controller), Field("elections", _elections),
     Field("premise", lambda r: r.premise.to_dict() if r.premise is not None else None),
+    "cleanup_policy",
     Field("replicas", shape=REPLICA_RESULT), Field("events", "transcript.events"),
 )
 
@@ -146,13 +158,46 @@ def choose_leader(replicas: Sequence[Replica]) -> LeaderChoice:
     return elect([Candidate(r.name, r.high_watermark, r.log_end_offset, r.epochs.latest_epoch) for r in replicas])
 
 
-def first_divergence(a: Replica, b: Replica, start: int | None = None) -> int | None:
-    """First offset both logs hold but with different batches (boundaries or CRC), else None.
+@dataclass(frozen=True)
+class Comparison:
+    """Where two replicas' logs part (`diverged_at`), and where they differ only as their cleaners left them."""
 
-    Batches are paired in order from the first reaching the higher log start; the fingerprints of
-    two logs as loaded let the pairing start at the first bucket of offsets where they differ.
-    `start` (default: the higher log start) pairs from elsewhere, e.g. from the first batch."""
+    diverged_at: int | None
+    compaction: CompactionDifference | None = None
+
+
+def compare_replicas(a: Replica, b: Replica, start: int | None = None, policy: str | None = None) -> Comparison:
+    """The one rule replay and repair compare replicas by.
+
+    Batches (base offset, last offset, CRC) are paired in order from the first reaching `start` (default:
+    the higher log start). Where they first differ below C, the higher of the two cleaner points
+    (`Replica.cleaned_below`; `policy` is the topic's cleanup.policy when known), the records are compared
+    as Kafka's cleaner keeps them (`compaction.first_record_difference`): agreeing there, the replicas differ
+    by compaction only, and the batches are paired again from C."""
     start = max(a.log_start_offset, b.log_start_offset) if start is None else start
+    at = _first_batch_difference(a, b, start)
+    if at is None:
+        return Comparison(None)
+    up_to = max(a.cleaned_below(policy), b.cleaned_below(policy))
+    if at >= up_to:
+        return Comparison(at)
+    lo = max(start, a.log_start_offset, b.log_start_offset)
+    found = first_record_difference(Side(a.log, a.cleaned_below(policy), a.kept_end),
+                                    Side(b.log, b.cleaned_below(policy), b.kept_end), lo, up_to)
+    if found is not None:
+        return Comparison(found)
+    return Comparison(first_difference(a.log, b.log, up_to), CompactionDifference(at, up_to))
+
+
+def first_divergence(a: Replica, b: Replica, start: int | None = None, policy: str | None = None) -> int | None:
+    """First offset both logs hold but with different batches (boundaries or CRC), else None; below the
+    cleaner points, with different records as the cleaner keeps them (`compare_replicas`)."""
+    return compare_replicas(a, b, start, policy).diverged_at
+
+
+def _first_batch_difference(a: Replica, b: Replica, start: int) -> int | None:
+    """Batches paired in order from the first reaching `start`; the fingerprints of two logs as loaded let
+    the pairing start at the first bucket of offsets where they differ."""
     skip_to = start
     if a.fingerprint is not None and b.fingerprint is not None:
         bucket = first_differing_bucket(a.fingerprint, b.fingerprint)
@@ -163,12 +208,17 @@ def first_divergence(a: Replica, b: Replica, start: int | None = None) -> int | 
 
 
 def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol: str = EPOCH,
-               controller: ControllerRecord | None = None, running: Sequence[str] = ()) -> ReplayResult:
+               controller: ControllerRecord | None = None, running: Sequence[str] = (),
+               cleanup_policy: str | None = None) -> ReplayResult:
     """Replay the replicas behind `leader` (a NAME), else behind the leader the controller's record gives,
     else behind the one the election rule picks from disk. `running`: the NAMEs whose broker keeps
-    running (`premise`); every other replica restarts from its copy on disk."""
+    running (`premise`); every other replica restarts from its copy on disk. `cleanup_policy`: the
+    topic's, when known (else the controller's record of the topic's config, else the cleaner
+    checkpoints alone tell where replicas were compacted)."""
     if protocol not in (EPOCH, HW):
         raise ReplogError(f"unknown protocol {protocol!r} for Kafka: use epoch or hw")
+    if cleanup_policy is None and controller is not None:
+        cleanup_policy = controller.topic_configs.get(CLEANUP_POLICY)
     names = [r.name for r in replicas]
     if len(set(names)) != len(names):
         raise ReplogError(f"replica names must be unique: {names}")
@@ -196,10 +246,11 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
         outcome = outcomes.get(r.name)
         lost = lost_batches(outcome.removed, final.log) if outcome else ReplicaLog()
         original_leader = next(x for x in replicas if x.name == choice.name)
-        results.append(ReplicaResult(r, final, outcome, first_divergence(r, original_leader), lost,
+        compared = compare_replicas(r, original_leader, policy=cleanup_policy)
+        results.append(ReplicaResult(r, final, outcome, compared.diverged_at, lost,
                                      summarize_lost(lost), sample_keys(lost), r.name in premise.running,
-                                     premise.fetcher_restarts(r.name)))
-    return ReplayResult(protocol, choice, results, transcript, controller, premise)
+                                     premise.fetcher_restarts(r.name), compared.compaction))
+    return ReplayResult(protocol, choice, results, transcript, controller, premise, cleanup_policy)
 
 
 def user_choice(replicas: Sequence[Replica], leader: str, controller: ControllerRecord | None) -> LeaderChoice:
@@ -300,9 +351,10 @@ def _piece_keys(piece: Piece, keys: list[str], limit: int) -> None:
 
 def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str = EPOCH,
                  progress: Progress | None = None, *, metadata: str | None = None,
-                 partition_state: str | None = None, running: Sequence[str] = ()) -> ReplayResult:
+                 partition_state: str | None = None, running: Sequence[str] = (),
+                 cleanup_policy: str | None = None) -> ReplayResult:
     """Load `[NAME=]PATH` replicas and replay them; `progress` hears of each segment loaded. `running`:
-    the NAMEs whose broker keeps running (`premise`).
+    the NAMEs whose broker keeps running (`premise`). `cleanup_policy` (compact|delete): the topic's.
 
     The controller's record comes from `metadata` (a KRaft `__cluster_metadata-0` dir, or a log dir
     holding one), from a `__cluster_metadata-0` dir among `specs`, or from `partition_state`
@@ -314,6 +366,8 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
         raise ReplogError("give the controller's record once: one metadata log, or --partition-state")
     if len(specs) < 2:
         raise ReplogError("replay needs at least two replicas")
+    if cleanup_policy is not None and cleanup_policy not in POLICIES:
+        raise ReplogError(f"unknown cleanup policy {cleanup_policy!r}: use {' or '.join(POLICIES)}")
     named = replica_names([parse_named(spec) for spec in specs], default_name)
     check_running([name for name, _ in named], running)
     replicas = load_replicas(named, Tally.of(progress, [path for _, path in named], ".log"))
@@ -325,7 +379,7 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
             raise ReplogError(f"the replicas' partition.metadata name different topic ids: {', '.join(sorted(ids))}")
         controller = (read_metadata_log(given[0], first.topic, first.partition, next(iter(ids), None)) if given
                       else read_partition_state(partition_state or "", first.topic, first.partition))
-    return run_replay(replicas, leader, protocol, controller, running)
+    return run_replay(replicas, leader, protocol, controller, running, cleanup_policy)
 
 
 def _split_metadata(specs: Sequence[str]) -> tuple[list[str], list[str]]:

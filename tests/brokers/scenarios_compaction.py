@@ -9,7 +9,7 @@ their own schedule; freezing broker 3 while broker 2 cleans on puts their cleane
 The replicas' batch lists then differ below the cleaner points (the cleaner rewrote or dropped batches) while
 every broker holds the same records as far as a consumer of a compacted topic can tell (latest value per key).
 What the brokers did is read with their own means: truncations from their log lines, batches and records from
-the real kafka-dump-log (`--deep-iteration --print-data`), cleaner points from their `cleaner-offset-checkpoint`.
+the real kafka-dump-log (`--deep-iteration --print-data-log`), cleaner points from their `cleaner-offset-checkpoint`.
 """
 from __future__ import annotations
 
@@ -134,12 +134,13 @@ def cleaned_then_unclean_election(cluster: Cluster, work: Path) -> Outcome:
 
 # ----- what the brokers hold, read with kafka-dump-log
 
-RECORD = re.compile(r"\|?\s*offset: (\d+) .*?keySize: (-?\d+) valueSize: (-?\d+).*?(?: key: (.*?))?(?: payload: (.*))?$")
+RECORD = re.compile(r"\|?\s*offset: (\d+) .*?keySize: (-?\d+) valueSize: (-?\d+)"
+                    r".*?(?: key: (.*?))?(?: payload: (.*))?$")
 
 
 @dataclass(frozen=True)
 class DumpedRecord:
-    """One record line of `kafka-dump-log --deep-iteration --print-data`."""
+    """One record line of `kafka-dump-log --deep-iteration --print-data-log`."""
     offset: int
     key: str | None
     value: str | None     # None: a tombstone
@@ -152,7 +153,7 @@ def dumped_records(version: str, partition_dirs: dict[str, Path]) -> dict[str, l
     out: dict[Path, list[DumpedRecord]] = {}
     if every:
         with tempfile.TemporaryDirectory(prefix="compaction-view-") as scratch:
-            cmd = java_command(version, every, ["--deep-iteration", "--print-data"], Path(scratch))
+            cmd = java_command(version, every, ["--deep-iteration", "--print-data-log"], Path(scratch))
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"kafka-dump-log failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
         current: list[DumpedRecord] = []

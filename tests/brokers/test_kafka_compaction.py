@@ -2,7 +2,7 @@
 
 The brokers are the oracle: what each truncated (its log lines), where its log ends, which records it holds
 afterwards and what a consumer of the compacted topic ends with (kafka-dump-log `--deep-iteration
---print-data`). Below the cleaner points the replicas' batch lists legitimately differ (the cleaner rewrote
+--print-data-log`). Below the cleaner points the replicas' batch lists legitimately differ (the cleaner rewrote
 and dropped batches), so records, not batches, are compared there.
 """
 from __future__ import annotations
