@@ -13,6 +13,7 @@ the real kafka-dump-log (`--deep-iteration --print-data-log`), cleaner points fr
 """
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import tempfile
@@ -93,8 +94,8 @@ def cleaned_apart_then_all_crash(cluster: Cluster, work: Path) -> Outcome:
     Rounds 0-3 are cleaned by b2 and b3; b3 is frozen, rounds 5-7 go to b2 and b4 (acks=all) and b2 cleans
     them too (a round's closing record is a tombstone of k00), so b3's cleaner point stays behind b2's and b3's
     log ends early; b4 never cleans. All three crash; once the controller has fenced them the copy is taken;
-    all restart, the controller elects from its record, b3 catches up. No replica
-    holds a record the leader lacks: nobody truncates, nothing is lost."""
+    all restart (ZooKeeper: the recorded leader first), the controller elects from its record, b3 catches
+    up. No replica holds a record the leader lacks: nobody truncates, nothing is lost."""
     cleaned_rounds(cluster, range(4))
     cluster.pause(3)
     wait_isr(cluster, [2, 4])
@@ -106,7 +107,14 @@ def cleaned_apart_then_all_crash(cluster: Cluster, work: Path) -> Outcome:
     time.sleep(FENCED_AFTER)
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)
-    cluster.restart(*BROKER_IDS)
+    if state is not None:
+        # ZooKeeper: the controller died with the brokers, so the state znode still names the leader it
+        # last elected; that broker restarts first and, the first live ISR member, is elected again
+        first = int(json.loads(state.read_text())["leader"])
+        cluster.restart(first)
+        cluster.restart(*(n for n in BROKER_IDS if n != first))
+    else:
+        cluster.restart(*BROKER_IDS)
     outcome = converge_and_stop(cluster, work, marks)
     outcome.copy, outcome.partition_state = copy, state
     return outcome
