@@ -48,6 +48,8 @@ from typing import NamedTuple
 
 from replog.formats.errors import FormatError, ReplogError
 from replog.formats.fileio import mapped
+from replog.formats.fileview import readable
+from replog.formats.kafka.partition_files import is_live_segment
 from replog.formats.kafka.segment import BatchInfo, batch_records
 from replog.recovery.kafka.replica_log import ReplicaLog
 
@@ -96,14 +98,16 @@ def _digest(*parts: bytes | None) -> bytes:
 
 
 def records(log: ReplicaLog, lo: int, hi: int) -> Iterator[Kept]:
-    """The records of an ordered `log` with offsets in [lo, hi), in offset order, one batch decoded at a time."""
+    """The records of an ordered `log` with offsets in [lo, hi), in offset order, one batch decoded at a time
+    (a live segment read window by window, as `replay.sample_keys` reads it)."""
     for piece in log.from_offset(lo).pieces:
-        with mapped(piece.file) as buf:
+        with mapped(piece.file, live=is_live_segment(piece.file), windows=True) as buf:
             for block in piece.blocks():
                 for i in range(len(block)):
                     info = block.row(i)
                     if info.base_offset >= hi:
                         return
+                    readable(buf, info.position, info.end)
                     yield from _batch(buf, info, lo, hi)
 
 

@@ -173,17 +173,21 @@ def compare_replicas(a: Replica, b: Replica, start: int | None = None, policy: s
     the higher log start). Where they first differ below C, the higher of the two cleaner points
     (`Replica.cleaned_below`; `policy` is the topic's cleanup.policy when known), the records are compared
     as Kafka's cleaner keeps them (`compaction.first_record_difference`): agreeing there, the replicas differ
-    by compaction only, and the batches are paired again from C."""
+    by compaction only, and the batches are paired again from C. Logs out of offset order (damaged), or
+    records that cannot be decoded, keep the batch pairing's answer."""
     start = max(a.log_start_offset, b.log_start_offset) if start is None else start
     at = _first_batch_difference(a, b, start)
     if at is None:
         return Comparison(None)
     up_to = max(a.cleaned_below(policy), b.cleaned_below(policy))
-    if at >= up_to:
+    if at >= up_to or not (a.log.ordered and b.log.ordered):
         return Comparison(at)
     lo = max(start, a.log_start_offset, b.log_start_offset)
-    found = first_record_difference(Side(a.log, a.cleaned_below(policy), a.kept_end),
-                                    Side(b.log, b.cleaned_below(policy), b.kept_end), lo, up_to)
+    try:
+        found = first_record_difference(Side(a.log, a.cleaned_below(policy), a.kept_end),
+                                        Side(b.log, b.cleaned_below(policy), b.kept_end), lo, up_to)
+    except ReplogError:   # a batch whose records cannot be decoded: the batch pairing's answer stands
+        return Comparison(at)
     if found is not None:
         return Comparison(found)
     return Comparison(first_difference(a.log, b.log, up_to), CompactionDifference(at, up_to))

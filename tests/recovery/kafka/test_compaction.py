@@ -173,3 +173,14 @@ def test_records_are_read_with_keys_and_tombstones(tmp_path: Path) -> None:
     assert [(r.offset, r.key is not None, r.removable) for r in got] == [(0, True, False), (1, False, True),
                                                                         (2, True, True)], "records"
     assert list(records(load_replica(part).log, 1, 2))[0].offset == 1, "a range inside the batch"
+
+
+def test_undecodable_records_keep_the_batch_pairings_answer(tmp_path: Path) -> None:
+    """A batch below the cleaner point whose CRC holds but whose records cannot be decoded: the records
+    cannot be compared there, so the batches' first difference stands (a divergence, never a crash)."""
+    from tests.recovery.kafka.log_dirs import undecodable_batch
+    b2 = compacted_replica(tmp_path, "b2", clean(RAW, 16), hw=20, cleaner=16)
+    b3 = compacted_replica(tmp_path, "b3", [undecodable_batch(0), *clean(RAW, 8)[1:]], hw=20, cleaner=8)
+    got = replay({"b2": str(b2), "b3": str(b3)}, leader="b2")
+    assert got["b3"]["diverged_at"] == 0, "the batch pairing's answer"
+    assert got["b3"]["compaction_difference"] is None, "no compaction difference claimed"
