@@ -87,6 +87,7 @@ def compare_compacted(spec: ClusterSpec, outcome: Outcome, loses: bool) -> dict[
             assert (replica["compaction_difference"] is not None) == differs, \
                 f"{name}: compaction difference (kafka-dump-log: batches below {common} differ: {differs})"
     consumer_view = latest_values(final[leader])
+    assert len(consumer_view) > 1, f"kafka-dump-log's records not read: latest values {consumer_view}"
     for name, records in final.items():
         assert latest_values(records) == consumer_view, f"{name}: latest values differ from the leader's at the end"
     assert any(r["lost"]["records"] for r in predicted["replicas"]) == loses, "records lost by the scenario"
