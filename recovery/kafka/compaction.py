@@ -24,9 +24,10 @@ core/src/main/scala/kafka/log/LogCleaner.scala, `Cleaner.doClean`, `cleanInto`,
 
 So below C = the higher of two replicas' cleaner points, a record one replica
 holds and the other does not is explained when the other's cleaner could have
-removed it: the offset is below the other's cleaner point and the record is a
-tombstone, keyless, transactional or a marker, or a later record of its key
-below C is held by either replica. Two different records at one offset, or a
+removed it: the offset is below the other's cleaner point, the other's epoch
+cache gives that offset the record's leader epoch (the other held the same
+write), and the record is a tombstone, keyless, transactional or a marker, or a
+later record of its key below C is held by either replica. Two different records at one offset, or a
 record no cleaning explains, is a divergence at that offset. At and above C the
 existing rule stands: batch by batch, offsets and CRC.
 
@@ -51,6 +52,7 @@ from replog.formats.fileio import mapped
 from replog.formats.fileview import readable
 from replog.formats.kafka.partition_files import is_live_segment
 from replog.formats.kafka.segment import BatchInfo, batch_records
+from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.replica_log import ReplicaLog
 
 COMPACT, DELETE = "compact", "delete"
@@ -88,6 +90,7 @@ class Kept(NamedTuple):
     key: bytes | None
     digest: bytes
     removable: bool   # a cleaner may drop it whatever follows: tombstone, keyless, transactional or marker
+    epoch: int        # its batch's partition leader epoch (-1: none, message format v0/v1)
 
 
 def _digest(*parts: bytes | None) -> bytes:
@@ -124,7 +127,7 @@ def _batch(buf: memoryview, info: BatchInfo, lo: int, hi: int) -> Iterator[Kept]
             key = None if r.key is None or info.is_control else _digest(r.key)
             headers = b"".join(_digest(k.encode(), v) for k, v in r.headers)
             yield Kept(r.offset, key, _digest(r.key, r.value, headers),
-                       removable_batch or key is None or r.value is None)
+                       removable_batch or key is None or r.value is None, info.partition_leader_epoch)
 
 
 def latest_offsets(log: ReplicaLog, lo: int, hi: int) -> dict[bytes, int]:
@@ -139,11 +142,13 @@ def latest_offsets(log: ReplicaLog, lo: int, hi: int) -> dict[bytes, int]:
 
 @dataclass(frozen=True)
 class Side:
-    """One replica in a comparison below C: its log, cleaner point and log end."""
+    """One replica in a comparison below C: its log, cleaner point, log end and leader-epoch cache."""
 
     log: ReplicaLog
     cleaned_below: int
     end: int
+    epochs: EpochCache | None = None
+    epochs_exact: bool = False   # the cache is the broker's own (its leader-epoch-checkpoint), not rebuilt
 
 
 def first_record_difference(a: Side, b: Side, lo: int, hi: int) -> int | None:
@@ -174,11 +179,20 @@ def first_record_difference(a: Side, b: Side, lo: int, hi: int) -> int | None:
 
 
 def _explained(r: Kept, other: Side, later: dict[bytes, int]) -> bool:
-    """Whether `other` may lack `r`: its log ends before it, or its cleaner could have removed it."""
+    """Whether `other` may lack `r`: its log ends before it, or its cleaner could have removed it.
+
+    Only a record `other` once held can have been cleaned away there: its epoch cache, which the cleaner
+    leaves alone, must give the offset the epoch `r`'s batch carries (another epoch there is another
+    leader's write: the logs parted, as the broker's own truncation by epoch tells). A cache rebuilt from
+    cleaned batches (no checkpoint) starts epochs late, so it only proves a higher epoch there."""
     if r.offset >= other.end:
         return True
     if r.offset >= other.cleaned_below:
         return False
+    if r.epoch >= 0 and other.epochs is not None:
+        held = other.epochs.epoch_for_offset(r.offset)
+        if held is not None and (held > r.epoch or other.epochs_exact and held != r.epoch):
+            return False
     return r.removable or (r.key is not None and later.get(r.key, -1) > r.offset)
 
 

@@ -102,6 +102,7 @@ class Replica:
     cleaner_offset: int | None = None
     cleaner_checkpointed: bool = False       # the log dir has a cleaner-offset-checkpoint (with or without entry)
     last_segment_base: int | None = None     # the active segment's base offset: no cleaner ever passes it
+    epoch_checkpointed: bool = False         # its epochs come from its leader-epoch-checkpoint (the broker's)
 
     def cleaned_below(self, policy: str | None = None) -> int:
         """Below which offset its cleaner may have rewritten its batches (`compaction.cleaner_point`)."""
@@ -139,7 +140,7 @@ class Replica:
                        truncated_end=self.truncated_end, broker_id=self.broker_id,
                        clean_shutdown=self.clean_shutdown, checkpointed=self.checkpointed,
                        cleaner_offset=self.cleaner_offset, cleaner_checkpointed=self.cleaner_checkpointed,
-                       last_segment_base=self.last_segment_base)
+                       last_segment_base=self.last_segment_base, epoch_checkpointed=self.epoch_checkpointed)
 
 
 def default_name(path: Path) -> str:
@@ -248,6 +249,7 @@ def _load_epochs(p: Path, rep: Replica, lso_checkpoint: int, rising: list[EpochE
     if path.is_file():
         try:
             rep.epochs = EpochCache(checkpoint.parse_leader_epoch_checkpoint(read_small(path)))
+            rep.epoch_checkpointed = True
         except (FormatError, ValueError):
             rep.epochs = EpochCache()
         rep.findings += contradicted_entries(str(path), rep.epochs, rising, rep.log_start_offset, rep.log_end_offset,

@@ -184,3 +184,17 @@ def test_undecodable_records_keep_the_batch_pairings_answer(tmp_path: Path) -> N
     got = replay({"b2": str(b2), "b3": str(b3)}, leader="b2")
     assert got["b3"]["diverged_at"] == 0, "the batch pairing's answer"
     assert got["b3"]["compaction_difference"] is None, "no compaction difference claimed"
+
+
+def test_a_new_leader_cleaned_past_where_the_old_one_diverged(tmp_path: Path) -> None:
+    """b2 led epoch 0 and wrote 12..19 alone; b3, elected in epoch 1 from 12, wrote its own 12..27 and
+    cleaned to 24, dropping its early records for later ones of the same keys. b2's records at 12.. are
+    missing from b3, and a later record of each key is there: only the epoch caches (b3: epoch 1 from
+    12) tell that b3 never held them. The logs part at 12, where the broker truncates b2."""
+    old = history(5)
+    new = [(o, k, v if o < 12 or v is None else v + b"-new", 0 if o < 12 else 1) for o, k, v, _ in history(7)]
+    b2 = compacted_replica(tmp_path, "b2", clean(old, 0), hw=12, epochs=[(0, 0)])
+    b3 = compacted_replica(tmp_path, "b3", clean(new, 24), hw=28, cleaner=24, epochs=[(0, 0), (1, 12)])
+    got = replay({"b2": str(b2), "b3": str(b3)}, leader="b3")
+    assert got["b2"]["diverged_at"] == 12, "diverged_at"
+    assert got["b2"]["truncated_to"] == 12, "the broker's truncation by epoch"
