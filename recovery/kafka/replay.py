@@ -184,8 +184,8 @@ def compare_replicas(a: Replica, b: Replica, start: int | None = None, policy: s
         return Comparison(at)
     lo = max(start, a.log_start_offset, b.log_start_offset)
     try:
-        found = first_record_difference(*(Side(r.log, r.cleaned_below(policy), r.kept_end, r.epochs,
-                                               r.epoch_checkpointed) for r in (a, b)), lo, up_to)
+        sa, sb = (Side(r.log, r.cleaned_below(policy), r.kept_end, r.epochs, r.epoch_checkpointed) for r in (a, b))
+        found = first_record_difference(sa, sb, lo, up_to)
     except ReplogError:   # a batch whose records cannot be decoded: the batch pairing's answer stands
         return Comparison(at)
     if found is not None:
