@@ -140,6 +140,30 @@ def cleaned_then_unclean_election(cluster: Cluster, work: Path) -> Outcome:
     return outcome
 
 
+def new_leader_cleans_past_the_divergence(cluster: Cluster, work: Path) -> Outcome:
+    """Premise: b2 restarts from the copy; b3 and b4 keep running (the copy is taken with them frozen).
+
+    As `cleaned_then_unclean_election` up to the unclean election of b3; then b3 takes rounds 6 and 7 and
+    the closing record, and its cleaner cleans all of them: b3 dropped its own records at the offsets of
+    b2's round 5 for later ones of the same keys. b2 returns and truncates round 5 away; only the epochs
+    tell its records from the ones b3 cleaned (b3 never held b2's)."""
+    cleaned_rounds(cluster, range(4))
+    cluster.pause(3, 4)
+    wait_isr(cluster, [2])
+    produce_round(cluster, 5, acks=1)
+    crash_and_elect(cluster, 2, (3, 4))
+    for r in (6, 7):
+        produce_round(cluster, r)
+    produce_round(cluster, 8, keys=KEYS[:1])
+    wait_cleaned(cluster, (3,), cluster.log_end(TOPIC) - 1)
+    copy, state = copy_frozen(cluster, work)
+    marks = output_marks(cluster)
+    cluster.restart(2)
+    outcome = converge_and_stop(cluster, work, marks)
+    outcome.copy, outcome.partition_state, outcome.running = copy, state, ["b3", "b4"]
+    return outcome
+
+
 # ----- what the brokers hold, read with kafka-dump-log
 
 RECORD = re.compile(r"\|?\s*offset: (\d+) .*?keySize: (-?\d+) valueSize: (-?\d+)"

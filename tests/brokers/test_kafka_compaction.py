@@ -23,6 +23,7 @@ from tests.brokers.scenarios_compaction import (
     compaction_spec,
     dumped_records,
     latest_values,
+    new_leader_cleans_past_the_divergence,
 )
 from tests.brokers.test_kafka_replay import (
     VERSIONS,
@@ -119,3 +120,17 @@ def test_cleaned_replicas_then_an_unclean_election(spec: ClusterSpec, tmp_path: 
     spec = compaction_spec(spec)
     predicted = compare_compacted(spec, run_scenario(spec, tmp_path, cleaned_then_unclean_election), loses=True)
     cleaned_apart(predicted)
+
+
+@pytest.mark.parametrize("spec", cases(without=OLD_IBP))
+def test_a_new_leader_cleans_past_the_old_leaders_divergence(spec: ClusterSpec, tmp_path: Path) -> None:
+    """The new leader's cleaner removed its own records at the offsets where the old leader diverged: the
+    old leader still truncates there and replay still finds the divergence there (by the epochs)."""
+    spec = compaction_spec(spec)
+    predicted = compare_compacted(spec, run_scenario(spec, tmp_path, new_leader_cleans_past_the_divergence),
+                                  loses=True)
+    cleaned_apart(predicted)
+    points = {r["name"]: r["cleaner_offset"] for r in predicted["replicas"]}
+    b2 = next(r for r in predicted["replicas"] if r["name"] == "b2")
+    assert points["b3"] is not None and b2["diverged_at"] < points["b3"], \
+        f"the divergence is not below the new leader's cleaner point (the case under test): {points}"
