@@ -152,7 +152,12 @@ class Side:
 
 
 def first_record_difference(a: Side, b: Side, lo: int, hi: int) -> int | None:
-    """The lowest offset in [lo, hi) where the replicas hold records no cleaning explains, else None."""
+    """The lowest offset in [lo, hi) where the replicas hold records no cleaning explains, else None.
+
+    One offset held by both must hold the same record (key, value, headers) in the same leader epoch;
+    one held by one only must be explained (`_explained`). A key's later record is its highest offset
+    below `hi` in either replica: one number per key, so a chain of records the cleaners dropped one
+    after the other explains the earlier ones (the permissive side: no false divergence)."""
     if lo >= hi:
         return None
     later = latest_offsets(a.log, lo, hi)
@@ -163,7 +168,7 @@ def first_record_difference(a: Side, b: Side, lo: int, hi: int) -> int | None:
     x, y = next(xs, None), next(ys, None)
     while x is not None or y is not None:
         if x is not None and y is not None and x.offset == y.offset:
-            if x.digest != y.digest:
+            if x.digest != y.digest or x.epoch != y.epoch:   # the cleaner keeps a batch's epoch
                 return x.offset
             x, y = next(xs, None), next(ys, None)
         elif y is None or (x is not None and x.offset < y.offset):

@@ -198,3 +198,13 @@ def test_a_new_leader_cleaned_past_where_the_old_one_diverged(tmp_path: Path) ->
     got = replay({"b2": str(b2), "b3": str(b3)}, leader="b3")
     assert got["b2"]["diverged_at"] == 12, "diverged_at"
     assert got["b2"]["truncated_to"] == 12, "the broker's truncation by epoch"
+
+
+def test_the_same_record_written_in_another_epoch_is_a_divergence(tmp_path: Path) -> None:
+    """b3 holds b2's very records from 12 on, but written in epoch 1 (a retried write under a new leader):
+    the cleaner keeps a batch's epoch, so one offset in two epochs is where the logs part."""
+    b2 = compacted_replica(tmp_path, "b2", clean(RAW, 0), hw=20, epochs=[(0, 0)])
+    again = [(o, k, v, 0 if o < 12 else 1) for o, k, v, _ in RAW]
+    b3 = compacted_replica(tmp_path, "b3", clean(again, 16), hw=20, cleaner=16, epochs=[(0, 0), (1, 12)])
+    got = replay({"b2": str(b2), "b3": str(b3)}, leader="b3")
+    assert got["b2"]["diverged_at"] == 12, "diverged_at"
