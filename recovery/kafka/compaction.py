@@ -47,9 +47,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+
 from replog.formats.errors import FormatError, ReplogError
 from replog.formats.fileio import mapped
 from replog.formats.fileview import readable
+from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.partition_files import is_live_segment
 from replog.formats.kafka.segment import BatchInfo, batch_records
 from replog.recovery.kafka.epoch_cache import EpochCache
@@ -67,20 +70,49 @@ def is_compacted(policy: str | None) -> bool | None:
 
 
 def cleaner_point(cleaner_offset: int | None, checkpointed: bool, last_segment_base: int | None,
-                  log_start: int, log_end: int, policy: str | None = None) -> int:
+                  log_start: int, log_end: int, policy: str | None = None, signs_end: int | None = None) -> int:
     """Below which offset this replica's cleaner may have rewritten its batches (`log_start`: nowhere).
 
-    Its log dir's `cleaner-offset-checkpoint` entry when it has one. A topic known not to compact
-    (`policy` "delete") is never cleaned. A topic known to compact whose log dir has no such checkpoint
-    (a partition dir copied alone) may be cleaned up to its active segment, which the cleaner never
-    touches. Clamped to the log, as `LogCleanerManager.cleanableOffsets` resets a checkpoint outside it."""
+    Its log dir's `cleaner-offset-checkpoint` entry when it has one, or past it where the batches show
+    the cleaner's hand (`signs_end`, `CleaningSigns`: a follower copies the leader's cleaned batches
+    without moving its own checkpoint). A topic known not to compact (`policy` "delete") is never
+    cleaned. A topic known to compact whose log dir has no such checkpoint (a partition dir copied
+    alone) may be cleaned up to its active segment, which the cleaner never touches. Clamped to the
+    log, as `LogCleanerManager.cleanableOffsets` resets a checkpoint outside it."""
     compacted = is_compacted(policy)
     if compacted is False:
         return log_start
     point = cleaner_offset
     if point is None and compacted and not checkpointed:
         point = last_segment_base
-    return min(max(point if point is not None else log_start, log_start), log_end)
+    point = max(p for p in (point, signs_end, log_start) if p is not None)
+    return min(point, log_end)
+
+
+class CleaningSigns:
+    """Where a log's v2 batches show the cleaner's hand, whatever its checkpoint says: an offset gap
+    between consecutive batches or from the first segment's base offset, fewer records than the batch's
+    offsets span, or a delete horizon (`MemoryRecords.filterTo` stamps it on a batch it cleaned). None
+    of them happens to a log the cleaner never touched (appends, truncation and DeleteRecords leave
+    offsets contiguous). `end`: past the last batch showing one (None: none does)."""
+
+    def __init__(self) -> None:
+        self.prev_last: int | None = None
+        self.end: int | None = None
+
+    def feed(self, block: BatchBlock, segment_base: int) -> None:
+        """The kept batches of a segment's block, in log order."""
+        if not len(block):
+            return
+        base, last = block.base_offset, block.last_offset
+        before = segment_base - 1 if self.prev_last is None else self.prev_last
+        prev = np.concatenate(([before], last[:-1]))
+        v2 = block.magic == 2
+        signs = v2 & ((base > prev + 1) | (block.count < last - base + 1) | (block.has_delete_horizon == 1))
+        if signs.any():
+            top = int(last[signs].max()) + 1
+            self.end = top if self.end is None else max(self.end, top)
+        self.prev_last = int(last[-1])
 
 
 class Kept(NamedTuple):

@@ -26,7 +26,7 @@ from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock, walk_blocks
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.recovery.kafka import replica_log
-from replog.recovery.kafka.compaction import cleaner_point
+from replog.recovery.kafka.compaction import CleaningSigns, cleaner_point
 from replog.recovery.kafka.divergence import Fingerprint
 from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import RisingEpochs, node_id, read_broker_checkpoints, use_fast_walk
@@ -103,11 +103,12 @@ class Replica:
     cleaner_checkpointed: bool = False       # the log dir has a cleaner-offset-checkpoint (with or without entry)
     last_segment_base: int | None = None     # the active segment's base offset: no cleaner ever passes it
     epoch_checkpointed: bool = False         # its epochs come from its leader-epoch-checkpoint (the broker's)
+    cleaning_signs_end: int | None = None    # past the last batch the cleaner visibly rewrote (`CleaningSigns`)
 
     def cleaned_below(self, policy: str | None = None) -> int:
         """Below which offset its cleaner may have rewritten its batches (`compaction.cleaner_point`)."""
         return cleaner_point(self.cleaner_offset, self.cleaner_checkpointed, self.last_segment_base,
-                             self.log_start_offset, self.log_end_offset, policy)
+                             self.log_start_offset, self.log_end_offset, policy, self.cleaning_signs_end)
 
     @property
     def from_checkpoints(self) -> list[str]:
@@ -140,7 +141,8 @@ class Replica:
                        truncated_end=self.truncated_end, broker_id=self.broker_id,
                        clean_shutdown=self.clean_shutdown, checkpointed=self.checkpointed,
                        cleaner_offset=self.cleaner_offset, cleaner_checkpointed=self.cleaner_checkpointed,
-                       last_segment_base=self.last_segment_base, epoch_checkpointed=self.epoch_checkpointed)
+                       last_segment_base=self.last_segment_base, epoch_checkpointed=self.epoch_checkpointed,
+                       cleaning_signs_end=self.cleaning_signs_end)
 
 
 def default_name(path: Path) -> str:
@@ -198,13 +200,13 @@ def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None,
                   tally: Tally | None = None) -> tuple[int | None, list[EpochEntry]]:
     """Batches up to the first invalid one, as pieces; returns the first segment's base offset and the
     epoch candidates: (epoch, base offset) of kept v2 batches whose epoch exceeds every earlier one."""
-    truncated, first_base, rising, fingerprint = False, None, RisingEpochs(), Fingerprint()
+    truncated, first_base, rising, fingerprint, signs = False, None, RisingEpochs(), Fingerprint(), CleaningSigns()
     files = list_partition_files(p)
     for base, seg_path in files.logs.items():
         first_base = base if first_base is None else first_base
         try:
             with mapped(seg_path, live=files.live(seg_path), windows=True) as buf:
-                truncated = _load_segment(buf, str(seg_path), base, truncated, rep, (rising, fingerprint),
+                truncated = _load_segment(buf, str(seg_path), base, truncated, rep, (rising, fingerprint, signs),
                                           fast_threshold)
         except VanishedInput as e:
             raise InputChanged(f"{e}: the replica is changing under replay (a live broker?)") from None
@@ -216,19 +218,21 @@ def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None,
         if tally is not None:
             tally.done(seg_path)
     rep.last_segment_base = next(reversed(files.logs), None)
+    rep.cleaning_signs_end = signs.end
     rep.fingerprint = fingerprint if rep.log.ordered else None
     return first_base, rising.starts
 
 
 def _load_segment(buf: memoryview, path: str, base: int, truncated: bool, rep: Replica,
-                  folds: tuple[RisingEpochs, Fingerprint], fast_threshold: int | None) -> bool:
+                  folds: tuple[RisingEpochs, Fingerprint, CleaningSigns], fast_threshold: int | None) -> bool:
     """One segment's batches up to the first invalid one into `rep` (none once `truncated`); whether the
     log is truncated after it."""
     kept = PieceBuilder(path, base)
     walk, blocks = walk_blocks(buf, path, base, use_fast_walk(len(buf), fast_threshold), replica_log.BLOCK_ROWS)
     for block in blocks:
         n = 0 if truncated else int(np.searchsorted(block.end, walk.valid_bytes, side="right"))
-        _keep(block[:n], kept, *folds)
+        _keep(block[:n], kept, *folds[:2])
+        folds[2].feed(block[:n], base)
         rep.dropped_at_load += len(block) - n
     rep.findings.extend(walk.findings)
     if kept:

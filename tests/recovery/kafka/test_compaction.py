@@ -93,17 +93,37 @@ def test_a_divergence_above_the_cleaner_points_is_found_there(tmp_path: Path) ->
 
 
 def test_the_cleanup_policy_decides_where_records_are_compared(tmp_path: Path) -> None:
-    """delete: the cleaner checkpoints are ignored (batches compared from 0). compact with no cleaner
-    checkpoint in the log dir: up to the active segment, which no cleaner touches."""
+    """delete: no cleaner point counts (batches compared from 0). Without any cleaner checkpoint the
+    batches' own signs of cleaning (offset gaps, delete horizons) bound the cleaned region; and with
+    compact, a replica whose log dir has no cleaner checkpoint may be cleaned up to its active segment."""
     paths = replicas(tmp_path, b2=16, b4=None)
     assert replay(paths, leader="b2", cleanup_policy="delete")["b4"]["diverged_at"] == 0, "delete"
-    # no cleaner checkpoint anywhere: only the policy says the topic compacts; segments of ~5 batches
+    # no cleaner checkpoint anywhere; segments of ~5 batches
     bare = {n: str(compacted_replica(tmp_path / "bare", n, clean(RAW, end), hw=20, segment_bytes=400))
             for n, end in (("b2", 16), ("b4", 0))}
-    assert replay(bare, leader="b2")["b4"]["diverged_at"] == 0, "unknown policy, no checkpoint"
+    signs = load_replica(bare["b2"])
+    assert (signs.cleaner_offset, signs.cleaning_signs_end) == (None, 16), "cleaned region from the batches"
+    assert replay(bare, leader="b2")["b4"]["diverged_at"] is None, "the signs of cleaning, no policy"
     assert replay(bare, leader="b2", cleanup_policy="compact")["b4"]["diverged_at"] is None, "compact"
     with pytest.raises(ReplogError, match="cleanup policy"):
         replay(bare, cleanup_policy="lru")
+
+
+def test_signs_of_cleaning_in_the_batches(tmp_path: Path) -> None:
+    """A raw log shows none; a cleaned one shows where its cleaned batches end: an offset gap, a batch
+    with fewer records than its offsets span, a delete horizon; a gap from the first segment's base too."""
+    from replog.recovery.kafka.compaction import CleaningSigns
+    raw = load_replica(compacted_replica(tmp_path, "raw", clean(RAW, 0), hw=20))
+    assert raw.cleaning_signs_end is None, "a log the cleaner never touched"
+    thinned = [v2.Record(0, TS, b"a", b"1"), v2.Record(2, TS, b"b", b"2")]
+    cases = {"thinned batch": ([v2.build_batch(thinned, base_offset=0), *clean(RAW, 0)[3:]], 3),
+             "delete horizon": ([v2.build_batch([v2.Record(0, TS, b"a", None)], base_offset=0, delete_horizon=TS),
+                                 *clean(RAW, 0)[1:]], 1),
+             "gap from the segment base": (clean(RAW, 0)[4:], 5)}
+    for label, (batches, want) in cases.items():
+        part = compacted_replica(tmp_path, label.replace(" ", "-"), batches, hw=20)
+        assert load_replica(part).cleaning_signs_end == want, label
+    assert CleaningSigns().end is None, "nothing fed, nothing seen"
 
 
 def test_cleaner_point_rules() -> None:
