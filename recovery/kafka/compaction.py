@@ -75,7 +75,8 @@ def cleaner_point(cleaner_offset: int | None, checkpointed: bool, last_segment_b
 
     Its log dir's `cleaner-offset-checkpoint` entry when it has one, or past it where the batches show
     the cleaner's hand (`signs_end`, `CleaningSigns`: a follower copies the leader's cleaned batches
-    without moving its own checkpoint). A topic known not to compact (`policy` "delete") is never
+    without moving its own checkpoint), when a cleaner is known to be at work (the log dir has that
+    checkpoint, or the topic compacts). A topic known not to compact (`policy` "delete") is never
     cleaned. A topic known to compact whose log dir has no such checkpoint (a partition dir copied
     alone) may be cleaned up to its active segment, which the cleaner never touches. Clamped to the
     log, as `LogCleanerManager.cleanableOffsets` resets a checkpoint outside it."""
@@ -85,7 +86,8 @@ def cleaner_point(cleaner_offset: int | None, checkpointed: bool, last_segment_b
     point = cleaner_offset
     if point is None and compacted and not checkpointed:
         point = last_segment_base
-    point = max(p for p in (point, signs_end, log_start) if p is not None)
+    signs = signs_end if checkpointed or compacted else None   # only where a cleaner is known to be at work
+    point = max(p for p in (point, signs, log_start) if p is not None)
     return min(point, log_end)
 
 
@@ -154,11 +156,14 @@ def _batch(buf: memoryview, info: BatchInfo, lo: int, hi: int) -> Iterator[Kept]
         raise ReplogError(f"records of the batch at offset {info.base_offset} cannot be decoded to compare "
                           f"compacted replicas: {e}") from None
     removable_batch = info.is_control or info.is_transactional
+    # what the cleaner keeps of a batch besides its records (`MemoryRecords.buildRetainedRecordsInto`)
+    writer = b"%d/%d" % (info.producer_id, info.producer_epoch)
     for r in recs:
         if lo <= r.offset < hi:
             key = None if r.key is None or info.is_control else _digest(r.key)
             headers = b"".join(_digest(k.encode(), v) for k, v in r.headers)
-            yield Kept(r.offset, key, _digest(r.key, r.value, headers),
+            stamp = r.timestamp.to_bytes(8, "big", signed=True)
+            yield Kept(r.offset, key, _digest(r.key, r.value, headers, writer, stamp),
                        removable_batch or key is None or r.value is None, info.partition_leader_epoch)
 
 
@@ -186,7 +191,8 @@ class Side:
 def first_record_difference(a: Side, b: Side, lo: int, hi: int) -> int | None:
     """The lowest offset in [lo, hi) where the replicas hold records no cleaning explains, else None.
 
-    One offset held by both must hold the same record (key, value, headers) in the same leader epoch;
+    One offset held by both must hold the same record (key, value, headers, timestamp) from the same
+    producer (id, epoch) in the same leader epoch, which the cleaner all keeps;
     one held by one only must be explained (`_explained`). A key's later record is its highest offset
     below `hi` in either replica: one number per key, so a chain of records the cleaners dropped one
     after the other explains the earlier ones (the permissive side: no false divergence)."""

@@ -190,7 +190,7 @@ def compare_replicas(a: Replica, b: Replica, start: int | None = None, policy: s
         return Comparison(at)
     if found is not None:
         return Comparison(found)
-    return Comparison(first_difference(a.log, b.log, up_to), CompactionDifference(at, up_to))
+    return Comparison(_first_batch_difference(a, b, up_to), CompactionDifference(at, up_to))
 
 
 def first_divergence(a: Replica, b: Replica, start: int | None = None, policy: str | None = None) -> int | None:
@@ -204,7 +204,11 @@ def _first_batch_difference(a: Replica, b: Replica, start: int) -> int | None:
     the pairing start at the first bucket of offsets where they differ."""
     skip_to = start
     if a.fingerprint is not None and b.fingerprint is not None:
-        bucket = first_differing_bucket(a.fingerprint, b.fingerprint)
+        # buckets holding no batch that reaches `start` are not paired (below the cleaner points, say)
+        reaching = [r.log.from_offset(start) for r in (a, b)]
+        firsts = [log.first_offset for log in reaching if log]
+        at_least = min(firsts) >> BUCKET_BITS if firsts else None
+        bucket = first_differing_bucket(a.fingerprint, b.fingerprint, at_least)
         if bucket is None:
             return None
         skip_to = max(start, bucket << BUCKET_BITS)

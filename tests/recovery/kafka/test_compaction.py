@@ -93,9 +93,10 @@ def test_a_divergence_above_the_cleaner_points_is_found_there(tmp_path: Path) ->
 
 
 def test_the_cleanup_policy_decides_where_records_are_compared(tmp_path: Path) -> None:
-    """delete: no cleaner point counts (batches compared from 0). Without any cleaner checkpoint the
-    batches' own signs of cleaning (offset gaps, delete horizons) bound the cleaned region; and with
-    compact, a replica whose log dir has no cleaner checkpoint may be cleaned up to its active segment."""
+    """delete: no cleaner point counts (batches compared from 0). Without a cleaner checkpoint entry the
+    batches' own signs of cleaning (offset gaps, delete horizons) bound the cleaned region where a cleaner
+    is known at work (the log dir has a cleaner checkpoint, or the topic compacts); and with compact, a
+    replica whose log dir has no cleaner checkpoint may be cleaned up to its active segment."""
     paths = replicas(tmp_path, b2=16, b4=None)
     assert replay(paths, leader="b2", cleanup_policy="delete")["b4"]["diverged_at"] == 0, "delete"
     # no cleaner checkpoint anywhere; segments of ~5 batches
@@ -103,8 +104,11 @@ def test_the_cleanup_policy_decides_where_records_are_compared(tmp_path: Path) -
             for n, end in (("b2", 16), ("b4", 0))}
     signs = load_replica(bare["b2"])
     assert (signs.cleaner_offset, signs.cleaning_signs_end) == (None, 16), "cleaned region from the batches"
-    assert replay(bare, leader="b2")["b4"]["diverged_at"] is None, "the signs of cleaning, no policy"
+    assert replay(bare, leader="b2")["b4"]["diverged_at"] == 0, "no cleaner known at work: batches"
     assert replay(bare, leader="b2", cleanup_policy="compact")["b4"]["diverged_at"] is None, "compact"
+    # b2's broker runs a cleaner (its log dir has the checkpoint, without this partition): its signs count
+    (Path(bare["b2"]).parent / "cleaner-offset-checkpoint").write_bytes(b"0\n0\n")
+    assert replay(bare, leader="b2")["b4"]["diverged_at"] is None, "the signs of cleaning where a cleaner runs"
     with pytest.raises(ReplogError, match="cleanup policy"):
         replay(bare, cleanup_policy="lru")
 
@@ -134,6 +138,8 @@ def test_cleaner_point_rules() -> None:
     assert cleaner_point(None, True, 30, 0, 40, "compact") == 0, "a checkpoint without entry: never cleaned"
     assert cleaner_point(99, True, 30, 5, 40) == 40, "clamped to the log end"
     assert cleaner_point(2, True, 30, 5, 40) == 5, "clamped to the log start"
+    assert cleaner_point(12, True, 30, 0, 40, signs_end=20) == 20, "cleaned batches past the checkpoint"
+    assert cleaner_point(None, False, 30, 0, 40, signs_end=20) == 0, "signs, but no cleaner known at work"
 
 
 def test_no_epoch_checkpoint_finding_where_the_cleaner_removed_an_epochs_first_batches(tmp_path: Path) -> None:
