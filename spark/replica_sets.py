@@ -55,9 +55,9 @@ def replica_set_row(topic: str, partition: int, replicas: list[dict[str, Any]], 
 
 def compacted_comparison(found: int | None, rep: dict[str, Any], lead: dict[str, Any], topic: str,
                          partition: int) -> Compared:
-    """`found` (the batch pairing's divergent offset) checked by replay's rule where it lies below a cleaner
-    point of either replica: (divergent offset, compacted up to). Replicas are loaded only then, and only
-    from local log dirs."""
+    """`found` (the batch pairing's divergent offset) checked by replay's rule when a cleaner cleaned the
+    partition on either broker (its `cleaner-offset-checkpoint` has an entry for it): (divergent offset,
+    compacted up to). Replicas are loaded only then, and only from local log dirs."""
     from pathlib import Path
 
     from replog.formats.kafka.names import partition_dir_name
@@ -68,7 +68,7 @@ def compacted_comparison(found: int | None, rep: dict[str, Any], lead: dict[str,
     if not all(d.is_dir() for d in dirs):
         return found, None
     points = [(read_broker_checkpoints(d.parent).cleaner_offsets or {}).get((topic, partition)) for d in dirs]
-    if all(p is None or p <= found for p in points):
+    if all(p is None for p in points):   # no cleaner ever cleaned this partition on either broker
         return found, None
     from replog.recovery.kafka.replay import compare_replicas
     from replog.recovery.kafka.replica import load_replica
