@@ -9,6 +9,13 @@ with replay's own pairing (`divergence.first_difference_keys`, from the first
 batch reaching max(L, the higher log start)), the leader elected by replay's
 rule (`election.elect`). The set's first divergent offset is the lowest of
 them: what `replay` reports as `diverged_at`, replica by replica.
+
+Compacted topics: where that pairing finds batches differing in a partition a
+cleaner cleaned (an entry in either log dir's `cleaner-offset-checkpoint`), the
+two replicas are loaded from their log dirs (when local) and compared by
+replay's own rule (`replay.compare_replicas`: below the cleaner points the
+records the cleaner keeps, batches above); `compacted_up_to` says where batches
+differ only as the cleaners left them. A remote replica keeps the pairing's answer.
 """
 from __future__ import annotations
 
