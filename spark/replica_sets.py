@@ -9,6 +9,13 @@ with replay's own pairing (`divergence.first_difference_keys`, from the first
 batch reaching max(L, the higher log start)), the leader elected by replay's
 rule (`election.elect`). The set's first divergent offset is the lowest of
 them: what `replay` reports as `diverged_at`, replica by replica.
+
+Compacted topics: where that pairing finds batches differing in a partition a
+cleaner cleaned (an entry in either log dir's `cleaner-offset-checkpoint`), the
+two replicas are loaded from their log dirs (when local) and compared by
+replay's own rule (`replay.compare_replicas`: below the cleaner points the
+records the cleaner keeps, batches above); `compacted_up_to` says where batches
+differ only as the cleaners left them. A remote replica keeps the pairing's answer.
 """
 from __future__ import annotations
 
@@ -18,6 +25,9 @@ import numpy as np
 
 from replog.recovery.kafka.divergence import first_difference_keys, reaching
 from replog.recovery.kafka.election import Candidate, elect
+
+# One replica against the leader, as replay compares them below the cleaner points.
+Compared = tuple[int | None, int | None]   # (divergent offset, compacted up to)
 
 
 def replica_set_row(topic: str, partition: int, replicas: list[dict[str, Any]], *, cluster: str = "",
@@ -31,7 +41,7 @@ def replica_set_row(topic: str, partition: int, replicas: list[dict[str, Any]], 
     reps = [dict(r) for r in replicas]
     lower = next((r["lower_bound"] for r in reps if r.get("lower_bound") is not None), None)
     keys = [_keys(r.get("tail")) for r in reps]
-    d = None
+    d, compacted = None, None
     if lower is not None:
         lead = _leader_index(reps)
         for k, r in enumerate(reps):
@@ -40,10 +50,37 @@ def replica_set_row(topic: str, partition: int, replicas: list[dict[str, Any]], 
             start = max(r["log_start_offset"], reps[lead]["log_start_offset"])
             at = max(start, lower)
             found = first_difference_keys([reaching(keys[k][0], at)], [reaching(keys[lead][0], at)], start)
+            found, up_to = compacted_comparison(found, r, reps[lead], topic, partition)
             d = found if d is None or (found is not None and found < d) else d
+            compacted = up_to if compacted is None or (up_to is not None and up_to > compacted) else compacted
     for r, (held, counts) in zip(reps, keys, strict=True):
         r.update(_facts_at(d, held, counts, r["high_watermark"]))
-    return assemble_replica_set(topic, partition, reps, cluster=cluster, topic_id=topic_id)
+    row = assemble_replica_set(topic, partition, reps, cluster=cluster, topic_id=topic_id)
+    row["compacted_up_to"] = compacted
+    return row
+
+
+def compacted_comparison(found: int | None, rep: dict[str, Any], lead: dict[str, Any], topic: str,
+                         partition: int) -> Compared:
+    """`found` (the batch pairing's divergent offset) checked by replay's rule when a cleaner cleaned the
+    partition on either broker (its `cleaner-offset-checkpoint` has an entry for it): (divergent offset,
+    compacted up to). Replicas are loaded only then, and only from local log dirs."""
+    from pathlib import Path
+
+    from replog.formats.kafka.names import partition_dir_name
+    from replog.recovery.kafka.logdir import read_broker_checkpoints
+    if found is None:
+        return None, None
+    dirs = [Path(str(x.get("log_dir") or "")) / partition_dir_name(topic, partition) for x in (rep, lead)]
+    if not all(d.is_dir() for d in dirs):
+        return found, None
+    points = [(read_broker_checkpoints(d.parent).cleaner_offsets or {}).get((topic, partition)) for d in dirs]
+    if all(p is None for p in points):   # no cleaner ever cleaned this partition on either broker
+        return found, None
+    from replog.recovery.kafka.replay import compare_replicas
+    from replog.recovery.kafka.replica import load_replica
+    compared = compare_replicas(load_replica(dirs[0]), load_replica(dirs[1]))
+    return compared.diverged_at, compared.compaction.up_to if compared.compaction is not None else None
 
 
 def _keys(tail: list[dict[str, Any]] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -101,7 +138,7 @@ def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, An
         "leo_spread": max(leos) - min(leos) if leos else 0,
         "hw_spread": max(known_hws) - min(known_hws) if known_hws else None,
         "first_divergent_offset": None, "kept": [], "diverged": [], "behind": [],
-        "records_at_risk": 0, "committed_at_risk": 0}
+        "records_at_risk": 0, "committed_at_risk": 0, "compacted_up_to": None}
     d = next((r.get("divergent_offset") for r in reps if r.get("divergent_offset") is not None), None)
     if d is None:
         return row

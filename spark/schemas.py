@@ -81,6 +81,7 @@ REPLICAS = pa.schema([
     ("behind", pa.list_(pa.string())),           # replicas holding nothing there
     ("records_at_risk", pa.int64()),
     ("committed_at_risk", pa.int64()),
+    ("compacted_up_to", pa.int64()),             # batches differ below here only as the cleaners left them
 ])
 
 

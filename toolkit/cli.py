@@ -315,6 +315,10 @@ ElrOpt = Annotated[bool | None, typer.Option(
     "--elr/--no-elr",
     help="Kafka: eligible leader replicas on or off where no metadata log says (default off): with ELR, a broker "
     "restarting without .kafka_cleanshutdown leaves the ISR and ELR")]
+CleanupPolicyOpt = Annotated[str | None, typer.Option(
+    "--cleanup-policy", metavar="compact|delete",
+    help="Kafka: the topic's cleanup.policy (default: from --metadata when it records one). With compact, "
+    "replicas are compared by the records the log cleaner keeps below their cleaner points")]
 OffsetsOpt = Annotated[list[Path] | None, typer.Option(
     "--offsets", metavar="LOGDIR", exists=True, file_okay=False,
     help="a broker log dir holding __consumer_offsets (and __transaction_state); repeatable. The replicas' "
@@ -339,6 +343,7 @@ def replay(
     running: RunningOpt = None,
     min_insync_replicas: MinIsrOpt = None,
     elr: ElrOpt = None,
+    cleanup_policy: CleanupPolicyOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -360,7 +365,8 @@ def replay(
     from replog.toolkit.commands import ReplayOptions, run_replay
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html, export_lost)
-    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr)
+    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr,
+                          cleanup_policy)
     raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt, given, offsets))
 
 
@@ -387,6 +393,7 @@ def repair(
     running: RunningOpt = None,
     min_insync_replicas: MinIsrOpt = None,
     elr: ElrOpt = None,
+    cleanup_policy: CleanupPolicyOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -403,7 +410,8 @@ def repair(
     """
     from replog.toolkit.commands import ReplayOptions, run_repair, run_repair_in_place
 
-    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr)
+    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr,
+                          cleanup_policy)
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, out, backup, html)
     if in_place:
         if backup is None or out is not None or html is not None:
@@ -432,6 +440,7 @@ def impact(
     running: RunningOpt = None,
     min_insync_replicas: MinIsrOpt = None,
     elr: ElrOpt = None,
+    cleanup_policy: CleanupPolicyOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -453,7 +462,8 @@ def impact(
     from replog.toolkit.commands import ReplayOptions, run_impact
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html)
-    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr)
+    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr,
+                          cleanup_policy)
     raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt, given))
 
 

@@ -133,6 +133,7 @@ class ReplayOptions:
     running: Sequence[str] = ()
     min_insync_replicas: int | None = None
     elr: bool | None = None
+    cleanup_policy: str | None = None
 
     def for_kafka(self) -> dict[str, Any]:
         from replog.recovery.kafka.profile import stated
@@ -141,13 +142,14 @@ class ReplayOptions:
             raise typer.BadParameter("--broker-version is for RocketMQ stores; these are Kafka replicas")
         return {"metadata": None if self.metadata is None else str(self.metadata),
                 "partition_state": None if self.partition_state is None else str(self.partition_state),
-                "running": list(self.running), "assumed": stated(self.min_insync_replicas, self.elr)}
+                "running": list(self.running),
+                "assumed": stated(self.min_insync_replicas, self.elr, self.cleanup_policy)}
 
     def for_rocketmq(self) -> str | None:
         if (self.metadata is not None or self.partition_state is not None or self.running
-                or self.min_insync_replicas is not None or self.elr is not None):
-            raise typer.BadParameter("--metadata, --partition-state, --running, --min-insync-replicas and --elr are "
-                                     "for Kafka replicas; these are RocketMQ stores")
+                or self.min_insync_replicas is not None or self.elr is not None or self.cleanup_policy is not None):
+            raise typer.BadParameter("--metadata, --partition-state, --running, --min-insync-replicas, --elr and "
+                                     "--cleanup-policy are for Kafka replicas; these are RocketMQ stores")
         return self.broker_version
 
 

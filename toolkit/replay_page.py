@@ -263,6 +263,8 @@ def story(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
             parts.append("leads; keeps its log")
         if r["diverged_at"] is not None:
             parts.append(f"differs from the leader from offset {r['diverged_at']:,}")
+        if r.get("compaction_difference"):
+            parts.append(f"compacted differently below {r['compaction_difference']['up_to']:,} (same records kept)")
         if r["truncated_to"] is not None:
             parts.append(f"truncates to {r['truncated_to']:,}")
         lost = r["lost"]

@@ -105,8 +105,14 @@ def profile_line(profile: dict[str, Any]) -> str:
 
 
 def _print_hazards(replicas: list[dict[str, Any]], console: Console) -> None:
-    """What the broker's own code does wrong to a replica: a failed fetcher, holes left by its truncation."""
+    """What the broker's own code does wrong to a replica: a failed fetcher, holes left by its truncation;
+    and where a replica's batches differ from the leader's only as the log cleaners left them."""
     for r in replicas:
+        c = r.get("compaction_difference")
+        if c:
+            console.print(f"[dim]{escape(r['name'])}: batches differ from the leader's from {c['first_offset']} "
+                          f"below the cleaner point {c['up_to']}, the records the cleaner keeps agree: a "
+                          "compaction difference, not a divergence[/]")
         if r["failed"]:
             console.print(f"[bold red]{escape(r['name'])} would FAIL ({r['failed']['error']}):[/] "
                           f"{escape(r['failed']['reason'])}")

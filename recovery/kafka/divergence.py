@@ -87,8 +87,8 @@ class Fingerprint:
         return merged
 
 
-def first_differing_bucket(a: Fingerprint, b: Fingerprint) -> int | None:
-    """Lowest bucket id where the two logs' batches may differ (None: they agree everywhere)."""
+def first_differing_bucket(a: Fingerprint, b: Fingerprint, at_least: int | None = None) -> int | None:
+    """Lowest bucket id (from `at_least` on) where the two logs' batches may differ (None: they agree)."""
     ia, sa, ca = a.table()
     ib, sb, cb = b.table()
     ids = np.union1d(ia, ib)
@@ -99,7 +99,7 @@ def first_differing_bucket(a: Fingerprint, b: Fingerprint) -> int | None:
     in_b = (pb_ < len(ib)) & (ib[np.minimum(pb_, len(ib) - 1)] == ids) if len(ib) else np.zeros(len(ids), bool)
     same = in_a & in_b
     same[same] = (sa[pa_[same]] == sb[pb_[same]]) & (ca[pa_[same]] == cb[pb_[same]])
-    differ = np.flatnonzero(~same)
+    differ = np.flatnonzero(~same & (ids >= at_least if at_least is not None else True))
     return int(ids[differ[0]]) if len(differ) else None
 
 

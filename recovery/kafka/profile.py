@@ -43,6 +43,9 @@ DEFAULTS = {MIN_ISR: "1", UNCLEAN: "false", CLEANUP: "delete", REMOTE: "false"} 
 METADATA, OPTION, DEFAULT = "metadata", "option", "default"
 _CONFIG, _FEATURE = 4, 12
 _TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4
+# A broker-level default named otherwise than the topic config it stands in for (`ServerTopicConfigSynonyms`):
+# the cluster default of cleanup.policy is `log.cleanup.policy`; min ISR and unclean election share the name.
+_TOPIC_NAME_OF = {"log.cleanup.policy": CLEANUP}
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,11 @@ class ClusterProfile:
             return Setting(stated, OPTION, "stated by option")
         why = "not in the metadata log (a broker's server.properties decides)" if self.path else "no metadata log"
         return Setting(DEFAULTS[key], DEFAULT, f"Kafka's default, assumed: {why}")
+
+    def known(self, topic: str, key: str) -> str | None:
+        """`key` for `topic` when read or stated; None where only Kafka's default would be assumed."""
+        got = self.setting(topic, key)
+        return None if got.source == DEFAULT else got.value
 
     def min_insync_replicas(self, topic: str) -> int:
         got = self.setting(topic, MIN_ISR)
@@ -140,6 +148,8 @@ class ProfileApplier(MetadataApplier):
             self.profile.features[data["name"]] = int(data["featureLevel"])
             return
         kind, name, key, value = data["resourceType"], data["resourceName"], data["name"], data["value"]
+        if kind == _BROKER_RESOURCE:
+            key = _TOPIC_NAME_OF.get(key, key)
         if key not in RULE_CONFIGS:
             return
         if kind == _TOPIC_RESOURCE:
@@ -160,9 +170,12 @@ class ProfileApplier(MetadataApplier):
         return self.profile
 
 
-def stated(min_insync_replicas: int | None = None, elr: bool | None = None) -> dict[str, str]:
+def stated(min_insync_replicas: int | None = None, elr: bool | None = None,
+           cleanup_policy: str | None = None) -> dict[str, str]:
     """The options as profile values (`ClusterProfile.assumed`)."""
     out: dict[str, str] = {}
+    if cleanup_policy is not None:
+        out[CLEANUP] = cleanup_policy
     if min_insync_replicas is not None:
         if min_insync_replicas < 1:
             raise ReplogError(f"--min-insync-replicas {min_insync_replicas}: must be at least 1")

@@ -16,7 +16,7 @@ from typing import Any
 from replog.formats.fileio import atomic_write
 from replog.formats.kafka import checkpoint, names
 from replog.recovery.kafka.divergence import Fingerprint
-from replog.recovery.kafka.replay import ReplayResult, first_divergence
+from replog.recovery.kafka.replay import ReplayResult, compare_replicas
 from replog.recovery.kafka.replica import Replica
 from replog.recovery.kafka.replica_log import ReplicaLog
 from replog.recovery.kafka.segment_writer import DEFAULT_SEGMENT_BYTES, ByteRun, write_partition_runs
@@ -44,9 +44,14 @@ def byte_runs(log: ReplicaLog) -> list[ByteRun]:
 
 
 def agrees_with(rep: Replica, leader: Replica) -> tuple[bool, bool]:
-    """(rep's batches are the leader's first ones, and they are all of them), paired from the first batch."""
-    prefix = first_divergence(rep, leader, FIRST) is None and rep.log.batches <= leader.log.batches
-    return prefix, prefix and rep.log.batches == leader.log.batches
+    """(rep's batches are the leader's first ones, and they are all of them), paired from the first batch.
+    Below the cleaner points a compacted replica's batches may differ from the leader's while its records
+    agree as the cleaner keeps them (`replay.compare_replicas`): a prefix still, not identical."""
+    compared = compare_replicas(rep, leader, FIRST)
+    shorter = (rep.log.batches <= leader.log.batches if compared.compaction is None
+               else rep.kept_end <= leader.kept_end)
+    prefix = compared.diverged_at is None and shorter
+    return prefix, prefix and compared.compaction is None and rep.log.batches == leader.log.batches
 
 
 def write_replica(final: Replica, out_dir: Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> Replica:

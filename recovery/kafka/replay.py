@@ -12,6 +12,12 @@ from typing import Any
 
 from replog.formats.errors import FormatError, ReplogError
 from replog.formats.shape import Field, Shape
+from replog.recovery.kafka.compaction import (
+    POLICIES,
+    CompactionDifference,
+    Side,
+    first_record_difference,
+)
 from replog.recovery.kafka.controller import (
     METADATA_DIR,
     ControllerRecord,
@@ -31,7 +37,7 @@ from replog.recovery.kafka.divergence import (
 )
 from replog.recovery.kafka.election import OPTION, Candidate, LeaderChoice, elect
 from replog.recovery.kafka.premise import Premise, check_running, judge
-from replog.recovery.kafka.profile import UNCLEAN, ClusterProfile, ProfileApplier
+from replog.recovery.kafka.profile import CLEANUP, UNCLEAN, ClusterProfile, ProfileApplier
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import Replica, default_name, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
@@ -51,6 +57,7 @@ class ReplicaResult:
     lost_key_sample: list[str] = field(default_factory=list)
     running: bool = False                   # its broker keeps running (`--running`)
     fetcher_restarts: bool | None = None    # a follower's fetcher starts (and truncates); None for the leader
+    compaction: CompactionDifference | None = None   # batches differ below the cleaner points, records agree
 
     def to_dict(self) -> dict[str, Any]:
         return REPLICA_RESULT.dump(self)
@@ -97,6 +104,8 @@ REPLICA_RESULT = Shape(
     Field("holes", lambda r: [{"first_offset": a, "last_offset": b} for a, b in r.outcome.holes] if r.outcome else []),
     "running", "fetcher_restarts",
     Field("clean_shutdown", "replica.clean_shutdown"), Field("from_checkpoints", "replica.from_checkpoints"),
+    Field("cleaner_offset", "replica.cleaner_offset"),
+    Field("compaction_difference", lambda r: r.compaction.to_dict() if r.compaction is not None else None),
 )
 
 
@@ -109,6 +118,7 @@ class ReplayResult:
     controller: ControllerRecord | None = None   # the controller's record of elections, when given
     premise: Premise | None = None               # which replicas restart, which keep running
     profile: ClusterProfile | None = None        # the settings the rules used, read or assumed
+    cleanup_policy: str | None = None            # the topic's cleanup.policy when known (option or metadata)
 
     def to_dict(self) -> dict[str, Any]:
         return REPLAY_RESULT.dump(self)
@@ -141,6 +151,7 @@ REPLAY_RESULT = Shape(
     Field("controller", _controller), Field("elections", _elections),
     Field("premise", lambda r: r.premise.to_dict() if r.premise is not None else None),
     Field("profile", lambda r: r.profile.to_dict(r.replicas[0].replica.topic) if r.profile is not None else None),
+    "cleanup_policy",
     Field("replicas", shape=REPLICA_RESULT), Field("events", "transcript.events"),
 )
 
@@ -150,16 +161,57 @@ def choose_leader(replicas: Sequence[Replica]) -> LeaderChoice:
     return elect([Candidate(r.name, r.high_watermark, r.log_end_offset, r.epochs.latest_epoch) for r in replicas])
 
 
-def first_divergence(a: Replica, b: Replica, start: int | None = None) -> int | None:
-    """First offset both logs hold but with different batches (boundaries or CRC), else None.
+@dataclass(frozen=True)
+class Comparison:
+    """Where two replicas' logs part (`diverged_at`), and where they differ only as their cleaners left them."""
 
-    Batches are paired in order from the first reaching the higher log start; the fingerprints of
-    two logs as loaded let the pairing start at the first bucket of offsets where they differ.
-    `start` (default: the higher log start) pairs from elsewhere, e.g. from the first batch."""
+    diverged_at: int | None
+    compaction: CompactionDifference | None = None
+
+
+def compare_replicas(a: Replica, b: Replica, start: int | None = None, policy: str | None = None) -> Comparison:
+    """The one rule replay and repair compare replicas by.
+
+    Batches (base offset, last offset, CRC) are paired in order from the first reaching `start` (default:
+    the higher log start). Where they first differ below C, the higher of the two cleaner points
+    (`Replica.cleaned_below`; `policy` is the topic's cleanup.policy when known), the records are compared
+    as Kafka's cleaner keeps them (`compaction.first_record_difference`): agreeing there, the replicas differ
+    by compaction only, and the batches are paired again from C. Logs out of offset order (damaged), or
+    records that cannot be decoded, keep the batch pairing's answer."""
     start = max(a.log_start_offset, b.log_start_offset) if start is None else start
+    at = _first_batch_difference(a, b, start)
+    if at is None:
+        return Comparison(None)
+    up_to = max(a.cleaned_below(policy), b.cleaned_below(policy))
+    if at >= up_to or not (a.log.ordered and b.log.ordered):
+        return Comparison(at)
+    lo = max(start, a.log_start_offset, b.log_start_offset)
+    try:
+        sa, sb = (Side(r.log, r.cleaned_below(policy), r.kept_end, r.epochs, r.epoch_checkpointed) for r in (a, b))
+        found = first_record_difference(sa, sb, lo, up_to)
+    except ReplogError:   # a batch whose records cannot be decoded: the batch pairing's answer stands
+        return Comparison(at)
+    if found is not None:
+        return Comparison(found)
+    return Comparison(_first_batch_difference(a, b, up_to), CompactionDifference(at, up_to))
+
+
+def first_divergence(a: Replica, b: Replica, start: int | None = None, policy: str | None = None) -> int | None:
+    """First offset both logs hold but with different batches (boundaries or CRC), else None; below the
+    cleaner points, with different records as the cleaner keeps them (`compare_replicas`)."""
+    return compare_replicas(a, b, start, policy).diverged_at
+
+
+def _first_batch_difference(a: Replica, b: Replica, start: int) -> int | None:
+    """Batches paired in order from the first reaching `start`; the fingerprints of two logs as loaded let
+    the pairing start at the first bucket of offsets where they differ."""
     skip_to = start
     if a.fingerprint is not None and b.fingerprint is not None:
-        bucket = first_differing_bucket(a.fingerprint, b.fingerprint)
+        # buckets holding no batch that reaches `start` are not paired (below the cleaner points, say)
+        reaching = [r.log.from_offset(start) for r in (a, b)]
+        firsts = [log.first_offset for log in reaching if log]
+        at_least = min(firsts) >> BUCKET_BITS if firsts else None
+        bucket = first_differing_bucket(a.fingerprint, b.fingerprint, at_least)
         if bucket is None:
             return None
         skip_to = max(start, bucket << BUCKET_BITS)
@@ -172,10 +224,13 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
     """Replay the replicas behind `leader` (a NAME), else behind the leader the controller's record gives,
     else behind the one the election rule picks from disk. `running`: the NAMEs whose broker keeps
     running (`premise`); every other replica restarts from its copy on disk. `profile`: the settings
-    the rules use (min.insync.replicas, ELR, unclean elections); Kafka's defaults without it."""
+    the rules use (min.insync.replicas, ELR, unclean elections, cleanup.policy); Kafka's defaults without
+    it, except cleanup.policy: unless read or stated, the cleaner checkpoints alone tell where replicas
+    were compacted."""
     profile = profile if profile is not None else ClusterProfile()
     if protocol not in (EPOCH, HW):
         raise ReplogError(f"unknown protocol {protocol!r} for Kafka: use epoch or hw")
+    cleanup_policy = profile.known(replicas[0].topic, CLEANUP) if replicas else None
     names = [r.name for r in replicas]
     if len(set(names)) != len(names):
         raise ReplogError(f"replica names must be unique: {names}")
@@ -204,10 +259,12 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
         outcome = outcomes.get(r.name)
         lost = lost_batches(outcome.removed, final.log) if outcome else ReplicaLog()
         original_leader = next(x for x in replicas if x.name == choice.name)
-        results.append(ReplicaResult(r, final, outcome, first_divergence(r, original_leader), lost,
+        compared = compare_replicas(r, original_leader, policy=cleanup_policy)
+        results.append(ReplicaResult(r, final, outcome, compared.diverged_at, lost,
                                      summarize_lost(lost), sample_keys(lost), r.name in premise.running,
-                                     premise.fetcher_restarts(r.name)))
-    return ReplayResult(protocol, choice, results, transcript, controller, premise, profile)
+                                     premise.fetcher_restarts(r.name), compared.compaction))
+    return ReplayResult(protocol, choice, results, transcript, controller, premise, profile,
+                        cleanup_policy)
 
 
 def effective_min_isr(replicas: Sequence[Replica], controller: ControllerRecord | None,
@@ -348,6 +405,9 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
         raise ReplogError("give the controller's record once: one metadata log, or --partition-state")
     if len(specs) < 2:
         raise ReplogError("replay needs at least two replicas")
+    policy = (assumed or {}).get(CLEANUP)
+    if policy is not None and policy not in POLICIES:
+        raise ReplogError(f"unknown cleanup policy {policy!r}: use {' or '.join(POLICIES)}")
     named = replica_names([parse_named(spec) for spec in specs], default_name)
     check_running([name for name, _ in named], running)
     replicas = load_replicas(named, Tally.of(progress, [path for _, path in named], ".log"))

@@ -26,6 +26,7 @@ from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock, walk_blocks
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.recovery.kafka import replica_log
+from replog.recovery.kafka.compaction import CleaningSigns, cleaner_point
 from replog.recovery.kafka.divergence import Fingerprint
 from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import RisingEpochs, node_id, read_broker_checkpoints, use_fast_walk
@@ -97,6 +98,17 @@ class Replica:
     broker_id: int | None = None             # node.id / broker.id of its log dir's meta.properties
     clean_shutdown: bool = False             # its log dir holds `.kafka_cleanshutdown`: a clean stop
     checkpointed: tuple[str, ...] = ()       # figures read from the log dir's checkpoints (`CHECKPOINTED`)
+    # The log dir's `cleaner-offset-checkpoint` entry: below it its cleaner rewrote the batches (`compaction`).
+    cleaner_offset: int | None = None
+    cleaner_checkpointed: bool = False       # the log dir has a cleaner-offset-checkpoint (with or without entry)
+    last_segment_base: int | None = None     # the active segment's base offset: no cleaner ever passes it
+    epoch_checkpointed: bool = False         # its epochs come from its leader-epoch-checkpoint (the broker's)
+    cleaning_signs_end: int | None = None    # past the last batch the cleaner visibly rewrote (`CleaningSigns`)
+
+    def cleaned_below(self, policy: str | None = None) -> int:
+        """Below which offset its cleaner may have rewritten its batches (`compaction.cleaner_point`)."""
+        return cleaner_point(self.cleaner_offset, self.cleaner_checkpointed, self.last_segment_base,
+                             self.log_start_offset, self.log_end_offset, policy, self.cleaning_signs_end)
 
     @property
     def from_checkpoints(self) -> list[str]:
@@ -127,7 +139,10 @@ class Replica:
                        EpochCache(self.epochs.entries), self.log_start_offset, self.high_watermark,
                        self.recovery_point, self.topic_id, self.dropped_at_load, list(self.findings),
                        truncated_end=self.truncated_end, broker_id=self.broker_id,
-                       clean_shutdown=self.clean_shutdown, checkpointed=self.checkpointed)
+                       clean_shutdown=self.clean_shutdown, checkpointed=self.checkpointed,
+                       cleaner_offset=self.cleaner_offset, cleaner_checkpointed=self.cleaner_checkpointed,
+                       last_segment_base=self.last_segment_base, epoch_checkpointed=self.epoch_checkpointed,
+                       cleaning_signs_end=self.cleaning_signs_end)
 
 
 def default_name(path: Path) -> str:
@@ -155,6 +170,8 @@ def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
     tp = (rep.topic, rep.partition)
     lso_cp = (cps.log_start_offsets or {}).get(tp, 0)
     rep.log_start_offset = max(lso_cp, first_segment_base if first_segment_base is not None else lso_cp)
+    rep.cleaner_checkpointed = cps.cleaner_offsets is not None
+    rep.cleaner_offset = (cps.cleaner_offsets or {}).get(tp)
     _load_epochs(p, rep, lso_cp, rising)
     hw = (cps.high_watermarks or {}).get(tp, 0)
     rep.high_watermark = min(max(hw, rep.log_start_offset), rep.log_end_offset)
@@ -183,13 +200,13 @@ def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None,
                   tally: Tally | None = None) -> tuple[int | None, list[EpochEntry]]:
     """Batches up to the first invalid one, as pieces; returns the first segment's base offset and the
     epoch candidates: (epoch, base offset) of kept v2 batches whose epoch exceeds every earlier one."""
-    truncated, first_base, rising, fingerprint = False, None, RisingEpochs(), Fingerprint()
+    truncated, first_base, rising, fingerprint, signs = False, None, RisingEpochs(), Fingerprint(), CleaningSigns()
     files = list_partition_files(p)
     for base, seg_path in files.logs.items():
         first_base = base if first_base is None else first_base
         try:
             with mapped(seg_path, live=files.live(seg_path), windows=True) as buf:
-                truncated = _load_segment(buf, str(seg_path), base, truncated, rep, (rising, fingerprint),
+                truncated = _load_segment(buf, str(seg_path), base, truncated, rep, (rising, fingerprint, signs),
                                           fast_threshold)
         except VanishedInput as e:
             raise InputChanged(f"{e}: the replica is changing under replay (a live broker?)") from None
@@ -200,19 +217,22 @@ def _load_batches(p: Path, rep: Replica, fast_threshold: int | None = None,
             truncated = True
         if tally is not None:
             tally.done(seg_path)
+    rep.last_segment_base = next(reversed(files.logs), None)
+    rep.cleaning_signs_end = signs.end
     rep.fingerprint = fingerprint if rep.log.ordered else None
     return first_base, rising.starts
 
 
 def _load_segment(buf: memoryview, path: str, base: int, truncated: bool, rep: Replica,
-                  folds: tuple[RisingEpochs, Fingerprint], fast_threshold: int | None) -> bool:
+                  folds: tuple[RisingEpochs, Fingerprint, CleaningSigns], fast_threshold: int | None) -> bool:
     """One segment's batches up to the first invalid one into `rep` (none once `truncated`); whether the
     log is truncated after it."""
     kept = PieceBuilder(path, base)
     walk, blocks = walk_blocks(buf, path, base, use_fast_walk(len(buf), fast_threshold), replica_log.BLOCK_ROWS)
     for block in blocks:
         n = 0 if truncated else int(np.searchsorted(block.end, walk.valid_bytes, side="right"))
-        _keep(block[:n], kept, *folds)
+        _keep(block[:n], kept, *folds[:2])
+        folds[2].feed(block[:n], base)
         rep.dropped_at_load += len(block) - n
     rep.findings.extend(walk.findings)
     if kept:
@@ -233,9 +253,11 @@ def _load_epochs(p: Path, rep: Replica, lso_checkpoint: int, rising: list[EpochE
     if path.is_file():
         try:
             rep.epochs = EpochCache(checkpoint.parse_leader_epoch_checkpoint(read_small(path)))
+            rep.epoch_checkpointed = True
         except (FormatError, ValueError):
             rep.epochs = EpochCache()
-        rep.findings += contradicted_entries(str(path), rep.epochs, rising, rep.log_start_offset, rep.log_end_offset)
+        rep.findings += contradicted_entries(str(path), rep.epochs, rising, rep.log_start_offset, rep.log_end_offset,
+                                             rep.cleaned_below())
     for epoch, base_offset in rising:
         if rep.epochs.latest_epoch is None or epoch > rep.epochs.latest_epoch:
             rep.epochs.assign(epoch, base_offset)
@@ -244,18 +266,25 @@ def _load_epochs(p: Path, rep: Replica, lso_checkpoint: int, rising: list[EpochE
 
 
 def contradicted_entries(path: str, cache: EpochCache, rising: list[EpochEntry], log_start: int,
-                         log_end: int) -> list[Finding]:
+                         log_end: int, cleaned_below: int | None = None) -> list[Finding]:
     """Checkpoint entries the batches contradict: inside the log, every entry must be where the batches'
     epoch rises (an epoch the batches never carry there, or a start elsewhere). The broker trusts its
     checkpoint all the same (`LeaderEpochFileCache` is loaded as is), so the replay uses it and says so;
-    entries at or past the log end are an election's, written before any batch, and not checked."""
+    entries at or past the log end are an election's, written before any batch, and not checked.
+
+    Below `cleaned_below` (the log cleaner's point) the cleaner may have removed an epoch's first batches,
+    or all of them, and leaves the cache as it is (`compaction`): there an entry is contradicted only when
+    the batches carry its epoch before its start."""
     loaded, derived = EpochCache(cache.entries), EpochCache(rising)
     for c in (loaded, derived):
         c.truncate_from_start(log_start)
+    cleaned = log_start if cleaned_below is None else cleaned_below
     out = []
     for e in loaded.entries:
+        where = next((r.start_offset for r in derived.entries if r.epoch == e.epoch), None)
+        if e.start_offset < cleaned and (where is None or where >= e.start_offset):
+            continue
         if log_start <= e.start_offset < log_end and e not in derived.entries:
-            where = next((r.start_offset for r in derived.entries if r.epoch == e.epoch), None)
             why = (f"the batches never carry epoch {e.epoch}" if where is None
                    else f"the batches start epoch {e.epoch} at {where}")
             out.append(finding("KAFKA_EPOCH_CHECKPOINT_MISMATCH", path, offset=e.start_offset,

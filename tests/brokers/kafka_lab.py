@@ -219,6 +219,8 @@ class ClusterSpec:
     ibp: str | None = None                    # ZooKeeper mode: inter.broker.protocol.version (and message format)
     elr: bool | None = None                   # KRaft 4.x: eligible.leader.replicas.version at format time
     broker_config: dict[str, str] = field(default_factory=dict)
+    # per broker id, settings on top of `broker_config` (one broker's cleaner off, say)
+    broker_overrides: dict[int, dict[str, str]] = field(default_factory=dict)
 
     @property
     def protocol(self) -> str:
@@ -297,7 +299,7 @@ class Cluster:
             if major(self.spec.version) >= 4:
                 props |= {"share.coordinator.state.topic.replication.factor": "1",
                           "share.coordinator.state.topic.min.isr": "1"}
-        props |= self.spec.broker_config
+        props |= self.spec.broker_config | self.spec.broker_overrides.get(n, {})
         return self._node(name, n, port, props, "kafka.Kafka")
 
     # ----- life cycle

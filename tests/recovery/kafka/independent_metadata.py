@@ -145,3 +145,11 @@ def write_meta_properties(log_dir: Path, node_id: int) -> None:
     log_dir.mkdir(parents=True, exist_ok=True)
     (log_dir / "meta.properties").write_text(f"#\n#Tue Nov 14 06:46:06 UTC 2023\nnode.id={node_id}\nversion=1\n"
                                              "cluster.id=hSCzevIQRUa-ojqTd_8C5w\n")
+
+
+def config_record(resource_type: int, resource_name: str, name: str, setting: str | None) -> bytes:
+    """ConfigRecord version 0: resource type (int8), resource name, config name, nullable value."""
+    def text(s: str | None) -> bytes:
+        return uvarint(0) if s is None else uvarint(len(s.encode()) + 1) + s.encode()
+    return value(4, 0, struct.pack(">b", resource_type) + text(resource_name) + text(name) + text(setting)
+                 + tagged({}))

@@ -1,0 +1,48 @@
+"""A fleet scan's replica sets of a compacted topic are compared by replay's rule (one rule): batches that
+differ below the cleaner points only as the cleaners left them are no divergence."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from replog.recovery.kafka.replica import batch_refs, load_replica
+from replog.spark.replica_sets import replica_set_row
+from tests.recovery.kafka.compacted import clean, compacted_replica, history
+
+RAW = history(5)
+
+
+def facts(part: Path, lower: int) -> dict[str, Any]:
+    """What the fleet's Spark join hands `replica_set_row` for one replica (its tail from `lower` on)."""
+    rep = load_replica(part)
+    tail = [{"base_offset": b.base_offset, "last_offset": b.last_offset, "crc": b.crc, "count": b.count}
+            for b in batch_refs(rep.log) if b.last_offset >= lower]
+    return {"broker": part.parent.name, "log_dir": str(part.parent), "log_start_offset": rep.log_start_offset,
+            "log_end_offset": rep.log_end_offset, "high_watermark": rep.high_watermark,
+            "latest_epoch": rep.epochs.latest_epoch, "lower_bound": lower, "tail": tail}
+
+
+def test_replicas_cleaned_at_different_points_are_no_divergent_set(tmp_path: Path) -> None:
+    b2 = compacted_replica(tmp_path, "b2", clean(RAW, 16), hw=20, cleaner=16)
+    b4 = compacted_replica(tmp_path, "b4", clean(RAW, 0), hw=20)
+    row = replica_set_row("t", 0, [facts(b2, 0), facts(b4, 0)])
+    assert row["first_divergent_offset"] is None, "a compaction difference is no divergence"
+    assert row["compacted_up_to"] == 16, "where the batches differ only as the cleaners left them"
+
+
+def test_a_divergence_above_the_cleaner_point_is_still_found(tmp_path: Path) -> None:
+    other = [(o, k, v if o < 18 else b"x", e if o < 18 else 1) for o, k, v, e in RAW]
+    b2 = compacted_replica(tmp_path, "b2", clean(RAW, 16), hw=20, cleaner=16)
+    b3 = compacted_replica(tmp_path, "b3", clean(other, 8), hw=18, cleaner=8)
+    row = replica_set_row("t", 0, [facts(b2, 0), facts(b3, 0)])
+    assert row["first_divergent_offset"] == 18, "the divergence above the cleaner points"
+    assert row["compacted_up_to"] == 16, "and the compaction difference below"
+
+
+def test_without_cleaner_checkpoints_the_batch_pairing_stands(tmp_path: Path) -> None:
+    """No cleaner point anywhere (a topic the cleaner never touched): batches differing at 4 diverge at 4."""
+    other = [(o, k, b"x" if o == 4 else v, e) for o, k, v, e in RAW]
+    a = compacted_replica(tmp_path, "a", clean(RAW, 0), hw=20)
+    b = compacted_replica(tmp_path, "b", clean(other, 0), hw=20)
+    row = replica_set_row("t", 0, [facts(a, 0), facts(b, 0)])
+    assert (row["first_divergent_offset"], row["compacted_up_to"]) == (4, None), "batch pairing"
