@@ -202,20 +202,30 @@ TXN_BEFORE = Shape("replica", "last_stable_offset", Field("open", shape=OPEN_TXN
 
 def judge_transactions(open_after: list[OpenTxn], lost_markers: list[LostMarker], coordinator: CoordinatorState | None,
                        topic: str, partition: int) -> list[TxnImpact]:
-    """Each transaction open after the replay: hanging (and why) or open."""
+    """Each transaction open after the replay: hanging (and why) or open.
+
+    A lost marker makes it hang unless the coordinator's record still owes this partition a marker
+    (PrepareCommit/PrepareAbort): a coordinator that loads such a record sends its markers again
+    (`TransactionStateManager.loadTransactionsForTxnTopicPartition` collects them as pending,
+    `TransactionCoordinator.onElection` hands them to `TransactionMarkerChannelManager.addTxnMarkersToSend`),
+    so the new leader gets the marker after all."""
     out = []
     for t in open_after:
         coord = coordinator.of(t.producer_id) if coordinator is not None else None
         marker = next((m for m in lost_markers if m.producer_id == t.producer_id and m.offset > t.first_offset), None)
+        owed = coord is not None and coord.producer_id == t.producer_id and coord.owes_marker(topic, partition)
         cause = None
-        if marker is not None:
+        if marker is not None and not owed:
             cause = (f"its {marker.kind} marker at offset {marker.offset} was lost when {marker.replica} truncated: "
                      "the coordinator had it written and will not write it again")
         cause = cause or coordinator_cause(t, coord, topic, partition)
         state = "hanging" if cause else "open"
         if cause is None:
-            cause = (f"no marker yet: read_committed consumers stop at offset {t.first_offset} until one comes"
-                     + (f" (the coordinator, {coord.state}, still owes it)" if coord is not None else ""))
+            lost = (f"its {marker.kind} marker at offset {marker.offset} was lost when {marker.replica} truncated; "
+                    if marker is not None else "no marker yet: ")
+            cause = (f"{lost}read_committed consumers stop at offset {t.first_offset} until one comes"
+                     + (f" (the coordinator, {coord.state}, still owes it and sends it again)" if coord is not None
+                        else ""))
         out.append(TxnImpact(t.producer_id, t.producer_epoch, t.first_offset, state, cause, t.last_timestamp,
                              coord.to_dict() if coord is not None else None))
     return out

@@ -159,21 +159,26 @@ class TxnOutcome:
 
 def marker_on_b2_alone(cluster: Cluster, producer: StepProducer, complete: bool) -> dict[str, tuple[int, int]]:
     """T0 committed everywhere; T1's records replicated everywhere; b3 and b4 frozen; T1 committed, so its COMMIT
-    marker lands on b2 alone. `complete`: b3 and b4 stay frozen until the ISR shrinks to b2, which acknowledges the
-    marker, and the coordinator records the transaction CompleteCommit; else b2 is killed at once, its coordinator
-    record still PrepareCommit (the marker unacknowledged)."""
+    marker lands on b2 alone. A frozen follower still receives into its socket the answer to a fetch it had parked
+    on the leader (and appends it when it resumes), so the commit waits until those fetches expired
+    (replica.fetch.wait.max.ms, 200 ms here). `complete`: it waits until the ISR shrank to b2, which then
+    acknowledges the marker at once and the coordinator records the transaction CompleteCommit; else b2 is killed
+    within the replica lag time (5 s), its coordinator record still PrepareCommit (the marker unacknowledged)."""
     done = {"T0": transaction(producer, "T0")}
     producer.must("begin")
     first, last = (int(x) for x in producer.must(f"send {RECORDS} T1").split()[2:4])
     done["T1"] = (first, last)
     cluster.pause(3, 4)
-    producer.must("commit")
     if complete:
         wait_isr(cluster, [2])
+    else:
+        time.sleep(1)
+    producer.must("commit")
+    if complete:
         wait_until(lambda: cluster.log_end(TOPIC) == last + 2, 60, "the marker never reached b2's high watermark")
         time.sleep(2)   # the coordinator writes CompleteCommit once every marker is acknowledged
     else:
-        time.sleep(1.5)   # the coordinator's marker reaches b2's log within milliseconds; the ISR shrinks after 5 s
+        time.sleep(1)   # the coordinator's marker reaches b2's log within milliseconds; the ISR shrinks after 5 s
     return done
 
 
@@ -230,6 +235,10 @@ def transaction_lost(cluster: Cluster, work: Path) -> TxnOutcome:
         cluster.pause(3, 4)
         wait_isr(cluster, [2])
         done["T1"] = transaction(producer, "T1")
+        # the coordinator sends the marker after answering the commit: wait until b2 holds (and, alone in the ISR,
+        # acknowledged) it, and the coordinator recorded CompleteCommit
+        wait_until(lambda: cluster.log_end(TOPIC) == done["T1"][1] + 2, 60, "T1's marker never reached b2")
+        time.sleep(2)
         crash_and_elect(cluster, 2, (3, 4))
         copy, state = copy_frozen(cluster, work)
         marks = output_marks(cluster)

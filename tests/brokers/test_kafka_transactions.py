@@ -98,6 +98,23 @@ def check_snapshot(spec: ClusterSpec, name: str, ours_dir: Path, broker_dir: Pat
     assert dumped[broker[-1]], f"{name}: the broker's snapshot holds no producer: the scenario tests nothing"
 
 
+def control_offsets(version: str, partition: Path) -> list[int]:
+    """Offsets of the transaction markers in a partition dir, as kafka-dump-log prints its batches."""
+    lines = view.dump_lines(version, view.segments(partition))
+    return [int(f["baseOffset"]) for rows in lines.values() for f in map(dict, map(view.FIELD.findall, rows))
+            if f.get("isControl") == "true"]
+
+
+def check_marker_premise(spec: ClusterSpec, got: TxnOutcome) -> int:
+    """The premise of the marker scenarios, read from the copy: T1's marker on b2 alone. Its offset."""
+    marker = got.transactions["T1"][1] + 1
+    copy = got.outcome.copy
+    assert marker in control_offsets(spec.version, copy / "b2" / f"{TOPIC}-0"), "T1's marker is not on b2"
+    for name in ("b3", "b4"):
+        assert marker not in control_offsets(spec.version, copy / name / f"{TOPIC}-0"), f"T1's marker reached {name}"
+    return marker
+
+
 def run(spec: ClusterSpec, tmp_path: Path, scenario: Any, **kw: Any) -> TxnOutcome:
     (tmp_path / "cluster").mkdir()
     with running_cluster(spec, tmp_path / "cluster") as cluster:
@@ -117,6 +134,7 @@ def test_a_commit_marker_lost_after_the_coordinator_completed_hangs(spec: Cluste
     truncates the marker away and no marker comes again. replog: b2 loses the marker's offset, and impact calls the
     transaction hanging from its first offset, where a read_committed consumer stops."""
     got = run(spec, tmp_path, marker_lost, complete=True)
+    check_marker_premise(spec, got)
     outcome = got.outcome
     compare_replay(spec, outcome, tmp_path, written_after=False)
     t1_first, t1_last = got.transactions["T1"]
@@ -134,6 +152,7 @@ def test_a_commit_marker_lost_before_the_coordinator_completed_is_sent_again(spe
     is elected cleanly; b2 truncates its marker and, coordinator again, sends it to the new leader. replog: b2 loses
     the marker's offset, and impact calls the transaction open (the coordinator owes it its marker)."""
     got = run(spec, tmp_path, marker_lost, complete=False)
+    check_marker_premise(spec, got)
     outcome = got.outcome
     compare_replay(spec, outcome, tmp_path, written_after=True)
     t1_first, _ = got.transactions["T1"]

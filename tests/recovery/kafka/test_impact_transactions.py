@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from replog.recovery.kafka.impact import analyze_impact
+from replog.recovery.kafka.impact import analyze_impact, read_impact
 from replog.recovery.kafka.replay import replay_paths
-from tests.recovery.kafka.internal_records import batch, high_watermarks, marker, partition_dir
+from tests.recovery.kafka.internal_records import TS, batch, high_watermarks, marker, partition_dir, txn_key, txn_value
 
 PID = 300
 
@@ -51,3 +51,24 @@ def test_next_batch_follows_the_epoch_the_lost_marker_gave(tmp_path: Path, v2: b
            p["next_append"])
     assert got == expected, "(next epoch, next sequence, leader's epoch, leader's last sequence, verdict)"
     assert impact["transactions"] == [], "no transaction is left open: the leader has the first one's marker"
+
+
+@pytest.mark.parametrize(("state", "expected"), [("PrepareCommit", "open"), ("CompleteCommit", "hanging")])
+def test_a_lost_marker_hangs_unless_the_coordinator_still_owes_it(tmp_path: Path, state: str, expected: str) -> None:
+    """Producer 300's transaction (0..4) is on both replicas, its COMMIT (5) on O alone, which truncates to 5. The
+    coordinator's record decides: PrepareCommit with t-0 means it sends the marker again when it loads the record
+    (the transaction is open until then); CompleteCommit means no marker comes again (hanging)."""
+    txn = [_txn(0, 0, 0)]
+    partition_dir(tmp_path / "O", "t-0", txn + [marker(5, PID)], [(0, 0)])
+    partition_dir(tmp_path / "L", "t-0", txn + [batch(5, 3, epoch=1)], [(0, 0), (1, 5)])
+    high_watermarks(tmp_path / "O", {"t-0": 5})
+    high_watermarks(tmp_path / "L", {"t-0": 8})
+    coordinator = tmp_path / "coordinator"
+    partition_dir(coordinator, "__transaction_state-0",
+                  [batch(0, [(txn_key("tx-300"), txn_value(PID, state, {"t": [0]} if state[0] == "P" else {},
+                                                                 TS + 10))])], [(0, 0)])
+    high_watermarks(coordinator, {"__transaction_state-0": 1})
+    result = replay_paths([f"O={tmp_path / 'O' / 't-0'}", f"L={tmp_path / 'L' / 't-0'}"])
+    txns = read_impact(result, [coordinator]).to_dict()["transactions"]
+    assert [(t["first_offset"], t["state"]) for t in txns] == [(0, expected)], f"transactions: {txns}"
+    assert "COMMIT marker at offset 5 was lost" in txns[0]["cause"], f"the cause names the lost marker: {txns}"
