@@ -18,6 +18,7 @@ import re
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,10 @@ from tests.brokers.scenarios import (
     copy_frozen,
     crash_and_elect,
     output_marks,
+    restart_on,
+    values,
     wait_isr,
+    wait_leader,
 )
 
 TXN_TOPIC = "__transaction_state"
@@ -252,3 +256,73 @@ def transaction_lost(cluster: Cluster, work: Path) -> TxnOutcome:
         producer.close()
     got = TxnOutcome(Outcome(copy, copy, -1, -1, partition_state=state), tv, done, next_answer=answer)
     return finish(cluster, work, got, marks)
+
+
+# ----- the producer's next write on a cluster restarted on replog's repair
+
+REFUSALS = re.compile(r"OutOfOrderSequence|Out of order sequence|InvalidProducerEpoch|ProducerFenced|InvalidTxnState|"
+                      r"UnknownProducerId|Invalid sequence number")
+
+
+@dataclass
+class RepairProof:
+    """What the same producer met on the cluster restarted from the repaired copy."""
+    copy: Path
+    answers: list[str]                       # its next write's answers (send, commit)
+    leader: int                              # the leader it wrote to (the replica repair truncated)
+    committed_read: list[tuple[int, bytes]]  # a read_committed consumer from the start, after it
+    refusals: dict[str, list[str]]           # per broker, its log lines refusing a producer since the restart
+    plain: list[bytes]                       # the plain records the new leader b3 took after the election
+    outcome: Outcome | None = None
+
+
+def write(producer: StepProducer, transactional: bool, prefix: str) -> list[str]:
+    """One transaction of RECORDS records, or RECORDS idempotent records: the producer's answers."""
+    if not transactional:
+        return [producer.do(f"send {RECORDS} {prefix}")]
+    answers = [producer.do("begin"), producer.do(f"send {RECORDS} {prefix}")]
+    answers.append(producer.do("commit" if answers[-1].startswith("ok") else "abort"))
+    return answers
+
+
+def repaired_then_next_write(cluster: Cluster, work: Path, transactional: bool,
+                             repair: Callable[[Path], Path]) -> RepairProof:
+    """The same producer before and after a repair. It writes twice (two transactions, or two idempotent sends)
+    while every replica follows b2; then b3 and b4 freeze, b2 alone takes plain acks=1 records, crashes, b3 is
+    elected uncleanly and takes more; the copy is taken (b2 down, b3 and b4 frozen). Premise: every node restarts
+    from the copy after `repair` (replog repair --in-place of a copy of it) fixed it. Once the ISR is full, b2
+    (the replica the repair truncated and refilled) is made leader again by a preferred election, and the producer,
+    still the same process with its epoch and sequences in memory, writes once more."""
+    place_coordinator(cluster, 4)
+    cluster.create_topic(TOPIC, ASSIGNMENT)
+    producer = StepProducer(cluster, TXN_ID if transactional else None, work / "producer.log")
+    try:
+        for prefix in ("P0", "P1"):
+            answers = write(producer, transactional, prefix)
+            assert all(a.startswith("ok") for a in answers), f"the producer's {prefix} failed: {answers}"
+        end = cluster.log_end(TOPIC)
+        cluster.pause(3, 4)
+        wait_isr(cluster, [2])
+        cluster.produce(TOPIC, values("A", end, 5), acks=1)
+        crash_and_elect(cluster, 2, (3, 4))
+        plain = values("B", end, 2)
+        cluster.produce(TOPIC, plain, acks="all")
+        copy, _ = copy_frozen(cluster, work)
+        marks = restart_on(cluster, repair(copy))
+        wait_isr(cluster, ASSIGNMENT, timeout=120)
+        cluster.tool(ELECTION_TOOL, "--bootstrap-server", cluster.bootstrap, "--election-type", "preferred",
+                     "--topic", TOPIC, "--partition", "0")
+        wait_leader(cluster, 2)
+        answers = write(producer, transactional, "P2")
+        producer.do("quit")
+    finally:
+        producer.close()
+    _, read = read_committed(cluster)
+    refusals = {f"b{n}": REFUSALS_LINE.findall(node.output()[marks.get(f"b{n}", 0):])
+                for n, node in cluster.brokers.items()}
+    outcome = converge_and_stop(cluster, work, marks)
+    return RepairProof(copy, answers, 2, read, refusals, plain, outcome)
+
+
+ELECTION_TOOL = "org.apache.kafka.tools.LeaderElectionCommand"
+REFUSALS_LINE = re.compile(rf"^.*(?:{REFUSALS.pattern}).*$", re.MULTILINE)

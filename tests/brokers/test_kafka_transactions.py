@@ -9,6 +9,7 @@ forgets the producer's sequences (`ProducerStateEntry.maybeUpdateProducerEpoch`)
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,14 @@ import pytest
 from tests.brokers import broker_view as view
 from tests.brokers.kafka_lab import ClusterSpec, running_cluster
 from tests.brokers.scenarios import TOPIC, Outcome
-from tests.brokers.scenarios_txn import TXN_TOPIC, TxnOutcome, marker_lost, transaction_lost
+from tests.brokers.scenarios_txn import (
+    TXN_TOPIC,
+    RepairProof,
+    TxnOutcome,
+    marker_lost,
+    repaired_then_next_write,
+    transaction_lost,
+)
 from tests.brokers.test_kafka_replay import (
     VERSIONS,
     controller_args,
@@ -182,3 +190,62 @@ def test_the_producers_next_transaction_after_its_last_one_was_lost(spec: Cluste
         "out_of_order_sequence" if "OutOfOrderSequence" in answer else \
         "fenced" if "ProducerEpoch" in answer or "Fenced" in answer else answer
     assert p["next_append"] == said, f"next transaction: replog says {p['next_append']}, the leader answered {answer}"
+
+
+def repair_in_place(spec: ClusterSpec, work: Path, trusted: bool) -> Any:
+    """The repair the proof restarts on: `repair --in-place` of a copy of the copy; `repair --out` of the copy must
+    write the same batches and producer snapshot for b2 (the replica it truncates and refills). `trusted`: b2's log
+    dir also gets the clean-shutdown marker, so b2 loads replog's producer snapshot at its log end as it is
+    (`LogLoader`: no segment recovery, `UnifiedLog.loadProducerState` from the snapshot); without it b2 recovers
+    its active segment and rebuilds the producer state from the batches, deleting the snapshots above (its log
+    says "Recovering unflushed segment", "Deleted producer state snapshot")."""
+    def repair(copy: Path) -> Path:
+        restored = work / "restored"
+        shutil.copytree(copy, restored, symlinks=True)
+        outcome = Outcome(restored, restored, 3, -1)
+        replog_json("repair", *replica_args(restored, outcome), *controller_args(outcome), "--in-place",
+                    "--backup", str(work / "backup"))
+        out = work / "repaired-out"
+        replog_json("repair", *replica_args(copy, Outcome(copy, copy, 3, -1)), *controller_args(outcome),
+                    "--out", str(out))
+        here, there = restored / "b2" / f"{TOPIC}-0", out / "b2" / f"{TOPIC}-0"
+        assert view.replica_batches(spec.version, {"b2": here}) == view.replica_batches(spec.version, {"b2": there}), \
+            "b2's batches: repair --in-place and repair --out differ"
+        check_snapshot(spec, "b2 (in place vs --out)", here, there)
+        if trusted:
+            (restored / "b2" / ".kafka_cleanshutdown").write_text("")
+        return restored
+    return repair
+
+
+def check_proof(proof: RepairProof) -> None:
+    assert all(a.startswith("ok") for a in proof.answers), f"the producer's next write on b2: {proof.answers}"
+    for name, lines in proof.refusals.items():
+        assert lines == [], f"{name} refused a producer after the restart: {lines[:3]}"
+    records = [f"{p}-{i}".encode() for p in ("P0", "P1") for i in range(5)]
+    records += proof.plain + [f"P2-{i}".encode() for i in range(5)]
+    assert [v for _, v in proof.committed_read] == records, \
+        "what a read_committed consumer reads: every committed record, the next write's too"
+
+
+REPAIR_CASES = [
+    pytest.param(VERSIONS["4.4.0-elr-on"], True, True, id="4.4.0-transactions-v2-snapshot-trusted"),
+    pytest.param(VERSIONS["4.4.0-elr-on"], False, True, id="4.4.0-idempotent-snapshot-trusted", marks=FULL),
+    pytest.param(VERSIONS["4.4.0-elr-on"], True, False, id="4.4.0-transactions-v2-recovered", marks=FULL),
+    pytest.param(VERSIONS["4.4.0-elr-on"], False, False, id="4.4.0-idempotent-recovered", marks=FULL),
+    pytest.param(VERSIONS["3.9.1-kraft"], True, True, id="3.9.1-transactions-v1-snapshot-trusted", marks=FULL),
+    pytest.param(VERSIONS["3.9.1-kraft"], False, True, id="3.9.1-idempotent-snapshot-trusted", marks=FULL),
+]
+
+
+@pytest.mark.parametrize(("spec", "transactional", "trusted"), REPAIR_CASES)
+def test_the_same_producer_goes_on_after_a_repair(spec: ClusterSpec, transactional: bool, trusted: bool,
+                                                  tmp_path: Path) -> None:
+    """Premise: every node restarts from the copy that `repair --in-place` fixed. The producer that wrote before the
+    divergence (transactions, or idempotent sends) writes again, to b2, the replica repair truncated and refilled,
+    made leader by a preferred election: its write is accepted (no broker logs a sequence or epoch refusal) and a
+    read_committed consumer reads every committed record."""
+    (tmp_path / "cluster").mkdir()
+    with running_cluster(spec, tmp_path / "cluster") as cluster:
+        proof = repaired_then_next_write(cluster, tmp_path, transactional, repair_in_place(spec, tmp_path, trusted))
+    check_proof(proof)
