@@ -151,6 +151,15 @@ def test_a_commit_marker_lost_after_the_coordinator_completed_hangs(spec: Cluste
     assert [t["first_offset"] for t in hanging] == [t1_first], f"hanging transactions: {impact['transactions']}"
     assert got.last_stable_offset == t1_first, "the leader's last stable offset (read_committed ListOffsets)"
     assert [v for _, v in got.committed_read] == values_of("T0"), "what a read_committed consumer reads"
+    check_doctor(outcome.final / "b2", t1_first)
+
+
+def check_doctor(log_dir: Path, first: int) -> None:
+    """doctor on b2's log dir at the end (the partition, and the coordinator's log saying CompleteCommit): the
+    transaction the brokers left open is reported where read_committed consumers stop."""
+    found = replog_json("doctor", str(log_dir))["findings"]
+    txn = [(f["code"], f["offset"]) for f in found if f["code"].startswith("KAFKA_TXN_")]
+    assert txn == [("KAFKA_TXN_MARKER_MISSING", first)], f"doctor's transaction findings: {txn}"
 
 
 @pytest.mark.parametrize("spec", txn_cases("4.4.0-elr-off", "3.9.1-kraft"))
