@@ -141,7 +141,7 @@ def analyze_impact(result: ReplayResult, offsets: GroupOffsets | None = None,
     lost = [LostLog(r.replica.name, r.lost, r.replica.high_watermark) for r in result.replicas if r.lost]
     writes, lost_markers = lost_writes(lost)
     after, before = producer_states(result, (w.producer_id for w in writes))
-    judge_producers(writes, after)
+    judge_producers(writes, after, lost_markers)
     ctx = GroupContext(leader, lost)
     out = ImpactResult(topic, partition, leader, producers=writes)
     if offsets is not None:

@@ -10,6 +10,12 @@ retry of its first lost batch, by the broker's rules for client appends:
 - a new epoch must start at sequence 0; in the same epoch the first sequence must follow the
   leader's last one, else OUT_OF_ORDER_SEQUENCE_NUMBER; a leader with no state for the producer
   accepts any sequence (`ProducerAppendInfo.checkSequence`, `inSequence`).
+The producer's next batch is the one its client sends after the lost ones: in their epoch, at the
+sequence after theirs; but when a transaction marker of a higher epoch closed them on the lost
+replica (transactions v2, KIP-890: the coordinator ends every transaction by bumping the epoch, the
+marker carries the bumped one and the EndTxn response hands it to the client), the client had
+moved to that epoch, whose first batch starts at sequence 0 (`TransactionManager` resets its
+sequences on an epoch bump). Transactions v1 markers keep the epoch: the sequences go on.
 
 Transactions: those open on the partition after the replay (the leader's producer state at its log
 end), each `open` or `hanging` (`transactions.coordinator_cause`, or its marker lost by truncation:
@@ -17,6 +23,7 @@ the lost replica had closed it, the leader never will), and those open on each r
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +57,8 @@ class LostWrites:
     acknowledged: bool = False        # a lost batch lay below the replica's high watermark
     leader_producer_epoch: int | None = None
     leader_last_sequence: int | None = None
+    next_producer_epoch: int = -1     # of the producer's next batch (module docstring)
+    next_sequence: int = -1
     next_append: str = ACCEPTED
     retry: str = ACCEPTED
     explanation: str = ""
@@ -57,7 +66,8 @@ class LostWrites:
 
 PRODUCER_IMPACT = Shape("producer_id", "producer_epoch", "records_lost", "first_sequence", "last_sequence",
                         "first_offset", "last_offset", "batches", "replica", "transactional", "acknowledged",
-                        "leader_producer_epoch", "leader_last_sequence", "next_append", "retry", "explanation")
+                        "leader_producer_epoch", "leader_last_sequence", "next_producer_epoch", "next_sequence",
+                        "next_append", "retry", "explanation")
 
 
 @dataclass(frozen=True)
@@ -101,8 +111,9 @@ def _add(w: LostWrites, base: int, last: int, count: int, seq: int, txn: bool, a
     w.acknowledged = w.acknowledged or acked
 
 
-def judge_producers(writes: list[LostWrites], after: ProducerScan) -> None:
-    """Fill in what the leader does with each producer's next batch and with a retry of its first lost one."""
+def judge_producers(writes: list[LostWrites], after: ProducerScan, markers: Sequence[LostMarker] = ()) -> None:
+    """Fill in what the leader does with each producer's next batch and with a retry of its first lost one;
+    `markers`: the lost transaction markers (`lost_writes`), which tell the epoch the producer went on in."""
     for w in writes:
         entry = after.state.producers.get(w.producer_id)
         if entry is not None and entry.producer_epoch >= 0:
@@ -111,20 +122,36 @@ def judge_producers(writes: list[LostWrites], after: ProducerScan) -> None:
             w.next_append = w.retry = ACCEPTED
             w.explanation = "not an idempotent producer: the broker checks no sequence"
             continue
-        w.next_append = _append(w, v2.increment_sequence(w.last_sequence, 1), w.last_sequence)
+        w.next_producer_epoch, w.next_sequence = next_batch(w, markers)
+        w.next_append = _append(w, w.next_producer_epoch, w.next_sequence)
+        kept = after.recent[w.producer_id].batches if w.producer_id in after.recent else ()
         duplicate = any(b.producer_epoch == w.producer_epoch and b.first_sequence == w.first_sequence
-                        and b.last_sequence == w.first_batch_last_sequence for b in after.recent.get(w.producer_id, ()))
-        w.retry = DUPLICATE if duplicate else _append(w, w.first_sequence, w.first_batch_last_sequence)
+                        and b.last_sequence == w.first_batch_last_sequence for b in kept)
+        w.retry = DUPLICATE if duplicate else _append(w, w.producer_epoch, w.first_sequence)
         w.explanation = _explain(w)
 
 
-def _append(w: LostWrites, first_seq: int, last_seq: int) -> str:
+def next_batch(w: LostWrites, markers: Sequence[LostMarker]) -> tuple[int, int]:
+    """(producer epoch, first sequence) of the producer's next batch after its lost ones (module docstring):
+    the epoch of the first lost marker of its own that follows them when that is higher (transactions v2),
+    at sequence 0; else their epoch, at the sequence after the last lost one."""
+    closing = [m for m in markers if m.replica == w.replica and m.producer_id == w.producer_id
+               and m.offset > w.last_offset]
+    marker = min(closing, key=lambda m: m.offset, default=None)
+    if marker is not None and marker.producer_epoch > w.producer_epoch:
+        return marker.producer_epoch, 0
+    return w.producer_epoch, v2.increment_sequence(w.last_sequence, 1)
+
+
+def _append(w: LostWrites, epoch: int, first_seq: int) -> str:
+    """The leader's answer to a batch of `epoch` starting at `first_seq` (`ProducerAppendInfo.checkProducerEpoch`,
+    `checkSequence`)."""
     leader_epoch, leader_seq = w.leader_producer_epoch, w.leader_last_sequence
     if leader_epoch is None:
         return ACCEPTED
-    if w.producer_epoch < leader_epoch:
+    if epoch < leader_epoch:
         return FENCED
-    if w.producer_epoch > leader_epoch:
+    if epoch > leader_epoch:
         return ACCEPTED if first_seq == 0 else OUT_OF_ORDER
     in_sequence = leader_seq is not None and (first_seq == leader_seq + 1
                                               or (first_seq == 0 and leader_seq == v2.INT32_MAX))
@@ -137,6 +164,9 @@ def _explain(w: LostWrites) -> str:
         return (f"{lost}; the leader has no state for producer {w.producer_id}: it accepts any sequence, "
                 "the gap goes unnoticed")
     where = f"the leader's last sequence for epoch {w.leader_producer_epoch} is {w.leader_last_sequence}"
+    if w.next_producer_epoch != w.producer_epoch:
+        where += (f"; a marker of epoch {w.next_producer_epoch} closed the lost batches (transactions v2), so its "
+                  f"next batch starts that epoch at sequence 0")
     nxt = {OUT_OF_ORDER: "its next batch fails with OUT_OF_ORDER_SEQUENCE_NUMBER",
            FENCED: "it is fenced: INVALID_PRODUCER_EPOCH",
            ACCEPTED: "its next batch is accepted"}[w.next_append]
@@ -173,20 +203,30 @@ TXN_BEFORE = Shape("replica", "last_stable_offset", Field("open", shape=OPEN_TXN
 
 def judge_transactions(open_after: list[OpenTxn], lost_markers: list[LostMarker], coordinator: CoordinatorState | None,
                        topic: str, partition: int) -> list[TxnImpact]:
-    """Each transaction open after the replay: hanging (and why) or open."""
+    """Each transaction open after the replay: hanging (and why) or open.
+
+    A lost marker makes it hang unless the coordinator's record still owes this partition a marker
+    (PrepareCommit/PrepareAbort): a coordinator that loads such a record sends its markers again
+    (`TransactionStateManager.loadTransactionsForTxnTopicPartition` collects them as pending,
+    `TransactionCoordinator.onElection` hands them to `TransactionMarkerChannelManager.addTxnMarkersToSend`),
+    so the new leader gets the marker after all."""
     out = []
     for t in open_after:
         coord = coordinator.of(t.producer_id) if coordinator is not None else None
         marker = next((m for m in lost_markers if m.producer_id == t.producer_id and m.offset > t.first_offset), None)
+        owed = coord is not None and coord.producer_id == t.producer_id and coord.owes_marker(topic, partition)
         cause = None
-        if marker is not None:
+        if marker is not None and not owed:
             cause = (f"its {marker.kind} marker at offset {marker.offset} was lost when {marker.replica} truncated: "
                      "the coordinator had it written and will not write it again")
         cause = cause or coordinator_cause(t, coord, topic, partition)
         state = "hanging" if cause else "open"
         if cause is None:
-            cause = (f"no marker yet: read_committed consumers stop at offset {t.first_offset} until one comes"
-                     + (f" (the coordinator, {coord.state}, still owes it)" if coord is not None else ""))
+            lost = (f"its {marker.kind} marker at offset {marker.offset} was lost when {marker.replica} truncated; "
+                    if marker is not None else "no marker yet: ")
+            cause = (f"{lost}read_committed consumers stop at offset {t.first_offset} until one comes"
+                     + (f" (the coordinator, {coord.state}, still owes it and sends it again)" if coord is not None
+                        else ""))
         out.append(TxnImpact(t.producer_id, t.producer_epoch, t.first_offset, state, cause, t.last_timestamp,
                              coord.to_dict() if coord is not None else None))
     return out

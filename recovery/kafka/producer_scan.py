@@ -12,7 +12,6 @@ offset): replicas that share a prefix then need their own walk only from where t
 from __future__ import annotations
 
 import copy
-from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -23,21 +22,9 @@ import numpy as np
 from replog.formats.fileio import mapped
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka.blocks import BatchBlock
-from replog.recovery.kafka.producer_state import ProducerState
+from replog.recovery.kafka.producer_state import BatchHistory, BatchMeta, ProducerState
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
 from replog.recovery.kafka.segment_pass import markers
-
-RETAINED_BATCHES = 5   # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
-
-
-@dataclass(frozen=True)
-class BatchMeta:
-    """What the broker remembers of one of a producer's last batches (`BatchMetadata`)."""
-
-    producer_epoch: int
-    first_sequence: int
-    last_sequence: int
-    last_offset: int
 
 
 @dataclass(frozen=True)
@@ -54,14 +41,12 @@ class ProducerScan:
 
     watch: frozenset[int] = frozenset()
     state: ProducerState = field(default_factory=ProducerState)
-    recent: dict[int, deque[BatchMeta]] = field(default_factory=dict)
+    recent: dict[int, BatchHistory] = field(default_factory=dict)
     max_timestamp: int = -1
-    recent_epoch: dict[int, int] = field(default_factory=dict)   # the epoch `recent` holds batches of
 
     def copy(self) -> ProducerScan:
         return ProducerScan(self.watch, copy.deepcopy(self.state),
-                            {p: deque(d, RETAINED_BATCHES) for p, d in self.recent.items()}, self.max_timestamp,
-                            dict(self.recent_epoch))
+                            {p: h.copy() for p, h in self.recent.items()}, self.max_timestamp)
 
     def feed(self, block: BatchBlock, block_markers: dict[int, tuple[int, int] | None]) -> None:
         """Apply the rows of `block` (sound batches in log order); `block_markers` as `segment_pass.markers`."""
@@ -80,15 +65,13 @@ class ProducerScan:
             if control and block_markers.get(i) is None:
                 continue   # emptied by the cleaner: changes nothing
             pid, epoch = int(block.producer_id[i]), int(block.producer_epoch[i])
-            kept = self.recent.setdefault(pid, deque(maxlen=RETAINED_BATCHES))
-            if self.recent_epoch.setdefault(pid, epoch) != epoch:
-                kept.clear()   # ProducerStateEntry.maybeUpdateProducerEpoch (markers too)
-                self.recent_epoch[pid] = epoch
+            kept = self.recent.setdefault(pid, BatchHistory())
             if control or int(block.base_sequence[i]) < 0:
+                kept.meet(epoch)   # a marker forgets the batches of another epoch too
                 continue
             base, last = int(block.base_offset[i]), int(block.last_offset[i])
             seq = int(block.base_sequence[i])
-            kept.append(BatchMeta(epoch, seq, v2.increment_sequence(seq, last - base), last))
+            kept.add(BatchMeta(epoch, seq, v2.increment_sequence(seq, last - base), last))
 
     def open_transactions(self) -> list[OpenTxn]:
         return open_transactions(self.state)

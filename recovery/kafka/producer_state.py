@@ -7,9 +7,10 @@ segment's `.txnindex` must hold.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import cast
+from dataclasses import dataclass, field
+from typing import cast, overload
 
 import numpy as np
 
@@ -46,6 +47,54 @@ class ProducerEntry:
                                      self.current_txn_first_offset)
 
 
+RETAINED_BATCHES = 5   # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+
+
+@dataclass(frozen=True)
+class BatchMeta:
+    """What the broker remembers of one of a producer's last batches (`BatchMetadata`)."""
+
+    producer_epoch: int
+    first_sequence: int
+    last_sequence: int
+    last_offset: int
+
+
+@dataclass
+class BatchHistory:
+    """A producer's last batches as the broker keeps them to answer a retry as a duplicate
+    (`ProducerStateEntry.batchMetadata`, `findDuplicateBatch`): the same epoch rule as `ProducerEntry`,
+    a batch or marker of another epoch forgets them (`maybeUpdateProducerEpoch`, via `forgets`)."""
+
+    producer_epoch: int = -1
+    batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=RETAINED_BATCHES))
+
+    def meet(self, producer_epoch: int) -> None:
+        """A batch or marker of `producer_epoch` arrives."""
+        if forgets(self.producer_epoch, producer_epoch):
+            self.batches.clear()
+        self.producer_epoch = producer_epoch
+
+    def add(self, batch: BatchMeta) -> None:
+        self.meet(batch.producer_epoch)
+        self.batches.append(batch)
+
+    def copy(self) -> BatchHistory:
+        return BatchHistory(self.producer_epoch, deque(self.batches, RETAINED_BATCHES))
+
+
+@overload
+def forgets(held_epoch: int, met_epoch: int) -> bool: ...
+@overload
+def forgets(held_epoch: np.ndarray, met_epoch: np.ndarray) -> np.ndarray: ...
+def forgets(held_epoch: int | np.ndarray, met_epoch: int | np.ndarray) -> bool | np.ndarray:
+    """`ProducerStateEntry.maybeUpdateProducerEpoch` (apache/kafka storage/.../log/ProducerStateEntry.java): an
+    entry met by a batch or marker of another producer epoch drops its batch metadata. Under transactions v2
+    (KIP-890) every marker carries the epoch + 1, so every transaction ends with the producer's sequences
+    forgotten. The one place of the rule: `ProducerState` (per batch and per block) and `BatchHistory` use it."""
+    return held_epoch != met_epoch   # elementwise for arrays of epochs
+
+
 class ProducerState:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
@@ -56,7 +105,7 @@ class ProducerState:
         if b.magic != 2 or b.producer_id < 0 or (b.is_control and marker is None):
             return None   # a control batch the cleaner emptied changes nothing (`ProducerAppendInfo.append`)
         entry = self.producers.setdefault(b.producer_id, ProducerEntry(b.producer_id))
-        if entry.producer_epoch != b.producer_epoch:
+        if forgets(entry.producer_epoch, b.producer_epoch):
             entry.forget_batches()
         entry.producer_epoch = b.producer_epoch
         entry.timestamp = b.max_timestamp
@@ -175,7 +224,7 @@ class ProducerState:
         first[1:] = s[1:] != s[:-1]
         before[1:] = e[:-1]
         before[first] = stored
-        changed = order[e != before]
+        changed = order[forgets(before, e)]   # elementwise
         out = np.full(len(slot_pid), -1, dtype=np.int64)
         np.maximum.at(out, slot[changed], changed)
         return out

@@ -25,12 +25,12 @@ class DumpedBatch:
     valid: bool
 
 
-def dump_lines(version: str, files: list[Path]) -> dict[Path, list[str]]:
-    """What the real kafka-dump-log prints for each file, by one run (one JVM for all files)."""
+def dump_lines(version: str, files: list[Path], options: list[str] | None = None) -> dict[Path, list[str]]:
+    """What the real kafka-dump-log prints for each file (with `options`), by one run (one JVM for all files)."""
     if not files:
         return {}
     with tempfile.TemporaryDirectory(prefix="broker-view-") as scratch:
-        cmd = java_command(version, files, [], Path(scratch))
+        cmd = java_command(version, files, options or [], Path(scratch))
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"kafka-dump-log failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
     out: dict[Path, list[str]] = {}

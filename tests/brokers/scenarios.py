@@ -201,6 +201,12 @@ def follower_behind_log_start(cluster: Cluster, work: Path) -> Outcome:
 def restart_from(cluster: Cluster, repaired: Path, work: Path) -> Outcome:
     """The other premise: the whole cluster stops and every node restarts from `repaired` (a copy that replog
     repaired in place), the controller's metadata included."""
+    marks = restart_on(cluster, repaired)
+    return converge_and_stop(cluster, work, marks)
+
+
+def restart_on(cluster: Cluster, repaired: Path) -> dict[str, int]:
+    """Every node killed and started again on its dir of `repaired`; where each broker's output stood before."""
     cluster.kill(*BROKER_IDS)
     cluster.control.kill()
     for node in cluster.nodes:
@@ -208,7 +214,7 @@ def restart_from(cluster: Cluster, repaired: Path, work: Path) -> Outcome:
         subprocess.run(["cp", "-a", "--sparse=always", str(repaired / node.name), str(node.log_dir)], check=True)
     marks = output_marks(cluster)
     cluster.start()
-    return converge_and_stop(cluster, work, marks)
+    return marks
 
 
 # ----- startup recovery of damaged partitions
