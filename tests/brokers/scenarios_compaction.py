@@ -126,12 +126,22 @@ def cleaned_then_unclean_election(cluster: Cluster, work: Path) -> Outcome:
     Rounds 0-3 are cleaned by b2 and b3 (not b4). b3 and b4 are frozen; b2 alone takes round 5 with acks=1
     (above every cleaner point: it sits in b2's active segment) and crashes; b3 is elected uncleanly and
     takes round 6; the copy is taken; b2 returns and must truncate round 5 away: records really lost."""
+    unclean_above_the_cleaned(cluster)
+    produce_round(cluster, 6)
+    return old_leader_returns(cluster, work)
+
+
+def unclean_above_the_cleaned(cluster: Cluster) -> None:
+    """Rounds 0-3 cleaned by b2 and b3; b2 alone takes round 5 (acks=1) and crashes; b3 is elected uncleanly."""
     cleaned_rounds(cluster, range(4))
     cluster.pause(3, 4)
     wait_isr(cluster, [2])
     produce_round(cluster, 5, acks=1)
     crash_and_elect(cluster, 2, (3, 4))
-    produce_round(cluster, 6)
+
+
+def old_leader_returns(cluster: Cluster, work: Path) -> Outcome:
+    """The copy with b3 and b4 frozen; then b2 restarts from its disk and the brokers converge."""
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)
     cluster.restart(2)
@@ -147,21 +157,12 @@ def new_leader_cleans_past_the_divergence(cluster: Cluster, work: Path) -> Outco
     the closing record, and its cleaner cleans all of them: b3 dropped its own records at the offsets of
     b2's round 5 for later ones of the same keys. b2 returns and truncates round 5 away; only the epochs
     tell its records from the ones b3 cleaned (b3 never held b2's)."""
-    cleaned_rounds(cluster, range(4))
-    cluster.pause(3, 4)
-    wait_isr(cluster, [2])
-    produce_round(cluster, 5, acks=1)
-    crash_and_elect(cluster, 2, (3, 4))
+    unclean_above_the_cleaned(cluster)
     for r in (6, 7):
         produce_round(cluster, r)
     produce_round(cluster, 8, keys=KEYS[:1])
     wait_cleaned(cluster, (3,), cluster.log_end(TOPIC) - 1)
-    copy, state = copy_frozen(cluster, work)
-    marks = output_marks(cluster)
-    cluster.restart(2)
-    outcome = converge_and_stop(cluster, work, marks)
-    outcome.copy, outcome.partition_state, outcome.running = copy, state, ["b3", "b4"]
-    return outcome
+    return old_leader_returns(cluster, work)
 
 
 # ----- what the brokers hold, read with kafka-dump-log
