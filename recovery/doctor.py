@@ -79,6 +79,7 @@ def _diagnose(ev: Evidence, paths: list[Path]) -> DoctorReport:
                 report.partitions += parts
         else:
             report.findings += kafka_doctor.check_file(ev, p)
+    report.findings += _unread_files(ev, paths, report.findings)
     for changed in ev.changed_since():
         report.findings.append(finding("INPUT_CHANGED", changed))
     for unhashed in ev.too_large_to_hash():
@@ -86,6 +87,29 @@ def _diagnose(ev: Evidence, paths: list[Path]) -> DoctorReport:
     report.inputs = ev.listing()
     report.findings.sort(key=_order)
     return report
+
+
+def _unread_files(ev: Evidence, paths: list[Path], findings: list[Finding]) -> list[Finding]:
+    """Every regular file under a directory input goes in the manifest, read by a check or not: a file no check
+    reads (tiered storage's `remote_log_snapshot` and `remote-log-index-cache/`, a store's files of features
+    replog does not check) is hashed and reported once, unless a finding already names it. Symbolic links are
+    not followed."""
+    named = {f.path for f in findings}
+    out: list[Finding] = []
+    for p in paths:
+        if entry_type(Path(p)) is not EntryType.DIRECTORY:
+            continue
+        for folder, dirs, files in os.walk(p):
+            dirs.sort()
+            for name in sorted(files):
+                path = Path(folder) / name
+                if ev.seen(path) or entry_type(path) is not EntryType.REGULAR:
+                    continue
+                ev.note(path)
+                if str(path) not in named:
+                    out.append(finding("UNKNOWN_FILE", str(path),
+                                       message="no check reads this file; hashed for the evidence manifest"))
+    return out
 
 
 def _store(ev: Evidence, root: Path) -> tuple[list[Finding], list[PartitionOffsets]]:

@@ -142,6 +142,10 @@ class Evidence:
         """Record a file another reader (RocketMQ checks) read."""
         self._note(path)
 
+    def seen(self, path: Path) -> bool:
+        """Whether the file is already recorded (read, or hashed ahead of its read)."""
+        return str(path) in self._reads
+
     def listing(self) -> list[dict[str, object]]:
         """Every file read, with its size and SHA-256 (waits for the hashes still running)."""
         out: list[dict[str, object]] = []

@@ -47,6 +47,24 @@ def test_clean_log_dir_has_no_findings_and_hashes_every_input(tmp_path: Path) ->
     assert all(len(i["sha256"]) == 64 and i["size"] >= 0 for i in report.inputs)
 
 
+def test_files_no_check_reads_are_in_the_manifest_and_reported_once(tmp_path: Path) -> None:
+    """Tiered storage's files (a partition's `remote_log_snapshot`, the log dir's `remote-log-index-cache/`) are read
+    by no check: they are hashed for the evidence manifest all the same, and each is reported once."""
+    import hashlib
+    pdir, _ = build_log_dir(tmp_path)
+    snapshot = pdir / "remote_log_snapshot"
+    snapshot.write_bytes(b"\x00\x01snapshot")
+    cached = tmp_path / names.REMOTE_INDEX_CACHE_DIR / "00000000000000000000_abc.index"
+    cached.parent.mkdir()
+    cached.write_bytes(bytes(16))
+    report = diagnose([tmp_path])
+    listed = {i["path"]: i["sha256"] for i in report.inputs}
+    for path in (snapshot, cached):
+        assert listed.get(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest(), f"{path.name}: manifest"
+        named = [f.code for f in report.findings if f.path == str(path)]
+        assert named == ["UNKNOWN_FILE"], f"{path.name}: findings naming it"
+
+
 def test_partition_dir_and_single_file_dispatch(tmp_path: Path) -> None:
     pdir, bases = build_log_dir(tmp_path)
     assert diagnose([pdir]).findings == []
