@@ -231,7 +231,8 @@ def doctor(
     paths: Annotated[list[Path], typer.Argument(
         metavar="PATH...", help="broker log dirs, partition dirs or single files")],
     manifest: Annotated[Path | None, typer.Option(
-        "--manifest", metavar="FILE", help="write a SHA-256 evidence manifest of every regular file under the inputs")] = None,
+        "--manifest", metavar="FILE",
+        help="write a SHA-256 evidence manifest of every regular file under the inputs")] = None,
     html: Annotated[Path | None, typer.Option(
         "--html", metavar="FILE", help="write a self-contained HTML report: the findings over each file's bytes")
     ] = None,
