@@ -128,6 +128,11 @@ def unclean_election(cluster: Cluster, work: Path, new_records: int = 2) -> Outc
     """Scenario U: after `diverge`, b2 returns on its own disk while b3 and b4 keep running; it must truncate its
     tail to where its epoch ends on b3 (KIP-101/KIP-279), or to its high watermark before KIP-101."""
     copy, state = diverge(cluster, work, new_records)
+    return old_leader_returns(cluster, work, copy, state)
+
+
+def old_leader_returns(cluster: Cluster, work: Path, copy: Path, state: Path | None) -> Outcome:
+    """After the copy: b2 restarts from its own disk while b3 and b4 keep running, and the brokers converge."""
     marks = output_marks(cluster)
     cluster.restart(2)
     outcome = converge_and_stop(cluster, work, marks)

@@ -31,6 +31,7 @@ from tests.brokers.scenarios import (
     converge_and_stop,
     copy_frozen,
     crash_and_elect,
+    old_leader_returns,
     output_marks,
     wait_isr,
 )
@@ -128,7 +129,7 @@ def cleaned_then_unclean_election(cluster: Cluster, work: Path) -> Outcome:
     takes round 6; the copy is taken; b2 returns and must truncate round 5 away: records really lost."""
     unclean_above_the_cleaned(cluster)
     produce_round(cluster, 6)
-    return old_leader_returns(cluster, work)
+    return copy_then_old_leader_returns(cluster, work)
 
 
 def unclean_above_the_cleaned(cluster: Cluster) -> None:
@@ -140,14 +141,10 @@ def unclean_above_the_cleaned(cluster: Cluster) -> None:
     crash_and_elect(cluster, 2, (3, 4))
 
 
-def old_leader_returns(cluster: Cluster, work: Path) -> Outcome:
+def copy_then_old_leader_returns(cluster: Cluster, work: Path) -> Outcome:
     """The copy with b3 and b4 frozen; then b2 restarts from its disk and the brokers converge."""
     copy, state = copy_frozen(cluster, work)
-    marks = output_marks(cluster)
-    cluster.restart(2)
-    outcome = converge_and_stop(cluster, work, marks)
-    outcome.copy, outcome.partition_state, outcome.running = copy, state, ["b3", "b4"]
-    return outcome
+    return old_leader_returns(cluster, work, copy, state)
 
 
 def new_leader_cleans_past_the_divergence(cluster: Cluster, work: Path) -> Outcome:
@@ -162,7 +159,7 @@ def new_leader_cleans_past_the_divergence(cluster: Cluster, work: Path) -> Outco
         produce_round(cluster, r)
     produce_round(cluster, 8, keys=KEYS[:1])
     wait_cleaned(cluster, (3,), cluster.log_end(TOPIC) - 1)
-    return old_leader_returns(cluster, work)
+    return copy_then_old_leader_returns(cluster, work)
 
 
 # ----- what the brokers hold, read with kafka-dump-log
