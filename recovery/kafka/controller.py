@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -136,7 +137,7 @@ def merge_change(prev: Election, data: dict[str, Any], offset: int | None) -> El
                     elected, unclean, pick("lastKnownElr", prev.last_known_elr))
 
 
-class MetadataApplier:
+class MetadataApplier(ABC):
     """Takes the metadata records of the api keys in `wanted`, metadata transactions applied at their end
     (never when aborted), each record once, in log order (a snapshot's records first, offset None)."""
 
@@ -158,8 +159,9 @@ class MetadataApplier:
         else:
             self.apply(api_key, data, offset, record)
 
+    @abstractmethod
     def apply(self, api_key: int, data: dict[str, Any], offset: int | None, record: str) -> None:
-        raise NotImplementedError
+        """One record of a wanted api key, taking effect now."""
 
 
 class _History(MetadataApplier):
