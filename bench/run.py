@@ -142,8 +142,23 @@ def render_table(report: dict[str, Any]) -> None:
         console.print(f"first call (import, walk, decode) s: {report['first_call_s']}")
         console.print(f"chunked mmap scan peak RSS: {report['scan_peak_rss_mib']}")
         console.print(f"process peak RSS: {report['peak_rss_mib']} MiB")
+    if "startup" in report:
+        render_startup(console, report["startup"])
     if "goals" in report:
         render_goals(console, report["goals"])
+
+
+def render_startup(console: Any, found: dict[str, Any]) -> None:
+    """The fixed cost of a command: best and median wall seconds of fresh processes, against the goal."""
+    from rich.table import Table
+    table = Table(title="start-up: whole processes, best of several after a warm-up")
+    for col in ("command", "best s", "median s", "peak RSS MiB", "goal", "met"):
+        table.add_column(col, justify="left" if col == "command" else "right")
+    for name, label in (("help", "replog --help"), ("doctor_1mib", "replog doctor, 1 MiB partition")):
+        row = found[name]
+        table.add_row(label, row.get("error") or _cell(row.get("seconds")), _cell(row.get("median_seconds")),
+                      _cell(row.get("peak_rss_mib")), row.get("goal", "-"), _met(row.get("met", False)))
+    console.print(table)
 
 
 def _met(ok: bool) -> str:
@@ -244,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also the real peers of the broker lab (Java and Maven): replog dump vs kafka-dump-log, "
                              "replog recover vs a Kafka broker's startup recovery")
     args = parser.parse_args(argv)
+    # replog runs from its bytecode caches, as an installed package does: a shell that sets
+    # PYTHONDONTWRITEBYTECODE would make every measured command compile replog from source (~70 ms)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     size = args.size if args.size is not None else (0.25 if args.quick else 32)
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 5)
     goal_size = args.goal_size if args.goal_size is not None else (1 if args.quick else 2048)
@@ -252,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.goals:
         report = run(size, repeat, budget=1.0 if args.quick else 6.0)
     if not args.no_goals:
-        from bench import goals
+        from bench import goals, startup
+        with tempfile.TemporaryDirectory(prefix="replog-bench-startup-") as scratch:
+            report["startup"] = startup.measure(Path(scratch), 3 if args.quick else 7)
         report["goals"] = goals.measure(int(goal_size * MiB), int(goal_small * MiB), args.goal_repeat, args.spark,
                                         args.inputs, args.rss_cap or goals.DEFAULT_CAP_MIB)
     if args.brokers:

@@ -33,3 +33,13 @@ def kernel(fn: F, compiled: bool) -> F:
         return fn
     fast = _compiled(fn)
     return fn if fast is None else cast(F, fast)
+
+
+def lazy_kernel(fn: F) -> F:
+    """`fn` compiled by numba at its first call, not at import: a module that only sometimes runs a kernel
+    (divergence's fingerprints, on large replicas) must not make every command that imports it pay numba's
+    import and the cached kernel's load (~0.2 s of a command's start)."""
+    @functools.wraps(fn)
+    def call(*args: Any) -> Any:
+        return kernel(fn, compiled=True)(*args)
+    return cast(F, call)

@@ -22,7 +22,6 @@ from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import doctor as kafka_doctor
 from replog.recovery.kafka.checks_broker import PartitionOffsets
 from replog.recovery.progress import Progress, Tally
-from replog.recovery.rocketmq.doctor import diagnose_store
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
@@ -52,16 +51,17 @@ class DoctorReport:
 DOCTOR_REPORT = Shape("inputs", Field("findings", shape=FINDING.without("details")), "summary")
 
 
-def diagnose(paths: list[Path], progress: Progress | None = None) -> DoctorReport:
+def diagnose(paths: list[Path], progress: Progress | None = None, algorithm: str = "sha256") -> DoctorReport:
     """Check every path; raises `UnreadableInput` for a path that is not there or holds nothing we know.
 
-    `progress` hears (bytes, total bytes, files, total files) as each file is read and hashed.
+    `progress` hears (bytes, total bytes, files, total files) as each file is read and hashed;
+    `algorithm` names the evidence hash (`evidence.HASHES`).
     """
     for path in paths:
         if not os.path.exists(path):
             raise UnreadableInput(f"{path}: no such file or directory")
     tally = Tally.of(progress, paths)
-    ev = Evidence(tally=tally)
+    ev = Evidence(tally=tally, algorithm=algorithm)
     try:
         return _diagnose(ev, paths)
     finally:
@@ -114,6 +114,7 @@ def _unread_files(ev: Evidence, paths: list[Path], findings: list[Finding]) -> l
 
 def _store(ev: Evidence, root: Path) -> tuple[list[Finding], list[PartitionOffsets]]:
     """A RocketMQ store: its own checks, every file it read hashed like the rest."""
+    from replog.recovery.rocketmq.doctor import diagnose_store  # a Kafka check need not load RocketMQ's
     findings, files = diagnose_store(root)
     for f in files:
         ev.note(Path(f))

@@ -43,6 +43,28 @@ def sha256_file(path: str | os.PathLike[str]) -> tuple[int, str]:
     return size, h.hexdigest()
 
 
+def blake3_file(path: str | os.PathLike[str]) -> tuple[int, str]:
+    """(size, BLAKE3) of a file: the same bytes as `sha256_file` reads (opened read-only, regular files
+    only), through the `blake3` package's own threads (it splits one file's tree across the cores, where
+    SHA-256 is one sequential chain at ~1.5 GB/s a core)."""
+    from blake3 import blake3
+    h = blake3(max_threads=blake3.AUTO)
+    size = 0
+    buf = bytearray(_CHUNK * 16)
+    view = memoryview(buf)
+    with os.fdopen(open_regular(path), "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
+            size += n
+    return size, h.hexdigest()
+
+
+# The evidence hashes a user may choose (`doctor --hash`): SHA-256, the default, is what courts and
+# `sha256sum` know; BLAKE3 is offered beside it where the hash bounds a check of large inputs.
+HASHES: dict[str, Callable[[str | os.PathLike[str]], tuple[int, str]]] = {"sha256": sha256_file,
+                                                                           "blake3": blake3_file}
+
+
 StatKey = tuple[int, int, int, int, int]
 
 
@@ -74,7 +96,8 @@ class Evidence:
     (a fleet scan keeps no manifest).
     """
 
-    def __init__(self, hash_files: bool = True, tally: Tally | None = None) -> None:
+    def __init__(self, hash_files: bool = True, tally: Tally | None = None, algorithm: str = "sha256") -> None:
+        self.algorithm, self._hash = algorithm, HASHES[algorithm]
         self._reads: dict[str, _Read] = {}
         self._pool = (ThreadPoolExecutor(max_workers=HASH_THREADS, thread_name_prefix="replog-hash")
                       if hash_files else None)
@@ -88,7 +111,7 @@ class Evidence:
             seen = stat_key(key)
             hashed = self._pool is not None and (seen is None or seen[0] <= HASH_LIMIT)
             self._unfinished[key] = 2 if hashed else 1
-            digest = self._pool.submit(sha256_file, key) if hashed and self._pool is not None else None
+            digest = self._pool.submit(self._hash, key) if hashed and self._pool is not None else None
             self._reads[key] = _Read(seen, digest)
             if digest is not None:
                 digest.add_done_callback(lambda _: self._finished(key))
@@ -147,14 +170,18 @@ class Evidence:
         return str(path) in self._reads
 
     def listing(self) -> list[dict[str, object]]:
-        """Every file read, with its size and SHA-256 (waits for the hashes still running)."""
+        """Every file read, with its size and digest (waits for the hashes still running): under "sha256",
+        or, hashed with another algorithm, under its name with "sha256" null."""
         out: list[dict[str, object]] = []
         for key in sorted(self._reads):
             read = self._reads[key]
             size, digest = self._digest(read)
             if size is None and read.stat is not None:
                 size = read.stat[0]
-            out.append({"path": key, "size": size, "sha256": digest})
+            entry: dict[str, object] = {"path": key, "size": size, "sha256": digest}
+            if self.algorithm != "sha256":
+                entry.update(sha256=None, **{self.algorithm: digest})
+            out.append(entry)
         return out
 
     def too_large_to_hash(self) -> list[str]:

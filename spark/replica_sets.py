@@ -38,23 +38,22 @@ def replica_set_row(topic: str, partition: int, replicas: list[dict[str, Any]], 
     log_start_offset, log_end_offset, high_watermark, latest_epoch, lower_bound (L, None when Spark
     found nothing to compare) and tail (its kept batches ending at or after L: base_offset,
     last_offset, crc, count; None when it holds none)."""
-    reps = [dict(r) for r in replicas]
+    reps = sorted((dict(r) for r in replicas), key=_order)
     lower = next((r["lower_bound"] for r in reps if r.get("lower_bound") is not None), None)
     keys = [_keys(r.get("tail")) for r in reps]
-    d, compacted = None, None
-    if lower is not None:
-        lead = _leader_index(reps)
-        for k, r in enumerate(reps):
-            if k == lead:
-                continue
+    lead = _leader_index(reps)
+    compacted = None
+    for k, r in enumerate(reps):
+        found = None
+        if lower is not None and k != lead:
             start = max(r["log_start_offset"], reps[lead]["log_start_offset"])
             at = max(start, lower)
             found = first_difference_keys([reaching(keys[k][0], at)], [reaching(keys[lead][0], at)], start)
             found, up_to = compacted_comparison(found, r, reps[lead], topic, partition)
-            d = found if d is None or (found is not None and found < d) else d
             compacted = up_to if compacted is None or (up_to is not None and up_to > compacted) else compacted
-    for r, (held, counts) in zip(reps, keys, strict=True):
-        r.update(_facts_at(d, held, counts, r["high_watermark"]))
+        if found is None and k != lead and r["log_end_offset"] > reps[lead]["log_end_offset"]:
+            found = reps[lead]["log_end_offset"]  # the same records, and more: cut at the leader's log end
+        r.update(_facts_at(found, *keys[k], r["high_watermark"]))
     row = assemble_replica_set(topic, partition, reps, cluster=cluster, topic_id=topic_id)
     row["compacted_up_to"] = compacted
     return row
@@ -92,77 +91,62 @@ def _keys(tail: list[dict[str, Any]] | None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _facts_at(d: int | None, keys: np.ndarray, counts: np.ndarray, hw: int | None) -> dict[str, Any]:
-    """What a replica holds at D and from D on: the batch covering D, its records ending at or after D,
-    and of those the ones in batches starting below its high watermark."""
+    """A replica diverging from the leader at `d` (None: it does not): its records in batches ending at
+    or after `d`, and of those the ones in batches starting below its high watermark."""
     if d is None:
-        return {"divergent_offset": None, "at_d": None, "records_from_d": None, "committed_from_d": None}
-    cover = np.flatnonzero((keys[0] <= d) & (keys[1] >= d))
+        return {"divergent_offset": None, "records_from_d": None, "committed_from_d": None}
     after = keys[1] >= d
     committed = after & (keys[0] < hw) if hw is not None else np.zeros_like(after)
-    at_d = None if not len(cover) else dict(zip(("base_offset", "last_offset", "crc"),
-                                                (int(v) for v in keys[:, cover[0]]), strict=True))
-    return {"divergent_offset": d, "at_d": at_d, "records_from_d": int(counts[after].sum()) if after.any() else None,
-            "committed_from_d": int(counts[committed].sum()) if after.any() else None}
+    return {"divergent_offset": d, "records_from_d": int(counts[after].sum()),
+            "committed_from_d": int(counts[committed].sum())}
 
 
 def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, Any]], *, cluster: str = "",
                          topic_id: str | None = None) -> dict[str, Any]:
-    """One `replicas` row from per-replica facts joined by Spark, for one replica set: the replicas
-    of one partition in one `cluster` (of one `topic_id` when their partition.metadata gives one).
+    """One `replicas` row for one replica set (the replicas of one partition in one `cluster`, of one
+    `topic_id` when their partition.metadata gives one): the one verdict both fleet scan modes give.
 
     Each replica dict: broker, log_dir (optional), log_end_offset, high_watermark, latest_epoch, and
-    when the set diverges: divergent_offset (D, the same for all), at_d (the
-    (base_offset, last_offset, crc) of its kept batch covering D, or None),
-    records_from_d (records in its kept batches ending at or after D) and
-    committed_from_d (those of them in batches starting below its high watermark).
+    where the scan found its log leaving the leader's: divergent_offset (None or absent: it does not),
+    records_from_d (the records its truncation there discards) and committed_from_d (those of them
+    below its own high watermark: records it reported committed, which consumers may have read).
 
-    Sides at D: the replica `replay` would elect (`election.elect`: among those
-    reaching the highest high watermark, the latest leader epoch, then the longest
-    log) is taken as the leader whose log wins.
-    `kept` = replicas holding the leader's batch at D (or, when the leader holds
-    nothing there, those holding nothing); `diverged` = replicas holding another
-    batch there: their log from D on is what follower truncation discards;
-    `behind` = replicas holding nothing at D, which simply lag. records_at_risk is
-    the most records any diverged replica holds from D on; committed_at_risk the
-    most of those below that replica's own high watermark, i.e. records it had
-    reported committed and consumers may have read.
+    The leader is the replica `replay` would elect (`election.elect`: among those reaching the highest
+    high watermark, the latest leader epoch, then the longest log); its own divergent_offset is ignored.
+    `diverged` = replicas whose log leaves the leader's; `kept` = the leader and every other replica
+    reaching past the set's first divergent offset D (on a set that does not diverge: all of them);
+    `behind` = the others, which simply lag. records_at_risk is the most records any diverged replica
+    discards, committed_at_risk the most of those it had reported committed.
     """
-    reps = sorted(replicas, key=lambda r: (r["broker"], r.get("log_dir") or ""))
+    reps = sorted(replicas, key=_order)
+    lead = _leader_index(reps)
+    parts = {k: r for k, r in enumerate(reps) if k != lead and r.get("divergent_offset") is not None}
+    d = min((r["divergent_offset"] for r in parts.values()), default=None)
     leos = [r["log_end_offset"] for r in reps]
-    hws = [r["high_watermark"] for r in reps]
-    known_hws = [h for h in hws if h is not None]
-    row: dict[str, Any] = {
+    known_hws = [r["high_watermark"] for r in reps if r["high_watermark"] is not None]
+    behind = [k for k, r in enumerate(reps) if d is not None and k != lead and k not in parts and leos[k] <= d]
+    return {
         "cluster": cluster, "topic": topic, "partition": partition, "topic_id": topic_id,
         "replicas": [r["broker"] for r in reps], "log_dirs": [r.get("log_dir") for r in reps],
-        "log_end_offsets": leos, "high_watermarks": hws, "latest_epochs": [r["latest_epoch"] for r in reps],
+        "log_end_offsets": leos, "high_watermarks": [r["high_watermark"] for r in reps],
+        "latest_epochs": [r["latest_epoch"] for r in reps],
         "leo_spread": max(leos) - min(leos) if leos else 0,
         "hw_spread": max(known_hws) - min(known_hws) if known_hws else None,
-        "first_divergent_offset": None, "kept": [], "diverged": [], "behind": [],
-        "records_at_risk": 0, "committed_at_risk": 0, "compacted_up_to": None}
-    d = next((r.get("divergent_offset") for r in reps if r.get("divergent_offset") is not None), None)
-    if d is None:
-        return row
-    leader = reps[_leader_index(reps)]
-    winner = _key(leader.get("at_d"))
-    diverged = [r for r in reps if _key(r.get("at_d")) != winner and r.get("at_d") is not None]
-    row.update(first_divergent_offset=d,
-               kept=[r["broker"] for r in reps if _key(r.get("at_d")) == winner],
-               diverged=[r["broker"] for r in diverged],
-               behind=[r["broker"] for r in reps if r.get("at_d") is None and winner is not None],
-               records_at_risk=max((r.get("records_from_d") or 0 for r in diverged), default=0),
-               committed_at_risk=max((r.get("committed_from_d") or 0 for r in diverged), default=0))
-    return row
+        "first_divergent_offset": d,
+        "kept": [r["broker"] for k, r in enumerate(reps) if k not in parts and k not in behind],
+        "diverged": [r["broker"] for r in parts.values()],
+        "behind": [reps[k]["broker"] for k in behind],
+        "records_at_risk": max((r.get("records_from_d") or 0 for r in parts.values()), default=0),
+        "committed_at_risk": max((r.get("committed_from_d") or 0 for r in parts.values()), default=0),
+        "compacted_up_to": None}
+
+
+def _order(r: dict[str, Any]) -> tuple[str, str]:
+    """Replicas in a row: by broker, then log dir (two replicas of one broker)."""
+    return r["broker"], r.get("log_dir") or ""
 
 
 def _leader_index(reps: list[dict[str, Any]]) -> int:
     """Which replica `replay` would elect from the same facts (`election.elect`; an unknown HW counts as 0)."""
     return int(elect([Candidate(str(k), r["high_watermark"] or 0, r["log_end_offset"], r["latest_epoch"])
                       for k, r in enumerate(reps)]).name)
-
-
-def _key(at_d: Any) -> tuple[int, int, int] | None:
-    if at_d is None:
-        return None
-    if isinstance(at_d, dict):
-        return (at_d["base_offset"], at_d["last_offset"], at_d["crc"])
-    return tuple(at_d)

@@ -45,6 +45,7 @@ from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import RisingEpochs, SegmentSummary, summarize_partition, summary_from_walk
 from replog.recovery.kafka.replica import Replica
 from replog.spark import schemas
+from replog.spark.replica_sets import assemble_replica_set
 from replog.spark.rows import _where, findings_batch, partition_batch, segments_batch
 from replog.spark.units import Unit, checkpoints_for
 
@@ -165,50 +166,37 @@ def _crc_mismatch(a: list[dict[str, Any]], b: list[dict[str, Any]], below: int) 
 
 
 def compare_set(reps: list[dict[str, Any]], tails: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """One `replicas` row of a tail scan from the set's partition rows and tail batches (by log dir)."""
+    """One `replicas` row of a tail scan from the set's partition rows and tail batches (by log dir):
+    where the protocol leaves each replica, given to the one verdict of both scan modes."""
     reps = sorted(reps, key=lambda r: (r["broker"], r["log_dir"]))
-    first = reps[0]
-    leos = [r["log_end_offset"] for r in reps]
-    hws = [r["high_watermark"] for r in reps]
-    known_hws = [h for h in hws if h is not None]
-    row: dict[str, Any] = {
-        "cluster": first["cluster"], "topic": first["topic"], "partition": first["partition"],
-        "topic_id": first["set_topic_id"] or None, "replicas": [r["broker"] for r in reps],
-        "log_dirs": [r["log_dir"] for r in reps], "log_end_offsets": leos, "high_watermarks": hws,
-        "latest_epochs": [r["latest_epoch"] for r in reps], "leo_spread": max(leos) - min(leos),
-        "hw_spread": max(known_hws) - min(known_hws) if known_hws else None,
-        "first_divergent_offset": None, "kept": [], "diverged": [], "behind": [],
-        "records_at_risk": 0, "committed_at_risk": 0}
     models = [_model(r, tails.get(r["log_dir"], [])) for r in reps]
     k = int(elect([Candidate(str(i), r["high_watermark"] or 0, r["log_end_offset"], r["latest_epoch"])
                    for i, r in enumerate(reps)]).name)
     leader = models[k].copy()
     protocol.become_leader(leader, [m for i, m in enumerate(models) if i != k])
-    diverged_at: dict[int, int] = {}
+    facts = []
     for i, (rep, model) in enumerate(zip(reps, models, strict=True)):
-        if i == k:
-            continue
-        end = protocol.truncation_on_fetch(leader, model) if model.has_epochs and leader.has_epochs \
-            else rep["log_end_offset"]
-        mismatch = _crc_mismatch(tails.get(rep["log_dir"], []), tails.get(reps[k]["log_dir"], []),
-                                 min(end, reps[k]["log_end_offset"]))
-        at = min(x for x in (end if end < rep["log_end_offset"] else None, mismatch) if x is not None) \
-            if end < rep["log_end_offset"] or mismatch is not None else None
-        if at is not None:
-            diverged_at[i] = at
-    if not diverged_at:
-        row["kept"] = [r["broker"] for r in reps]
-        return row
-    first_d = min(diverged_at.values())
-    row.update(
-        first_divergent_offset=first_d,
-        diverged=[reps[i]["broker"] for i in sorted(diverged_at)],
-        behind=[r["broker"] for i, r in enumerate(reps) if i not in diverged_at and r["log_end_offset"] <= first_d],
-        kept=[r["broker"] for i, r in enumerate(reps) if i not in diverged_at and r["log_end_offset"] > first_d],
-        records_at_risk=max(reps[i]["log_end_offset"] - at for i, at in diverged_at.items()),
-        committed_at_risk=max(max(0, min(reps[i]["high_watermark"] or 0, reps[i]["log_end_offset"]) - at)
-                              for i, at in diverged_at.items()))
-    return row
+        at = None if i == k else _diverges_at(rep, model, reps[k], leader, tails)
+        leo, hw = rep["log_end_offset"], rep["high_watermark"] or 0
+        facts.append({**rep, "divergent_offset": at,
+                      "records_from_d": None if at is None else leo - at,
+                      "committed_from_d": None if at is None else max(0, min(hw, leo) - at)})
+    first = reps[0]
+    return assemble_replica_set(first["topic"], first["partition"], facts, cluster=first["cluster"],
+                                topic_id=first["set_topic_id"] or None)
+
+
+def _diverges_at(rep: dict[str, Any], model: Replica, lead: dict[str, Any], leader: Replica,
+                 tails: dict[str, list[dict[str, Any]]]) -> int | None:
+    """Where a follower's log leaves the leader's: its truncation on fetch (`protocol.truncation_on_fetch`)
+    when below its log end, or the lowest tail batch both hold with another CRC below that, if lower.
+    `records_from_d` then counts offsets (an upper bound of records: see the module's docstring)."""
+    end = protocol.truncation_on_fetch(leader, model) if model.has_epochs and leader.has_epochs \
+        else rep["log_end_offset"]
+    mismatch = _crc_mismatch(tails.get(rep["log_dir"], []), tails.get(lead["log_dir"], []),
+                             min(end, lead["log_end_offset"]))
+    found = [x for x in (end if end < rep["log_end_offset"] else None, mismatch) if x is not None]
+    return min(found) if found else None
 
 
 def tail_replicas_frame(spark: Any, partitions: Path, tail_batches: Path) -> Any:

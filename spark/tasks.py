@@ -253,7 +253,7 @@ def segment_tables(where: dict[str, Any], path: Path, base: int, context: Contex
     recorder = context.recorder if stat is not None and partition_path is not None else None
     try:
         with mapped(path) as buf:
-            fast = use_fast_walk(len(buf), context.fast_threshold)
+            fast = use_fast_walk(len(buf), context.fast_threshold, buf)
             records = checks_segments.RecordCheck(buf, str(path), fast if context.fast_threshold is not None else None)
             if recorder is not None and partition_path is not None and stat is not None:
                 recorder.begin(partition_path, path, stat)

@@ -10,29 +10,33 @@ from __future__ import annotations
 from typing import Any
 
 from typer import _click
+from typer._click.types import ParamType
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 
 class _Argument(TyperArgument):
     """An argument shown by its metavar alone: the metavar already says what it takes."""
 
-    def display_type_rich(self, ctx: _click.Context) -> str | None:
-        return None
-
-    def _rich_display_name(self) -> str:
-        return self.display_name_raw
-
-    def _usage_display_name(self) -> str:
-        return self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+    def get_usage_pieces(self, ctx: _click.Context) -> list[str]:
+        name = self.metavar or (self.name or "").upper()
+        return [name if self.required else f"[{name}]"]
 
 
-class _Option(TyperOption):
-    """An option shown with its metavar; a flag takes no value, so it shows none."""
+class _Untyped(ParamType):
+    """An argument's type, parsing as before, whose help names no type: typer's help prints an
+    argument's `type.get_metavar()`, or `<name>` when it gives none."""
 
-    def display_type_rich(self, ctx: _click.Context) -> str | None:
-        if self.metavar is not None:
-            return self.metavar
-        return None if self.is_flag else super().display_type_rich(ctx)
+    def __init__(self, inner: ParamType) -> None:
+        self.inner, self.name = inner, inner.name
+
+    def get_metavar(self, param: Any, ctx: Any = None) -> str:
+        return ""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        return self.inner.convert(value, param, ctx)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
 
 
 def _plain(params: list[Any]) -> None:
@@ -40,8 +44,7 @@ def _plain(params: list[Any]) -> None:
     for p in params:
         if type(p) is TyperArgument:
             p.__class__ = _Argument
-        elif type(p) is TyperOption:
-            p.__class__ = _Option
+            p.type = _Untyped(p.type)
 
 
 class _PlainHelp:

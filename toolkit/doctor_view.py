@@ -122,7 +122,8 @@ def tool_version() -> str:
 
 
 def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path]) -> None:
-    """SHA-256 of every input, tool version, UTC time and command line; written atomically."""
+    """The digest of every input (SHA-256, or the `--hash` chosen), tool version, UTC time and command line;
+    written atomically."""
     target = prepare_file_output(target, roots)
     doc = {"tool": "replog", "version": tool_version(),
            "created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
@@ -133,7 +134,8 @@ def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path]
 # --- command glue ------------------------------------------------------------------
 
 
-def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any, html: Path | None = None) -> int:
+def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any, html: Path | None = None,
+               algorithm: str = "sha256") -> int:
     """diagnose -> optional manifest and page -> render; exit 1 on error findings."""
     from replog.recovery.doctor import diagnose
     from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, resolve
@@ -144,7 +146,7 @@ def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any, html: Path | 
         if target is not None:
             write_manifest_check(target, paths)
     with work_progress("doctor") as progress:
-        report = diagnose(list(paths), progress)
+        report = diagnose(list(paths), progress, algorithm)
     if manifest is not None:
         write_manifest(manifest, report.inputs, list(paths))
     doc = report.to_dict()

@@ -143,8 +143,14 @@ def deep_check(buf: memoryview | bytes, b: BatchInfo, path: str) -> Finding | No
     return None
 
 
-FAST_DEEP_BYTES = 1 << 20  # below this the numba import costs more than it saves
-FAST_DEEP_RECORDS = 1 << 14  # ... unless a block holds this many records (tiny ones compress 10:1 and more)
+# When the record kernel pays for itself. Loading it (numba's import and its cached kernels) costs ~0.45 s
+# on this project's machine; the reference check spends ~4.5 us per record and ~10 us more per batch
+# (measured on 1-16 MiB partitions of 100-record and of 1-record batches). So the kernel runs past the
+# work of ~100k records, a batch weighing as two more: a 1 MiB partition of 100-record batches (8,700
+# records, 0.04 s of reference work) is never worth the 0.45 s; 8 MiB of 1-record batches (~93k batches) is.
+FAST_DEEP_BYTES = 8 << 20  # a segment this large is checked by the kernel from its first block
+FAST_DEEP_WORK = 100_000   # ... and a block of smaller segment once records + 2 x batches reaches this
+BATCH_WORK = 2
 
 
 class RecordCheck:
@@ -193,10 +199,11 @@ class RecordCheck:
 
     @staticmethod
     def _record_heavy(block: BatchBlock, rows: np.ndarray) -> bool:
-        """The work of a block is its records as much as its bytes: past `FAST_DEEP_RECORDS` of them the
-        kernel checks it, whatever the size of the segment (when numba is there)."""
+        """The work of a block is its records and batches more than its bytes (tiny records compress 10:1
+        and more): past `FAST_DEEP_WORK` the kernel checks it, whatever the size of the segment (when
+        numba is there)."""
         from replog.recovery.kafka.logdir import use_fast_walk
-        return use_fast_walk(int(block.count[rows].clip(0).sum()), FAST_DEEP_RECORDS)
+        return use_fast_walk(int(block.count[rows].clip(0).sum()) + BATCH_WORK * len(rows), FAST_DEEP_WORK)
 
     def feed_infos(self, batches: Sequence[BatchInfo]) -> None:
         """Check the next consecutive batches given as `BatchInfo`s, through the reference alone

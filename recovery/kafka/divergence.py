@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replog.formats.jit import kernel
+from replog.formats.jit import lazy_kernel
 from replog.formats.kafka.blocks import BatchBlock
 from replog.recovery.kafka.replica_log import ReplicaLog
 
@@ -48,7 +48,7 @@ def bucket_sums(base: np.ndarray, ubase: np.ndarray, ulast: np.ndarray, ucrc: np
     return k + 1
 
 
-_BUCKET_SUMS = kernel(bucket_sums, compiled=True)
+_BUCKET_SUMS = lazy_kernel(bucket_sums)
 
 
 @dataclass

@@ -158,7 +158,7 @@ def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: che
             with ev.mapped(path, live=inv.files.live(path), windows=True) as buf:
                 indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=len(buf),
                                                             active=active)
-                fast = use_fast_walk(len(buf), fast_threshold)
+                fast = use_fast_walk(len(buf), fast_threshold, buf)
                 records = checks_segments.RecordCheck(buf, str(path), fast if fast_threshold is not None else None) \
                     if deep else None
                 checks: list[segment_pass.BlockCheck] = [indexes] if records is None else [records, indexes]
@@ -283,7 +283,7 @@ def _index_file(ev: Evidence, path: Path, name: names.SegmentFileName) -> list[F
         indexes = checks_indexes.SegmentIndexChecks(ev, {kind: path}, base_offset=base, log_size=len(buf),
                                                     active=True)
         state = checks_state.StateChecker(None, "", [], 0) if kind == "txnindex" else None
-        seg = segment_pass.scan_segment(buf, log, base, compiled=use_fast_walk(len(buf)), checks=[indexes],
+        seg = segment_pass.scan_segment(buf, log, base, compiled=use_fast_walk(len(buf), buf=buf), checks=[indexes],
                                         state=state)
     return indexes.finish() + _txn_index(ev, path if kind == "txnindex" else None, log, base, seg.aborted)
 
@@ -292,6 +292,6 @@ def _log_file(ev: Evidence, path: Path, base: int) -> list[Finding]:
     """A segment on its own: its walk and every record decoded."""
     with ev.mapped(path, live=is_live_segment(path), windows=True) as buf:
         records = checks_segments.RecordCheck(buf, str(path))
-        seg = segment_pass.scan_segment(buf, path, base, compiled=use_fast_walk(len(buf)), checks=[records])
+        seg = segment_pass.scan_segment(buf, path, base, compiled=use_fast_walk(len(buf), buf=buf), checks=[records])
         found = seg.findings + records.finish()
     return sorted(found, key=lambda f: (f.position if f.position is not None else -1))

@@ -170,7 +170,7 @@ def _next_offset(path: Path, base: int) -> int:
 
 def _walk(buf: memoryview, path: Path, base: int | None) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
     """A segment's blocks and the walk holding its outcome (compiled when the segment pays for it)."""
-    return walk_blocks(buf, str(path), base, use_fast_walk(len(buf)))
+    return walk_blocks(buf, str(path), base, use_fast_walk(len(buf), buf=buf))
 
 
 # --- the recovery -------------------------------------------------------------------

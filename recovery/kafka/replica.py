@@ -228,7 +228,7 @@ def _load_segment(buf: memoryview, path: str, base: int, truncated: bool, rep: R
     """One segment's batches up to the first invalid one into `rep` (none once `truncated`); whether the
     log is truncated after it."""
     kept = PieceBuilder(path, base)
-    walk, blocks = walk_blocks(buf, path, base, use_fast_walk(len(buf), fast_threshold), replica_log.BLOCK_ROWS)
+    walk, blocks = walk_blocks(buf, path, base, use_fast_walk(len(buf), fast_threshold, buf), replica_log.BLOCK_ROWS)
     for block in blocks:
         n = 0 if truncated else int(np.searchsorted(block.end, walk.valid_bytes, side="right"))
         _keep(block[:n], kept, *folds[:2])

@@ -73,7 +73,7 @@ def _candidate(buf: memoryview, data: bytes, lo: int, hi: int, above: int, segme
 
 
 def _walk(buf: memoryview, path: Path, base: int | None) -> tuple[SegmentWalk, Iterator[BatchBlock]]:
-    return walk_blocks(buf, str(path), base, use_fast_walk(len(buf)))
+    return walk_blocks(buf, str(path), base, use_fast_walk(len(buf), buf=buf))
 
 
 def region_blocks(buf: memoryview, path: Path, base: int, start: int) -> tuple[SegmentWalk, Iterator[BatchBlock]]:

@@ -45,3 +45,30 @@ def test_without_hashes_the_listing_has_sizes_only(tmp_path: Path) -> None:
     ev = Evidence(hash_files=False)
     ev.read_small(p)
     assert ev.listing() == [{"path": str(p), "size": 3, "sha256": None}]
+
+
+# BLAKE3's published test vectors (github.com/BLAKE3-team/BLAKE3, test_vectors/test_vectors.json): input byte i
+# is i % 251; the first 32 bytes of each extended output are the hash.
+BLAKE3_VECTORS = {
+    0: "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262",
+    1: "2d3adedff11b61f14c886e35afa036736dcd87a74d27b5c1510225d0f592e213",
+    1024: "42214739f095a406f3fc83deb889744ac00df831c10daa55189b5d121c855af7",
+}
+
+
+def test_blake3_evidence_matches_the_published_vectors(tmp_path: Path) -> None:
+    """`doctor --hash blake3`: each file under its BLAKE3 (the reference's own vectors), "sha256" null."""
+    files = {}
+    for n in BLAKE3_VECTORS:
+        files[n] = tmp_path / f"v{n}.bin"
+        files[n].write_bytes(bytes(i % 251 for i in range(n)))
+    ev = Evidence(algorithm="blake3")
+    for path in files.values():
+        ev.read_small(path)
+    listing = {e["path"]: e for e in ev.listing()}
+    ev.close()
+    for n, path in files.items():
+        entry = listing[str(path)]
+        assert entry["blake3"] == BLAKE3_VECTORS[n], n
+        assert entry["sha256"] is None, n
+        assert entry["size"] == n, n

@@ -31,10 +31,8 @@ def scan_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             for table, batch in run_unit(unit):
                 tables[table].append(batch)
     div = {"broker": "3", "log_end_offset": 36, "high_watermark": 33, "latest_epoch": 0, "divergent_offset": 30,
-           "at_d": {"base_offset": 30, "last_offset": 32, "crc": 2}, "records_from_d": 6, "committed_from_d": 3}
-    ok = [{"broker": b, "log_end_offset": 60, "high_watermark": 21, "latest_epoch": 1, "divergent_offset": 30,
-           "at_d": {"base_offset": 30, "last_offset": 32, "crc": 1}, "records_from_d": 30, "committed_from_d": 0}
-          for b in ("1", "2")]
+           "records_from_d": 6, "committed_from_d": 3}
+    ok = [{"broker": b, "log_end_offset": 60, "high_watermark": 21, "latest_epoch": 1} for b in ("1", "2")]
     lag = [{"broker": b, "log_end_offset": leo, "high_watermark": 21, "latest_epoch": 1} for b, leo in
            (("1", 21), ("2", 60), ("3", 60))]
     tables["replicas"] = [pa.RecordBatch.from_pylist([assemble_replica_set("fx.orders", 1, ok + [div]),

@@ -83,25 +83,25 @@ def test_unreadable_partition_becomes_a_finding(tmp_path: Path) -> None:
     assert out[0][1].column("code").to_pylist() == ["UNREADABLE_FILE"]
 
 
-def _rep(broker: str, leo: int, hw: int | None, epoch: int, d: int | None = None,
-         at_d: tuple[int, int, int] | None = None, records: int = 0, committed: int = 0) -> dict:
+def _rep(broker: str, leo: int, hw: int | None, epoch: int, d: int | None = None, records: int = 0,
+         committed: int = 0) -> dict:
     return {"broker": broker, "log_end_offset": leo, "high_watermark": hw, "latest_epoch": epoch,
-            "divergent_offset": d, "at_d": None if at_d is None else dict(zip(("base_offset", "last_offset", "crc"),
-                                                                              at_d, strict=True)),
-            "records_from_d": records, "committed_from_d": committed}
+            "divergent_offset": d, "records_from_d": records, "committed_from_d": committed}
 
 
 def test_assemble_consistent_set() -> None:
+    """A set that does not diverge: every replica keeps its log (the tail scan's answer too)."""
     row = assemble_replica_set("t", 0, [_rep("2", 50, 40, 3), _rep("1", 60, 50, 3)])
     assert row["replicas"] == ["1", "2"] and row["log_end_offsets"] == [60, 50]
     assert (row["leo_spread"], row["hw_spread"], row["first_divergent_offset"]) == (10, 10, None)
-    assert row["kept"] == row["diverged"] == row["behind"] == [] and row["records_at_risk"] == 0
+    assert row["kept"] == ["1", "2"], row
+    assert row["diverged"] == row["behind"] == [], row
+    assert row["records_at_risk"] == 0
     assert pa.RecordBatch.from_pylist([row], schema=schemas.REPLICAS).num_rows == 1
 
 
 def test_assemble_divergent_set_sides() -> None:
-    reps = [_rep("1", 60, 21, 1, 30, (30, 32, 111), 30, 0), _rep("2", 60, 21, 1, 30, (30, 32, 111), 30, 0),
-            _rep("3", 36, 33, 0, 30, (30, 32, 222), 6, 3), _rep("4", 20, None, 0, 30)]
+    reps = [_rep("1", 60, 21, 1), _rep("2", 60, 21, 1), _rep("3", 36, 33, 0, 30, 6, 3), _rep("4", 20, None, 0)]
     row = assemble_replica_set("t", 1, reps)
     assert row["first_divergent_offset"] == 30
     assert (row["kept"], row["diverged"], row["behind"]) == (["1", "2"], ["3"], ["4"])
@@ -110,9 +110,20 @@ def test_assemble_divergent_set_sides() -> None:
 
 
 def test_assemble_leader_holding_nothing_at_divergence() -> None:
-    reps = [_rep("1", 30, 30, 5, 30), _rep("2", 40, 30, 4, 30, (30, 39, 7), 10, 0)]
+    """The leader (newest epoch) ends where a longer follower's extra batches start: the follower diverged,
+    the leader is kept though it holds nothing at D."""
+    reps = [_rep("1", 30, 30, 5, 30), _rep("2", 40, 30, 4, 30, 10, 0)]
     row = assemble_replica_set("t", 2, reps)
     assert (row["kept"], row["diverged"], row["behind"], row["records_at_risk"]) == (["1"], ["2"], [], 10)
+
+
+def test_assemble_every_diverged_follower_counts() -> None:
+    """Two followers leaving the leader at different offsets are both diverged; the set's D is the lower."""
+    reps = [_rep("1", 60, 60, 3), _rep("2", 50, 40, 2, 30, 20, 10), _rep("3", 55, 40, 2, 45, 10, 0)]
+    row = assemble_replica_set("t", 3, reps)
+    assert row["first_divergent_offset"] == 30
+    assert (row["kept"], row["diverged"], row["behind"]) == (["1"], ["2", "3"], []), row
+    assert (row["records_at_risk"], row["committed_at_risk"]) == (20, 10)
 
 
 def test_spark_schema_derived_from_arrow() -> None:
