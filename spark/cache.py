@@ -1,7 +1,7 @@
 """What a scan keeps of each sealed segment so that the next scan need not read it again.
 
 Every Kafka segment but the active one is immutable once rolled (the broker appends to the active
-segment only; kafka.md §2). A scan records, for every sealed segment it walks, the walk itself: its
+segment only; docs/reference/kafka.md §2). A scan records, for every sealed segment it walks, the walk itself: its
 batch columns (the blocks every check reads), the transaction markers among them, its outcome
 (valid bytes, end position, the walk's findings) and the record decode's findings. A later scan
 given this one's output (`fleet scan --since DIR`) replays that record (`segment_pass.replay_blocks`)

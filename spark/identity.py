@@ -1,6 +1,6 @@
 """Who a log dir or store is: its cluster, node and role, read from the files the broker writes there.
 
-Kafka: `meta.properties` (`cluster.id`, and `node.id` or `broker.id`; kafka.md §8.7, the broker's
+Kafka: `meta.properties` (`cluster.id`, and `node.id` or `broker.id`; docs/reference/kafka.md §8.7, the broker's
 `MetaProperties.java`). RocketMQ: `brokerIdentity` or `config/broker.properties`
 (`formats.rocketmq.broker_identity`).
 

@@ -94,7 +94,8 @@ def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Conso
 
 
 def recovery_line(recovery: dict[str, Any]) -> str:
-    """Which of the broker's recovery rules the numbers follow (they differ by version: rocketmq.md §7.2)."""
+    """Which of the broker's recovery rules the numbers follow (they differ by version:
+    docs/reference/rocketmq.md §7.2)."""
     version = recovery["broker_version"] or "newest (default)"
     return (f"[dim]{recovery['mode']} recovery by the {recovery['rule']} rule (broker version {version}): "
             f"scan from {recovery['scan_start']}[/]")

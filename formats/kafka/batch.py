@@ -3,7 +3,7 @@
 `BATCH_HEADER` (construct) is the declarative source of truth for the 61-byte
 header and `RECORD` for one record; `HEADER` (struct) and the varint loop in
 `decode_records` are the hot path, checked against them in tests.
-Byte positions below are relative to the batch start (kafka.md §2).
+Byte positions below are relative to the batch start (docs/reference/kafka.md §2).
 """
 from __future__ import annotations
 

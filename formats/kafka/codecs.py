@@ -1,7 +1,7 @@
 """Kafka compression codecs with the exact framings the Java client writes.
 
 Codec ids live in the low three attribute bits of a v2 batch or a legacy
-wrapper message (kafka.md §5). Decoding is bounded: a payload never expands
+wrapper message (docs/reference/kafka.md §5). Decoding is bounded: a payload never expands
 past `limit` bytes (default `output_limit(len(data))`), and any malformed
 stream raises `FormatError`, never a library exception, so a walker can turn
 damage into a finding. Framings:

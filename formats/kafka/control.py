@@ -1,4 +1,4 @@
-"""Control records: transaction markers and KRaft control records (kafka.md §3).
+"""Control records: transaction markers and KRaft control records (docs/reference/kafka.md §3).
 
 A control batch (attribute bit 5) holds one record whose key is
 `int16 version, int16 type`; an end-transaction marker's value is

@@ -1,4 +1,4 @@
-"""Legacy Kafka messages, magic v0 and v1 (Kafka < 0.11; kafka.md §4).
+"""Legacy Kafka messages, magic v0 and v1 (Kafka < 0.11; docs/reference/kafka.md §4).
 
 A log entry is `offset int64 | message_size int32 | message`; the message is
 `crc uint32 | magic | attributes | [timestamp, v1] | key | value`, and the

@@ -1,4 +1,4 @@
-"""What a partition dir holds, sorted by the broker's naming rules (kafka.md §7.3, §10.2).
+"""What a partition dir holds, sorted by the broker's naming rules (docs/reference/kafka.md §7.3, §10.2).
 
 One listing for every command: `ls`, `doctor`, replica loading, `recover` and
 fleet units all ask this module which files are live segments, which are

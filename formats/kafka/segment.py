@@ -1,6 +1,6 @@
 """Walking a `.log` segment (or a KRaft `.checkpoint`) batch by batch.
 
-The walk follows the broker's framing (`FileLogInputStream`, kafka.md §6) but
+The walk follows the broker's framing (`FileLogInputStream`, docs/reference/kafka.md §6) but
 does not stop at the first bad batch when the length field still says where
 the next one starts: every defect becomes a `Finding` and the walk goes on.
 `valid_bytes` is where the broker's own recovery would truncate.

@@ -2,7 +2,7 @@
 
 4.x creates it empty; 5.x writes the broker PID as decimal text through
 `MixAll.string2File`, which first copies the old content to `abort.bak`
-(rocketmq.md §6.1). So `abort.bak` holding a PID says the previous run crashed too.
+(docs/reference/rocketmq.md §6.1). So `abort.bak` holding a PID says the previous run crashed too.
 """
 from __future__ import annotations
 

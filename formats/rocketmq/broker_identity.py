@@ -3,7 +3,7 @@
 Two files in a store may say so:
 - `brokerIdentity` at the store root, written in controller mode
   (`store/.../ha/autoswitch/BrokerMetadata.java`, path from
-  `MessageStoreConfig.getStorePathBrokerIdentity`): `clusterName#brokerName#brokerId` (rocketmq.md §6.4).
+  `MessageStoreConfig.getStorePathBrokerIdentity`): `clusterName#brokerName#brokerId` (docs/reference/rocketmq.md §6.4).
 - `config/broker.properties`: the broker's configuration as `Configuration.persist` writes it, Java
   properties text. Its default path (`broker/.../BrokerPathConfigHelper.java`, `~/store/config/
   broker.properties`) is under the default store root; keys `brokerClusterName`, `brokerName`,

@@ -1,6 +1,6 @@
 """The store `checkpoint` file (`StoreCheckpoint`): five i64 fields in a 4 KiB page.
 
-`CHECKPOINT` (construct) is the source of truth (rocketmq.md §5). Bytes 24 and 32
+`CHECKPOINT` (construct) is the source of truth (docs/reference/rocketmq.md §5). Bytes 24 and 32
 exist only in 5.x (`masterFlushedOffset` 5.0+, `confirmPhyOffset` 5.1.1+); 4.x
 files leave them zero, so zero means "unknown". The rest of the page is unused.
 """

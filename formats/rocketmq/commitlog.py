@@ -1,7 +1,7 @@
 """CommitLog messages (V1/V2), BLANK fillers, mapped-file naming and the writer (the walker is `commitlog_walk`).
 
 `MESSAGE` (construct) is the declarative source of truth for one record
-(rocketmq.md §2.2: `MessageExtEncoder#encode`, `CommitLog#checkMessageAndReturnSize`);
+(docs/reference/rocketmq.md §2.2: `MessageExtEncoder#encode`, `CommitLog#checkMessageAndReturnSize`);
 `read_message` is the struct-based hot path, checked against it in tests.
 All integers are big-endian and signed (Java). Positions are byte positions in
 one mapped file; `physical_offset` is the commitlog offset field of a record.

@@ -1,7 +1,7 @@
 """Broker metadata `config/*.json` as fastjson 1.x writes it.
 
 fastjson writes `Map<Integer, ...>` keys without quotes (`{0:250,1:250}`), which
-Python's `json` rejects (rocketmq.md §6.2). `loads` is a small JSON parser that
+Python's `json` rejects (docs/reference/rocketmq.md §6.2). `loads` is a small JSON parser that
 also accepts bare keys: integer keys become `int`, bare identifiers `str`.
 `dumps` writes the same dialect (pretty, tab-indented, int keys bare), so
 `loads(dumps(x)) == x`. Loading falls back to `<name>.bak` like `ConfigManager`.

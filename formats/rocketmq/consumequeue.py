@@ -1,7 +1,7 @@
 """Consume queues (`consumequeue/<topic>/<queueId>/`) and ConsumeQueueExt units.
 
 `CQ_ENTRY` (construct) is the source of truth for the 20-byte unit
-(rocketmq.md §3.2, `ConsumeQueue.CQ_STORE_UNIT_SIZE`); `ENTRY` (struct) is the
+(docs/reference/rocketmq.md §3.2, `ConsumeQueue.CQ_STORE_UNIT_SIZE`); `ENTRY` (struct) is the
 fast path. Files are named by the CQ byte offset of their first entry, so the
 queue offset of an entry is `(file start + position) / 20`. An all-zero entry
 marks the unwritten tail. `CQ_EXT_UNIT` is the optional extension unit (§3.4).

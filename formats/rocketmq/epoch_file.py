@@ -1,6 +1,6 @@
 """`epochFileCheckpoint` (controller mode): `CheckpointFile` text of `EpochFileCache` entries.
 
-Layout (rocketmq.md §6.3, `C/utils/CheckpointFile.java`):
+Layout (docs/reference/rocketmq.md §6.3, `C/utils/CheckpointFile.java`):
 
     <N>\\n
     <crc32(entry lines, each followed by \\n) & 0x7FFFFFFF, 0 = unchecked>\\n

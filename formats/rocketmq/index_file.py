@@ -1,7 +1,7 @@
 """Hash index files (`index/yyyyMMddHHmmssSSS`): header, slot table, entries.
 
 `INDEX_HEADER` and `INDEX_ENTRY` (construct) are the source of truth
-(rocketmq.md §4, `IndexHeader`, `IndexFile`); the struct twins are the fast path.
+(docs/reference/rocketmq.md §4, `IndexHeader`, `IndexFile`); the struct twins are the fast path.
 The file does not record its own geometry: the slot count is a broker setting
 (`maxHashSlotNum`) and the entry capacity follows from the file size. Entry
 numbers start at 1; slot and `prev` values are entry numbers (0 = none).

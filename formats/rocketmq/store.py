@@ -1,6 +1,6 @@
 """Recognising a RocketMQ store root by its content and listing its files.
 
-Layout (rocketmq.md §1): `commitlog/` (20-digit files), `consumequeue/<topic>/<queueId>/`,
+Layout (docs/reference/rocketmq.md §1): `commitlog/` (20-digit files), `consumequeue/<topic>/<queueId>/`,
 `index/` (17-digit local-time names), `checkpoint` (4 KiB), `abort`, `lock`,
 `config/*.json`, `epochFileCheckpoint`, `brokerIdentity`. A DLedger commit log
 (`commitlog/dledger-*`) is recognised but is a different format.

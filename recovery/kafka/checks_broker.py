@@ -1,6 +1,6 @@
 """Broker-level checks: the log dir root files and the checkpoints against the logs.
 
-Rules (kafka.md §7.4, §8.4, §10.2): HW <= LEO, log start <= HW, recovery
+Rules (docs/reference/kafka.md §7.4, §8.4, §10.2): HW <= LEO, log start <= HW, recovery
 point <= LEO. Every live partition (except `__cluster_metadata-0`, which the
 broker does not checkpoint) belongs in the replication-offset and
 recovery-point checkpoints; the log-start and cleaner checkpoints only list

@@ -1,6 +1,6 @@
 """Segment checks: the partition dir's file inventory and every batch, deep-decoded.
 
-The inventory mirrors what `LogLoader` does with each name (kafka.md §10.2):
+The inventory mirrors what `LogLoader` does with each name (docs/reference/kafka.md §10.2):
 transient `.swap`/`.cleaned`/`.deleted` files, indexes without their `.log`,
 segments without an `.index`. The record check (`RecordCheck`) is what the
 broker never does: decompressing and decoding every record of every CRC-valid

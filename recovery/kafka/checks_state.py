@@ -1,6 +1,6 @@
 """Leader epochs and producer state, checked while the partition's batches stream by.
 
-Epochs (kafka.md §11, §16.1.5): the checkpoint must be strictly increasing;
+Epochs (docs/reference/kafka.md §11, §16.1.5): the checkpoint must be strictly increasing;
 for every batch at or above the log start, the checkpoint's
 `epoch_for_offset(base_offset)` must be the batch's `partition_leader_epoch`
 (tolerates compaction; a data-less entry exactly at the log end is legal, one

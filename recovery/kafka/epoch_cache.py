@@ -1,4 +1,4 @@
-"""The broker's leader-epoch cache (`LeaderEpochFileCache`, kafka.md §11), without I/O.
+"""The broker's leader-epoch cache (`LeaderEpochFileCache`, docs/reference/kafka.md §11), without I/O.
 
 Entries `(epoch, start_offset)` strictly increase in both fields after every
 operation; the methods mirror the broker's, including its edge cases.

@@ -1,7 +1,7 @@
 """Summaries of Kafka log dirs and partition dirs: the model behind `ls`.
 
 A scan walks every segment once (metadata only, memory flat) and derives the
-offsets the broker would see (kafka.md §16.1): log start offset, log end
+offsets the broker would see (docs/reference/kafka.md §16.1): log start offset, log end
 offset, high watermark and recovery point from the broker's checkpoints.
 """
 from __future__ import annotations

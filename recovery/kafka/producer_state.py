@@ -1,4 +1,4 @@
-"""Producer state rebuilt from batch headers (`ProducerStateManager`, kafka.md §9-10).
+"""Producer state rebuilt from batch headers (`ProducerStateManager`, docs/reference/kafka.md §9-10).
 
 Tracks per producer its epoch, last sequence and offsets, and open
 transactions; an ABORT marker yields the aborted-transaction entry that the

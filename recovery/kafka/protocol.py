@@ -1,4 +1,4 @@
-"""Offline replay of Kafka's follower protocol between on-disk replicas (kafka.md §11-§13).
+"""Offline replay of Kafka's follower protocol between on-disk replicas (docs/reference/kafka.md §11-§13).
 
 A deterministic state machine over `Replica` models, no I/O: each follower
 first truncates (leader-epoch protocol with the KIP-279 refinement, or the

@@ -1,6 +1,6 @@
 """Rebuilding a segment's indexes, epochs and producer state from its batches.
 
-This is `LogSegment.recover` (kafka.md §10.3) minus the truncation: one pass
+This is `LogSegment.recover` (docs/reference/kafka.md §10.3) minus the truncation: one pass
 over the batches builds `.index` and `.timeindex` with the broker's
 `index.interval.bytes` rule, `.txnindex` from ABORT markers, the leader-epoch
 cache by the recovery rule (assign only when the epoch grows), and the

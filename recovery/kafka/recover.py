@@ -1,6 +1,6 @@
 """`recover_partition`: the broker's unclean-shutdown recovery of one partition, on a copy.
 
-Step for step (kafka.md §10.2-§10.4): temp-file cleanup (`.deleted` and
+Step for step (docs/reference/kafka.md §10.2-§10.4): temp-file cleanup (`.deleted` and
 `.cleaned` dropped, `.swap` files completed or dropped by the `minCleanedOffset`
 rule), then from the segment holding the recovery point (all segments without
 a checkpoint) every batch is validated; the first invalid one truncates its

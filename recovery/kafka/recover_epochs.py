@@ -3,7 +3,7 @@
 `KeptEpochs` is fed the kept batches block by block as recovery keeps them (never a
 batch list); `recovered_epochs` then applies the broker's rules at load: the
 checkpoint, the recovery rule for the scanned segments, `truncateFromEnd(LEO)` and
-`truncateFromStart(log start)` (kafka.md §10.4; storage/.../epoch/LeaderEpochFileCache.java),
+`truncateFromStart(log start)` (docs/reference/kafka.md §10.4; storage/.../epoch/LeaderEpochFileCache.java),
 rebuilding the cache from the batches when the checkpoint contradicts them.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`diagnose_store`: every defect of a RocketMQ store, located (rocketmq.md §2-§7, §13).
+"""`diagnose_store`: every defect of a RocketMQ store, located (docs/reference/rocketmq.md §2-§7, §13).
 
 Commitlog findings come from the format walker (CRCs, sizes, magic, physical
 offset field, BLANK filler, file names and continuity, dirty tail); this module

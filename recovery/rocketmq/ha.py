@@ -1,4 +1,4 @@
-"""Offline replay of RocketMQ HA between on-disk stores: classic and auto-switch (rocketmq.md §8-§10).
+"""Offline replay of RocketMQ HA between on-disk stores: classic and auto-switch (docs/reference/rocketmq.md §8-§10).
 
 A deterministic state machine over `StoreModel`s, no writes: each slave
 reports its max physical offset; the master picks the first transfer position;

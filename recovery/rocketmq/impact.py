@@ -4,7 +4,7 @@ metadata a slave's sync would change.
 Consumer offsets are `config/consumerOffset.json` (`offsetTable`: "topic@group" -> {queueId:
 next offset to consume}), read with its `.bak` fallback as `ConfigManager` reads it. A queue's max
 offset after the replay is the next queue offset of the messages the store keeps or fetches from the
-master (the broker rebuilds its consume queues from the commit log at startup, rocketmq.md §7.5).
+master (the broker rebuilds its consume queues from the commit log at startup, docs/reference/rocketmq.md §7.5).
 A group whose offset lies past that max has consumed messages that are gone: its next pull gets
 OFFSET_OVERFLOW_BADLY and the broker moves it back to the max (`DefaultMessageStore.getMessage`,
 `nextOffsetCorrection`; on a slave only with offsetCheckInSlave), so the messages the new history holds

@@ -1,4 +1,4 @@
-"""The consume queues the broker's abnormal recovery leaves behind (rocketmq.md §3.3, §7.3-§7.5).
+"""The consume queues the broker's abnormal recovery leaves behind (docs/reference/rocketmq.md §3.3, §7.3-§7.5).
 
 The broker does not rebuild its consume queues: it keeps what their own
 recovery keeps and dispatches only what the commit-log scan reads, from the

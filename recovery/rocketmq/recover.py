@@ -1,6 +1,6 @@
 """`recover_store`: what the broker's abnormal recovery keeps, written to a new store dir.
 
-The commit log is copied byte-for-byte up to the recovered end (rocketmq.md
+The commit log is copied byte-for-byte up to the recovered end (docs/reference/rocketmq.md
 §7.3-§7.4; the dirty tail and later files are not copied, the rest of the last
 file is zeros), then consume queues and index files are rebuilt from the
 messages as dispatch would build them (§7.5), the checkpoint is written to

@@ -1,4 +1,4 @@
-"""Where the broker's commit-log recovery starts scanning, by broker version (rocketmq.md §7.2).
+"""Where the broker's commit-log recovery starts scanning, by broker version (docs/reference/rocketmq.md §7.2).
 
 Read in apache/rocketmq `store/src/main/java/org/apache/rocketmq/store/CommitLog.java`
 (`recoverNormally`, `recoverAbnormally`, `isMappedFileMatchedRecover`) at the tags

@@ -1,7 +1,7 @@
 """A RocketMQ store as a model: message metadata, recovered log end, queues, checkpoint, epochs.
 
 Bodies stay on disk: each message keeps only where it is and what identifies it
-(rocketmq.md §2.2). `max_offset` is what the broker's recovery keeps (§7.2-§7.4):
+(docs/reference/rocketmq.md §2.2). `max_offset` is what the broker's recovery keeps (§7.2-§7.4):
 the scan starts at the segment the broker version's rule selects (`recovery_rule`),
 validates records with body CRC on, and stops at the first record that fails (a
 BLANK moves to the next file). Everything at or after it is the dirty tail.

@@ -5,7 +5,7 @@ Every process is started in its own session and recorded in the cluster; `Cluste
 manager on every exit path, exceptions and Ctrl-C included) kills each one by its pid, never by name. Nothing
 listens anywhere but loopback: every listener, advertised listener and ZooKeeper client address is 127.0.0.1.
 Timeouts are short (session 6 s, replica lag 5 s) so that an ISR shrinks and a dead broker is fenced within
-seconds; the settings are the recipe's (`real-brokers.md` §2.2-§2.5).
+seconds; the settings are the recipe's (`docs/reference/real-brokers.md` §2.2-§2.5).
 """
 from __future__ import annotations
 

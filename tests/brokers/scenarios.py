@@ -107,8 +107,8 @@ def crash_and_elect(cluster: Cluster, leader: int, survivors: tuple[int, ...]) -
 
 
 def diverge(cluster: Cluster, work: Path, new_records: int = 2) -> tuple[Path, Path | None]:
-    """Scenario U's first half (real-brokers.md §2.5): the leader b2 takes acks=1 writes alone and crashes; b3 is
-    elected uncleanly and takes new writes; the copy is taken now, b2 still down, the rest frozen."""
+    """Scenario U's first half (docs/reference/real-brokers.md §2.5): the leader b2 takes acks=1 writes alone and
+    crashes; b3 is elected uncleanly and takes new writes; the copy is taken now, b2 still down, the rest frozen."""
     cluster.create_topic(TOPIC, ASSIGNMENT)
     cluster.produce(TOPIC, values("A", 0, 10), acks="all")
     cluster.pause(3, 4)

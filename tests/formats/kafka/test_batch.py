@@ -13,12 +13,12 @@ from replog.formats.kafka.varint import encode_varint, read_varint
 
 TS = 1700000000000
 
-# kafka.md §2.1: one record, key null, value "hi", base offset 0, epoch 0.
+# docs/reference/kafka.md §2.1: one record, key null, value "hi", base offset 0, epoch 0.
 WORKED_V2 = bytes.fromhex(
     "0000000000000000 0000003a 00000000 02 bbcc4115 0000 00000000"
     "0000018bcfe56800 0000018bcfe56800 ffffffffffffffff ffff ffffffff 00000001"
     "100000000104686900")
-# kafka.md §3: COMMIT marker, producer 4242, coordinator epoch 5, offset 106, leader epoch 7.
+# docs/reference/kafka.md §3: COMMIT marker, producer 4242, coordinator epoch 5, offset 106, leader epoch 7.
 WORKED_COMMIT = bytes.fromhex(
     "000000000000006a 00000042 00000007 02 f0c3d57f 0030 00000000"
     "0000018bcfe56800 0000018bcfe56800 0000000000001092 0000 ffffffff 00000001"

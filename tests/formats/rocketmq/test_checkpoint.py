@@ -68,7 +68,7 @@ def test_real_checkpoint_and_abort() -> None:
         pytest.skip("real data absent")
     raw = (REAL / "checkpoint").read_bytes()
     cp = parse_checkpoint(raw)
-    # PROVENANCE.md: physic = logics = 1551626238066, index = 0; a 4.x file (5.x fields zero)
+    # ../shared/realdata/PROVENANCE.md: physic = logics = 1551626238066, index = 0; a 4.x file (5.x fields zero)
     assert cp == Checkpoint(1551626238066, 1551626238066, 0, 0, 0)
     assert list(check_checkpoint(raw)) == []
     assert build_checkpoint(cp) == raw

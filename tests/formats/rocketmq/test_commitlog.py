@@ -38,7 +38,7 @@ EXAMPLE = dict(topic="FooBar", body=b"Once, there was a chance for me!",
                born_host="127.0.0.1:0", store_timestamp=1700000000001, store_host="10.0.0.1:8123")
 
 
-# --- reference vectors (rocketmq.md §0, §2.2, §2.6, §2.8) --------------------------------------
+# --- reference vectors (docs/reference/rocketmq.md §0, §2.2, §2.6, §2.8) --------------------------------------
 
 def test_worked_example_bytes() -> None:
     raw = build_message(**EXAMPLE)
@@ -344,7 +344,7 @@ def test_real_unit_test_commitlog(path: Path) -> None:
         pytest.skip("real data absent")
     data = path.read_bytes()
     expected = _independent_count(data)
-    assert len(expected) == 47  # PROVENANCE.md: 47 messages x 172 B + BLANK of 108 B
+    assert len(expected) == 47  # ../shared/realdata/PROVENANCE.md: 47 messages x 172 B + BLANK of 108 B
     out = list(walk_commitlog(path.parent))
     msgs = [x for x in out if isinstance(x, Message)]
     assert [x for x in out if isinstance(x, Finding)] == []

@@ -1,4 +1,4 @@
-"""Leader-epoch cache: the broker's own unit-test cases (kafka.md §11, LeaderEpochFileCacheTest)."""
+"""Leader-epoch cache: the broker's own unit-test cases (docs/reference/kafka.md §11, LeaderEpochFileCacheTest)."""
 from __future__ import annotations
 
 from itertools import pairwise

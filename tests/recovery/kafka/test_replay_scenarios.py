@@ -1,4 +1,4 @@
-"""The replays issue 4 requires, on replicas written to disk by our writers (kafka.md §13)."""
+"""The replays issue 4 requires, on replicas written to disk by our writers (docs/reference/kafka.md §13)."""
 from __future__ import annotations
 
 from pathlib import Path
