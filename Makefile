@@ -81,7 +81,7 @@ bench: $(VENV)/.installed-test brokers
 fuzz: $(VENV)/.installed-test
 	$(PY) -m tests.fuzz --seconds $${FUZZ_SECONDS:-60}
 
-# The README's pictures (docs/screenshots/): the pages `make run` wrote, drawn by headless Chromium at 1200 px
+# The report pages' pictures (docs/pages.md, in docs/screenshots/): the pages `make run` wrote, drawn by headless Chromium at 1200 px
 # and palette-compressed (Debian: chromium, pngquant, optipng). NAME:HEIGHT picks the top of each page.
 SHOTS := replay-orders-2:1500 replay-rocketmq:1400 fleet:1900 doctor:1500
 screenshots: run
