@@ -30,7 +30,7 @@ from crc32c import crc32c
 
 from replog.formats.fileio import (
     RELEASE_STEP,
-    _test_crash_point,
+    crash_point_for_tests,
     create_unique,
     fsync_dir,
     mapped,
@@ -185,7 +185,7 @@ class OutputFile:
         os.fsync(self.fd)
         os.close(self.fd)
         self.fd = -1
-        _test_crash_point()
+        crash_point_for_tests()
         os.replace(self.tmp, self.path)
         self.committed = True
         fsync_dir(self.path.parent)

@@ -258,7 +258,8 @@ _KILL_AFTER_WRITES = os.environ.get("REPLOG_TEST_KILL_AFTER_WRITES")
 _writes_started = 0
 
 
-def _test_crash_point() -> None:
+def crash_point_for_tests() -> None:
+    """Where an atomic write may die for the crash tests (`REPLOG_TEST_KILL_AFTER_WRITES`)."""
     global _writes_started
     _writes_started += 1
     if _KILL_AFTER_WRITES is not None and _writes_started > int(_KILL_AFTER_WRITES):
@@ -320,7 +321,7 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
                 yield f
                 f.flush()
                 os.fsync(f.fileno())
-            _test_crash_point()
+            crash_point_for_tests()
             os.replace(tmp, target)
         except BaseException:
             tmp.unlink(missing_ok=True)

@@ -24,7 +24,8 @@ from replog.spark.units import Unit
 WHERE = ("cluster", "broker", "log_dir", "topic", "partition")
 
 
-def _where(unit: Unit) -> dict[str, Any]:
+def unit_place(unit: Unit) -> dict[str, Any]:
+    """Where a unit's rows belong: cluster, broker, log dir, and the partition its dir names (or None)."""
     parsed = names.parse_partition_dir(Path(unit.path).name) if unit.kind in ("partition", "segments", "tail") else None
     return {"cluster": unit.cluster, "broker": unit.broker, "log_dir": unit.log_dir,
             "topic": parsed.topic if parsed else None, "partition": parsed.partition if parsed else None}
@@ -45,7 +46,8 @@ def topic_id(partition_dir: str) -> str | None:
 # -- rows ----------------------------------------------------------------------------
 
 
-def _counts(found: Iterable[Finding]) -> dict[str, int]:
+def severity_counts(found: Iterable[Finding]) -> dict[str, int]:
+    """A row's finding counts by severity."""
     sev = [f.severity.value for f in found]
     return {"errors": sev.count("error"), "warnings": sev.count("warning"), "infos": sev.count("info")}
 
@@ -56,7 +58,7 @@ def _epochs(entries: Iterable[Any] | None) -> list[dict[str, int]] | None:
 
 def partition_row(unit: Unit, part: PartitionSummary, found: list[Finding]) -> dict[str, Any]:
     """The `partitions` row: the numbers `ls` shows, the finding counts `doctor` gives."""
-    return {**_where(unit), "path": part.path, "topic_id": topic_id(part.path), "state": part.state,
+    return {**unit_place(unit), "path": part.path, "topic_id": topic_id(part.path), "state": part.state,
             "segments": len(part.segments),
             "bytes": part.bytes, "log_start_offset": part.log_start_offset,
             "log_end_offset": part.log_end_offset, "high_watermark": part.high_watermark,
@@ -64,7 +66,7 @@ def partition_row(unit: Unit, part: PartitionSummary, found: list[Finding]) -> d
             "epoch_history": _epochs(part.epoch_checkpoint),
             "batch_epochs": _epochs(e for s in part.segments for e in s.epoch_starts),
             "first_timestamp": part.first_timestamp, "max_timestamp": part.max_timestamp,
-            **_counts(found), "flags": flags(part)}
+            **severity_counts(found), "flags": flags(part)}
 
 
 def partition_batch(unit: Unit, part: PartitionSummary, found: list[Finding]) -> pa.RecordBatch:
@@ -75,7 +77,7 @@ def segments_batch(where: dict[str, Any], part: PartitionSummary, found: list[Fi
     """One row per `.log`; finding counts are doctor's findings located in that file."""
     rows = []
     for s in part.segments:
-        counts = _counts(f for f in found if f.path == s.path)
+        counts = severity_counts(f for f in found if f.path == s.path)
         rows.append({**where, "path": s.path, "base_offset": s.base_offset, "size": s.size,
                      "batch_count": s.batch_count, "first_offset": s.first_offset,
                      "valid_bytes": s.valid_bytes, "valid_next_offset": s.valid_next_offset,

@@ -46,7 +46,7 @@ from replog.recovery.kafka.logdir import RisingEpochs, SegmentSummary, summarize
 from replog.recovery.kafka.replica import Replica
 from replog.spark import schemas
 from replog.spark.replica_sets import assemble_replica_set
-from replog.spark.rows import _where, findings_batch, partition_batch, segments_batch
+from replog.spark.rows import findings_batch, partition_batch, segments_batch, unit_place
 from replog.spark.units import Unit, checkpoints_for
 
 TableBatch = tuple[str, pa.RecordBatch]
@@ -114,7 +114,7 @@ def _shifted(f: Finding, start: int) -> Finding:
 def tail_tables(unit: Unit) -> Iterator[TableBatch]:
     """A partition replica's rows in a tail scan: `partitions` and `segments` as far as its checkpoints
     and segment tails tell, the findings of what was read, and its tail batches (internal)."""
-    where = _where(unit)
+    where = unit_place(unit)
     cps = checkpoints_for(unit)
     pdir = Path(unit.path)
     files = list_partition_files(pdir)

@@ -60,13 +60,13 @@ from replog.spark import cache, remote, schemas
 from replog.spark.digests import digest_rows
 from replog.spark.identity import read_identity
 from replog.spark.rows import (
-    _counts,
-    _where,
     batch_rows,
     findings_batch,
     partition_batch,
     replica_batch_rows,
     segments_batch,
+    severity_counts,
+    unit_place,
 )
 from replog.spark.units import Unit, checkpoints_for, file_stats, sealed_stats
 
@@ -97,7 +97,7 @@ class Context:
 def run_unit(unit: Unit, *, with_batches: bool = True, context: Context | None = None) -> Iterator[TableBatch]:
     """Every table's rows for one unit; damage is data, so bad input never raises here."""
     context = Context(with_batches) if context is None else context
-    where = _where(unit)
+    where = unit_place(unit)
     try:
         if unit.fs is not None:
             yield from run_remote_unit(unit, context)
@@ -128,7 +128,7 @@ def partition_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
 
     A segment doctor cannot read gets no summary from the pass: `summarize_partition` then reads it
     itself and raises as `ls` would, so the unit reports it unreadable, as before."""
-    where = _where(unit)
+    where = unit_place(unit)
     cps = checkpoints_for(unit)
     covered = set(unit.covered or ())
     entries = {e["base_offset"]: e for e in unit.reuse or ()}
@@ -222,7 +222,7 @@ def _empty_summary(seg: SegmentResult) -> SegmentSummary:
 
 def segment_group_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
     """A segments unit: doctor's record decoding of its segments (findings and their counts), batch rows."""
-    where = _where(unit)
+    where = unit_place(unit)
     found: list[Finding] = []
     counts = []
     sealed = sealed_stats(file_stats(Path(unit.path))) if context.recorder is not None else {}
@@ -232,7 +232,7 @@ def segment_group_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
                                          sealed.get(base))
         found += deep
         if deep:
-            counts.append({"partition_path": unit.path, "path": str(path), **_counts(deep)})
+            counts.append({"partition_path": unit.path, "path": str(path), **severity_counts(deep)})
     yield "findings", findings_batch(where, found)
     yield "split_counts", pa.RecordBatch.from_pylist(counts, schema=schemas.SPLIT_COUNTS)
 
@@ -306,7 +306,7 @@ def store_tables(unit: Unit) -> Iterator[TableBatch]:
     from replog.recovery.rocketmq.doctor import diagnose_store
     from replog.recovery.rocketmq.store_model import load_store
 
-    where = _where(unit)
+    where = unit_place(unit)
     found, _ = diagnose_store(unit.path)
     model = load_store(unit.path, Path(unit.path).name)
     ident = read_identity("rocketmq", unit.path)
@@ -315,7 +315,7 @@ def store_tables(unit: Unit) -> Iterator[TableBatch]:
            "commitlog_min_offset": model.min_offset if model.files else None,
            "commitlog_max_offset": model.max_offset, "messages": len(model.messages), "queues": len(model.queues),
            "abort_present": model.abort.present, "confirm_offset": model.confirm_offset,
-           "latest_epoch": model.last_epoch, **_counts(found)}
+           "latest_epoch": model.last_epoch, **severity_counts(found)}
     yield "stores", pa.RecordBatch.from_pylist([row], schema=schemas.STORES)
     yield "findings", findings_batch(where, found)
 

@@ -81,8 +81,8 @@ _I8 = struct.Struct(">b")
 _PREFIX = struct.Struct(">ii")
 _ADDR = struct.Struct(">iq")
 MIN_MESSAGE_SIZE = 91   # V1, IPv4 hosts, empty body, topic and properties
-_MAGIC_RE = re.compile(b"\xda\xa3\x20[\xa7\xab]|\xcb\xd4\x31\x94")
-_NONZERO = re.compile(b"[^\x00]")
+MAGIC_RE = re.compile(b"\xda\xa3\x20[\xa7\xab]|\xcb\xd4\x31\x94")
+NONZERO = re.compile(b"[^\x00]")
 _NAME_RE = re.compile(r"^\d{20}$")
 
 

@@ -14,9 +14,9 @@ from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding, finding, from_unreadable
 from replog.formats.rocketmq.commitlog import (
-    _MAGIC_RE,
-    _NONZERO,
     DEFAULT_FILE_SIZE,
+    MAGIC_RE,
+    NONZERO,
     Message,
     commitlog_files,
     infer_file_size,
@@ -126,7 +126,7 @@ def _message_findings(msg: Message, path: str) -> Iterator[Finding]:
 def _damage(buf: memoryview | bytes, path: str, start: int, pos: int, err: FormatError,
             is_last: bool, check_crc: bool) -> Generator[Finding, None, int | None]:
     """Report undecodable bytes at `pos`; return where to go on, or None to end the file."""
-    nonzero = _NONZERO.search(buf, pos)
+    nonzero = NONZERO.search(buf, pos)
     if nonzero is None:  # zeros to the end: the unwritten part of the file
         if not is_last:
             yield finding("ROCKETMQ_BLANK_INVALID", path, position=pos, offset=start + pos,
@@ -147,7 +147,7 @@ def _damage(buf: memoryview | bytes, path: str, start: int, pos: int, err: Forma
 def _resync(buf: memoryview | bytes, pos: int, start: int) -> int | None:
     """Next position after `pos` where a trustworthy record (or the file's BLANK) starts."""
     n = len(buf)
-    for m in _MAGIC_RE.finditer(buf, pos + 5):
+    for m in MAGIC_RE.finditer(buf, pos + 5):
         cand = m.start() - 4
         try:
             msg = read_message(buf, cand, file_start=start)
