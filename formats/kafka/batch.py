@@ -18,6 +18,7 @@ from crc32c import crc32c
 from replog.formats.errors import FormatError
 from replog.formats.kafka import codecs
 from replog.formats.kafka.varint import encode_varint, read_varint, read_varlong
+from replog.formats.layout import field_positions, struct_of
 
 BATCH_HEADER = cs.Struct(
     "base_offset" / cs.Int64sb,
@@ -58,16 +59,7 @@ RECORD = cs.Prefixed(VARINT, RECORD_BODY)
 
 
 
-def field_positions(layout: cs.Struct) -> dict[str, int]:
-    """Byte position of each field of a fixed-size construct layout, from the layout itself."""
-    positions, at = {}, 0
-    for sub in layout.subcons:
-        positions[sub.name] = at
-        at += sub.sizeof()
-    return positions
-
-
-HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER = struct_of(BATCH_HEADER)
 HEADER_SIZE = BATCH_HEADER.sizeof()  # 61
 AT = field_positions(BATCH_HEADER)  # where each header field starts, e.g. AT["records_count"] == 57
 LENGTH_OFFSET = AT["batch_length"]

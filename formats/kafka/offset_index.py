@@ -8,7 +8,6 @@ a genuine `(0, 0)` entry), the same rule `DumpLogSegments` uses.
 """
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -18,12 +17,14 @@ import numpy as np
 
 from replog.formats.fileview import data_end
 from replog.formats.findings import Finding, FindingSink, finding
+from replog.formats.layout import dtype_of, struct_of
 
 ENTRY = cs.Struct(
     "relative_offset" / cs.Int32sb,  # offset - segment base offset
     "position" / cs.Int32sb,         # byte position of a batch start in the .log
 )
-ENTRY_STRUCT = struct.Struct(">ii")
+ENTRY_STRUCT = struct_of(ENTRY)
+ENTRY_DTYPE = dtype_of(ENTRY)
 ENTRY_SIZE = ENTRY_STRUCT.size  # 8
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

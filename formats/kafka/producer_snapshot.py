@@ -14,6 +14,7 @@ import construct as cs
 from crc32c import crc32c
 
 from replog.formats.errors import FormatError
+from replog.formats.layout import struct_of
 
 ENTRY = cs.Struct(
     "producer_id" / cs.Int64sb,
@@ -25,15 +26,18 @@ ENTRY = cs.Struct(
     "coordinator_epoch" / cs.Int32sb,
     "current_txn_first_offset" / cs.Int64sb,  # -1: no open transaction
 )
-SNAPSHOT = cs.Struct(
+SNAPSHOT_HEADER = cs.Struct(
     "version" / cs.Int16sb,   # 1
     "crc" / cs.Int32ub,       # CRC-32C of bytes [6, end)
     "entry_count" / cs.Int32sb,
+)
+SNAPSHOT = cs.Struct(
+    *SNAPSHOT_HEADER.subcons,
     "entries" / cs.Array(cs.this.entry_count, ENTRY),
     cs.Terminated,
 )
-HEADER_STRUCT = struct.Struct(">hIi")
-ENTRY_STRUCT = struct.Struct(">qhiqiqiq")
+HEADER_STRUCT = struct_of(SNAPSHOT_HEADER)
+ENTRY_STRUCT = struct_of(ENTRY)
 HEADER_SIZE = HEADER_STRUCT.size  # 10
 ENTRY_SIZE = ENTRY_STRUCT.size    # 46
 CRC_START = 6

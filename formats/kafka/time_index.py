@@ -6,7 +6,6 @@ the offset index; a slot > 0 with timestamp 0 and relative offset 0 is padding.
 """
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -16,15 +15,16 @@ import numpy as np
 
 from replog.formats.findings import Finding, FindingSink, finding
 from replog.formats.kafka.offset_index import INT32_MAX, IndexRead, absolute_offsets, kept_slots, split_slots
+from replog.formats.layout import dtype_of, struct_of
 
 ENTRY = cs.Struct(
     "timestamp" / cs.Int64sb,        # largest record timestamp up to the batch at offset
     "relative_offset" / cs.Int32sb,  # offset - segment base offset
 )
-ENTRY_STRUCT = struct.Struct(">qi")
+ENTRY_STRUCT = struct_of(ENTRY)
 ENTRY_SIZE = ENTRY_STRUCT.size  # 12
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_ENTRY_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
+ENTRY_DTYPE = dtype_of(ENTRY)
 
 
 class TimeIndexEntry(NamedTuple):
@@ -89,7 +89,7 @@ def read_time_index_columns(buf, base_offset: int, *, path: str = "") -> TimeInd
     """`read_time_index` as columns: same padding count, same findings, vectorised checks."""
     sink = FindingSink(path)
     data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
-    raw = np.frombuffer(buf, dtype=_ENTRY_DTYPE, count=data_slots)
+    raw = np.frombuffer(buf, dtype=ENTRY_DTYPE, count=data_slots)
     ts, rel = raw["timestamp"].astype(np.int64), raw["relative_offset"].astype(np.int64)
     negative = rel < 0
     later = np.arange(data_slots) > 0

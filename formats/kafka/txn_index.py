@@ -13,6 +13,7 @@ from typing import NamedTuple
 import construct as cs
 
 from replog.formats.findings import Finding, FindingSink
+from replog.formats.layout import struct_of
 
 ENTRY = cs.Struct(
     "version" / cs.Int16sb,             # 0; the broker reads the first byte only
@@ -21,7 +22,7 @@ ENTRY = cs.Struct(
     "last_offset" / cs.Int64sb,         # offset of the ABORT marker
     "last_stable_offset" / cs.Int64sb,  # LSO when the abort was written
 )
-ENTRY_STRUCT = struct.Struct(">hqqqq")
+ENTRY_STRUCT = struct_of(ENTRY)
 ENTRY_SIZE = ENTRY_STRUCT.size  # 34
 CURRENT_VERSION = 0
 

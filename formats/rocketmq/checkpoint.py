@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -17,6 +16,7 @@ import construct as cs
 from replog.formats.errors import FormatError
 from replog.formats.fileio import atomic_write, read_small
 from replog.formats.findings import Finding, Severity, finding
+from replog.formats.layout import struct_of
 
 CHECKPOINT = cs.Struct(
     "physic_msg_timestamp" / cs.Int64sb,
@@ -25,7 +25,7 @@ CHECKPOINT = cs.Struct(
     "master_flushed_offset" / cs.Int64sb,
     "confirm_phy_offset" / cs.Int64sb,
 )
-FIELDS = struct.Struct(">qqqqq")
+FIELDS = struct_of(CHECKPOINT)
 FILE_SIZE = 4096        # OS_PAGE_SIZE, mapped in full
 MIN_SIZE = 24           # the three 4.x timestamps
 _CODE = "ROCKETMQ_CHECKPOINT_INVALID"

@@ -20,6 +20,7 @@ import construct as cs
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import atomic_write, mapped
 from replog.formats.findings import Finding, finding, from_unreadable
+from replog.formats.layout import struct_of
 from replog.formats.rocketmq.commitlog import file_name, infer_file_size
 
 CQ_ENTRY = cs.Struct(
@@ -27,7 +28,7 @@ CQ_ENTRY = cs.Struct(
     "size" / cs.Int32sb,
     "tags_code" / cs.Int64sb,   # or a ConsumeQueueExt address (<= MAX_EXT_ADDR)
 )
-ENTRY = struct.Struct(">qiq")
+ENTRY = struct_of(CQ_ENTRY)
 CQ_STORE_UNIT_SIZE = ENTRY.size  # 20
 DEFAULT_FILE_SIZE = 300_000 * CQ_STORE_UNIT_SIZE   # mappedFileSizeConsumeQueue
 PRE_BLANK = (0, 0x7FFFFFFF, 0)                    # ConsumeQueue#fillPreBlank

@@ -19,6 +19,7 @@ import construct as cs
 
 from replog.formats.errors import FormatError
 from replog.formats.findings import Finding, finding
+from replog.formats.layout import struct_of
 from replog.formats.rocketmq.commitlog import java_string_hash
 
 INDEX_HEADER = cs.Struct(
@@ -35,8 +36,8 @@ INDEX_ENTRY = cs.Struct(
     "time_diff" / cs.Int32sb,         # seconds since begin_timestamp
     "prev_index" / cs.Int32sb,        # previous entry number in the slot's chain
 )
-HEADER = struct.Struct(">qqqqii")
-ENTRY = struct.Struct(">iqii")
+HEADER = struct_of(INDEX_HEADER)
+ENTRY = struct_of(INDEX_ENTRY)
 HEADER_SIZE = HEADER.size   # 40
 SLOT_SIZE = 4
 ENTRY_SIZE = ENTRY.size     # 20

@@ -31,8 +31,8 @@ from replog.recovery.kafka.producer_state import ProducerState, marker_of
 INDEX_INTERVAL_BYTES = 4096
 _INT32_MAX, _INT64_MIN, _INT64_MAX = 2**31 - 1, -2**63, 2**63 - 1
 # The entries as the index files store them (`offset_index.ENTRY`, `time_index.ENTRY`).
-_OFFSET_ENTRY = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
-_TIME_ENTRY = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
+_OFFSET_ENTRY = offset_index.ENTRY_DTYPE
+_TIME_ENTRY = time_index.ENTRY_DTYPE
 
 
 @dataclass

@@ -1,0 +1,56 @@
+"""Fast forms derived from the construct layouts, so each binary structure is declared once.
+
+A fixed-size layout (big-endian integers and fixed byte strings) is the one source of truth; the
+`struct.Struct` the hot paths unpack with, the numpy dtype the column readers view a file through and
+each field's byte position all come from it here, so they cannot drift apart from the layout the
+parsers, writers and property tests use.
+"""
+from __future__ import annotations
+
+import struct
+
+import construct as cs
+import numpy as np
+
+
+def _codes(layout: cs.Struct) -> list[tuple[str, str]]:
+    """(name, struct code with its byte order) of each field of a fixed-size layout."""
+    out = []
+    for sub in layout.subcons:
+        field = sub.subcon if isinstance(sub, cs.Renamed) else sub
+        if isinstance(field, cs.FormatField):
+            out.append((sub.name, field.fmtstr))
+        elif isinstance(field, cs.Bytes) and isinstance(field.length, int):
+            out.append((sub.name, f">{field.length}s"))
+        else:
+            raise TypeError(f"{sub.name}: not a fixed-size field ({type(field).__name__})")
+    return out
+
+
+def struct_of(layout: cs.Struct) -> struct.Struct:
+    """The `struct.Struct` reading a fixed-size big-endian layout's fields in order."""
+    codes = _codes(layout)
+    if any(code[0] != ">" for _, code in codes):
+        raise TypeError("only big-endian layouts have one struct format")
+    return struct.Struct(">" + "".join(code[1:] for _, code in codes))
+
+
+def dtype_of(layout: cs.Struct) -> np.dtype:
+    """The numpy structured dtype of a fixed-size layout (one record per entry, byte order as on disk).
+    By size, not by struct code: numpy reads "l" as a C long (8 bytes) where struct's ">l" is 4."""
+    return np.dtype([(name, _numpy_code(code)) for name, code in _codes(layout)])
+
+
+def _numpy_code(code: str) -> str:
+    if code.endswith("s"):
+        return f"S{code[1:-1]}"
+    return f"{code[0]}{'u' if code[1].isupper() else 'i'}{struct.calcsize(code)}"
+
+
+def field_positions(layout: cs.Struct) -> dict[str, int]:
+    """Byte position of each field of a fixed-size construct layout, from the layout itself."""
+    positions, at = {}, 0
+    for sub in layout.subcons:
+        positions[sub.name] = at
+        at += sub.sizeof()
+    return positions
