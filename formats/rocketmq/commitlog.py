@@ -479,6 +479,13 @@ def commitlog_files(source: str | os.PathLike[str] | Iterable[str | os.PathLike[
     return sorted(named, key=lambda t: (t[0], t[1].name))
 
 
+def deleted_at_load(files: list[tuple[int, Path]], size_of: dict[Path, int]) -> Path | None:
+    """The file a broker deletes when it loads the commit log: the last one when it is empty (a mapped
+    file created and never written). RocketMQ 5.1.3+ deletes it (`MappedFileQueue.doLoad`: "size is 0,
+    auto delete", the last file only); 4.x and 5.0-5.1.2 refuse to load it ("length not matched")."""
+    return files[-1][1] if files and size_of.get(files[-1][1]) == 0 else None
+
+
 def infer_file_size(sizes: Iterable[int]) -> int | None:
     """The most common non-zero file size (ties: the largest); None if there is none."""
     counts = Counter(s for s in sizes if s > 0)

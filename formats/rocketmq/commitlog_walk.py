@@ -12,13 +12,14 @@ from typing import Any
 
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped
-from replog.formats.findings import Finding, finding, from_unreadable
+from replog.formats.findings import Finding, Severity, finding, from_unreadable
 from replog.formats.rocketmq.commitlog import (
     DEFAULT_FILE_SIZE,
     MAGIC_RE,
     NONZERO,
     Message,
     commitlog_files,
+    deleted_at_load,
     infer_file_size,
     java_crc32,
     read_message,
@@ -39,8 +40,13 @@ def walk_commitlog(source: str | os.PathLike[str] | Iterable[str | os.PathLike[s
     sizes = {p: _size_of(p) for _, p in files}
     if file_size is None or file_size <= 0:   # an empty file says nothing of the size its broker mapped
         file_size = infer_file_size(sizes.values()) or DEFAULT_FILE_SIZE
-    while files and sizes[files[-1][1]] == 0 and len(files) > 1:
-        files.pop()  # an empty last file is deleted by the broker at load
+    deleted = deleted_at_load(files, sizes)
+    if deleted is not None:
+        files.pop()
+        yield finding("ROCKETMQ_FILE_NAME_MISMATCH", str(deleted), offset=int(deleted.name), severity=Severity.WARNING,
+                      message="an empty last file: RocketMQ 5.1.3+ deletes it when it loads the store; 4.x and "
+                              "5.0-5.1.2 refuse to start on it (length not matched)",
+                      expected_size=file_size, actual_size=0)
     prev_start: int | None = None
     for i, (start, path) in enumerate(files):
         yield from _check_file(path, start, sizes[path], file_size, prev_start)

@@ -77,7 +77,8 @@ def _opt(p: Path) -> Path | None:
 
 
 def _looks_like_commitlog(path: Path) -> bool:
-    """First record's magic is V1, V2, BLANK, or the file starts unwritten (zeros)."""
+    """First record's magic is V1, V2, BLANK, or the file starts unwritten: zeros, or no byte at all (a
+    mapped file the broker created and never wrote; it deletes an empty last file when it loads)."""
     try:
         fd = open_regular(path)
     except UnreadableInput:
@@ -88,7 +89,7 @@ def _looks_like_commitlog(path: Path) -> bool:
         return False
     finally:
         os.close(fd)
-    return len(head) == 8 and struct.unpack(">ii", head)[1] in _MAGICS
+    return not head or (len(head) == 8 and struct.unpack(">ii", head)[1] in _MAGICS)
 
 
 def scan_store(root: str | os.PathLike[str]) -> StoreLayout:

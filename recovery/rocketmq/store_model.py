@@ -239,10 +239,10 @@ def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnorma
     if layout.dledger:
         raise UnreadableInput(f"{path}: a DLedger commit log, which replog does not handle")
     files_read: list[Path] = []
-    files = [(s, p) for s, p in cl.commitlog_files(layout.commitlog_dir) if s >= 0] \
+    listed = [(s, p) for s, p in cl.commitlog_files(layout.commitlog_dir) if s >= 0] \
         if layout.commitlog_dir.is_dir() else []
-    while len(files) > 1 and files[-1][1].stat().st_size == 0:
-        files.pop()  # the broker deletes an empty last file at load
+    deleted = cl.deleted_at_load(listed, {p: p.stat().st_size for _, p in listed[-1:]})
+    files = listed[:-1] if deleted is not None else listed   # the walk below reports the deleted one
     file_size = cl.infer_file_size(p.stat().st_size for _, p in files) or cl.DEFAULT_FILE_SIZE
     cp = None
     if layout.checkpoint is not None:
@@ -264,7 +264,7 @@ def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnorma
     walk_end = files[0][0] if files else 0
     path_of = {s: str(p) for s, p in files}
     walking: int | None = None
-    for item in walk_commitlog([p for _, p in files], file_size=file_size):
+    for item in walk_commitlog([p for _, p in listed], file_size=file_size):
         if isinstance(item, Finding):
             findings.append(item)
             continue
@@ -275,9 +275,9 @@ def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnorma
         ref = to_ref(item, path_of.get(item.file_start, ""))
         walk_end = max(walk_end, ref.end)
         (messages if ref.end <= max_offset else beyond).append(ref)
-    files_read += [p for _, p in files]
+    files_read += [p for _, p in listed]
     if tally is not None:  # every file walked, the last one and those that held nothing valid too
-        for _, done in files:
+        for _, done in listed:
             tally.done(done)
     epochs: list[EpochEntry] = []
     if layout.epoch_file is not None:

@@ -71,3 +71,36 @@ def test_a_checkpoint_beside_an_empty_commitlog_is_a_store(tmp_path) -> None:  #
     assert discovery.classify_dir(tmp_path) is discovery.DirKind.ROCKETMQ_STORE
     (tmp_path / "commitlog").rmdir()
     assert detect_store(tmp_path) is None  # a lone checkpoint file says nothing
+
+
+def test_a_store_whose_only_commitlog_file_is_empty(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A mapped file created and never written (0 bytes, a valid offset name) is a store: RocketMQ 5.1.3+
+    deletes it at load (MappedFileQueue.doLoad, "size is 0, auto delete"), older brokers refuse it; doctor
+    says both, as a warning, not as an error."""
+    from replog.formats import discovery
+    from replog.recovery.doctor import diagnose
+
+    (tmp_path / "commitlog").mkdir()
+    (tmp_path / "commitlog" / "00000000000000000000").write_bytes(b"")
+    assert discovery.classify_dir(tmp_path) is discovery.DirKind.ROCKETMQ_STORE
+    report = diagnose([tmp_path])
+    codes = [(f.code, f.severity.value) for f in report.findings]
+    assert codes == [("ROCKETMQ_FILE_NAME_MISMATCH", "warning")], codes
+    assert "5.1.3+ deletes it" in report.findings[0].message
+
+
+def test_only_the_last_empty_file_is_deleted_at_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The broker deletes the last file when empty, and only it: an empty file before it is still the wrong
+    size, which every version refuses (an error)."""
+    from replog.recovery.doctor import diagnose
+
+    size = 4096
+    log = tmp_path / "commitlog"
+    log.mkdir()
+    (log / f"{0:020d}").write_bytes(bytes(size))
+    (log / f"{size:020d}").write_bytes(b"")
+    (log / f"{2 * size:020d}").write_bytes(b"")
+    found = {(f.path.rsplit("/", 1)[-1], f.severity.value) for f in diagnose([tmp_path]).findings
+             if f.code == "ROCKETMQ_FILE_NAME_MISMATCH"}
+    assert (f"{2 * size:020d}", "warning") in found, found
+    assert (f"{size:020d}", "error") in found, found
