@@ -41,8 +41,9 @@ run: $(VENV)/.installed-run java
 	$(REPLOG) fleet report $(FLEET_OUT) --html $(PAGES)/fleet.html || test $$? -eq 1
 	@echo "report pages: $(PAGES)/*.html"
 
+# --durations: the slowest tests at the end of the run, to keep the whole under its 30 minutes.
 test: $(VENV)/.installed-test java brokers chromium lint
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 # The broker lab's jars (tests/brokers/pom.xml), resolved once from Maven Central into ~/.cache/replog/brokers/.
 # Without Maven or Java this says so and goes on: the lab's tests then skip, or fail under CI=true.
