@@ -4,11 +4,11 @@ Every Kafka segment but the active one is immutable once rolled (the broker appe
 segment only; docs/reference/kafka.md §2). A scan records, for every sealed segment it walks, the walk itself: its
 batch columns (the blocks every check reads), the transaction markers among them, its outcome
 (valid bytes, end position, the walk's findings) and the record decode's findings. A later scan
-given this one's output (`fleet scan --since DIR`) replays that record (`segment_pass.replay_blocks`)
+given this one's output (`fleet scan --since DIR`) reuses that record (`segment_pass.reuse_blocks`)
 instead of reading the segment, when the segment is unchanged: same path, size, mtime and inode,
 and the same CRC in the first and last batch headers (read from the file: two headers, not the
 segment). Everything downstream of the walk (epochs, producer state, indexes, summaries, batch
-rows) runs again on the replayed blocks, so a rescan's tables are those of a full scan.
+rows) runs again on the reused blocks, so a rescan's tables are those of a full scan.
 
 On disk, under OUT/_cache/: per task, `blocks-<scan>-<task>.arrow` (Arrow IPC file, zstd: the
 recorded batch rows in record batches of about `ROWS` rows, a segment's rows consecutive from a given
@@ -16,7 +16,7 @@ row of a given record batch, read back by index) and `index-<task>.parquet` (one
 segment, `INDEX`). The driver of the next scan reads the index and hands each unit the entries of
 its partition whose file metadata still match (`candidates`); the executor checks the CRCs. A rescan
 hard-links the earlier block files into its own cache (`inherit`) and indexes the segments it
-replayed again (`Recorder.carry`), so each scan's cache is complete on its own and the earlier scan
+reused again (`Recorder.carry`), so each scan's cache is complete on its own and the earlier scan
 may be deleted; block files no entry refers to any more are removed (`prune`).
 """
 from __future__ import annotations
@@ -151,9 +151,9 @@ class Recorder:
         seg.markers.update(walked.markers)
 
     def end(self, result: SegmentResult) -> None:
-        """The segment's pass is over: index it (unless it was replayed or not begun here)."""
+        """The segment's pass is over: index it (unless it was reused or not begun here)."""
         seg = self._open.pop(str(result.path), None)
-        if seg is None or result.replayed:
+        if seg is None or result.reused:
             return
         size, mtime, inode = seg.stat
         self._write({
@@ -168,7 +168,7 @@ class Recorder:
             "markers": _marker_rows(seg.markers)})
 
     def carry(self, entry: dict[str, Any]) -> None:
-        """Index again a segment replayed from `entry` (its blocks stay in the file they are in)."""
+        """Index again a segment reused from `entry` (its blocks stay in the file they are in)."""
         self._write({**entry, "file": _relative(Path(entry["file"]), self.dir)})
 
     def _write(self, row: dict[str, Any]) -> None:
@@ -205,7 +205,7 @@ class Recorder:
                 sink.discard()
 
 
-# -- replaying (executors) ------------------------------------------------------------------------
+# -- reusing (executors) ------------------------------------------------------------------------
 
 
 @dataclass

@@ -58,7 +58,7 @@ class FleetScanResult:
     divergent_replica_sets: int = 0
     seconds: float = 0.0
     mode: str = "full"                                   # full | tail
-    since: str | None = None                             # the earlier scan replayed from
+    since: str | None = None                             # the earlier scan reused from
     counts: dict[str, int] = field(default_factory=dict)  # segments and bytes read / reused, walks recorded
     task_seconds: float = 0.0                            # the scan tasks' wall seconds, added up
 
@@ -69,7 +69,7 @@ class FleetScanResult:
 
     @property
     def reuse(self) -> dict[str, dict[str, int]]:
-        """Per table built from Kafka segments: how many of those segments were replayed from the earlier
+        """Per table built from Kafka segments: how many of those segments were reused from the earlier
         scan's record and how many were read."""
         return {name: {"segments_reused": self.counts.get("segments_reused", 0),
                        "segments_read": self.counts.get("segments_read", 0)}
@@ -104,7 +104,7 @@ def _write_marker(out: Path, state: str, info: dict[str, Any]) -> None:
 
 
 def check_since(since: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> Path:
-    """The earlier scan a rescan replays from: a finished scan's OUT, not the new OUT (which is cleared)."""
+    """The earlier scan a rescan reuses: a finished scan's OUT, not the new OUT (which is cleared)."""
     path = Path(since)
     if not (path / MARKER).is_file():
         raise UnreadableInput(f"--since {since}: not the output of `replog fleet scan` ({MARKER} missing)")
@@ -155,7 +155,7 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
     file says `running`, then `complete`, `interrupted` (Ctrl-C) or `failed`.
     A partition dir above `split_bytes` bytes to read is scanned as several units (None: never split).
     `filesystem` (a pyarrow filesystem) reads every input path through it. `since`: an earlier scan's
-    OUT whose record of unchanged sealed segments is replayed instead of reading them. `tail`: compare
+    OUT whose record of unchanged sealed segments is reused instead of reading them. `tail`: compare
     replicas from checkpoints and segment tails only (`spark.tail`). `conf`: Spark settings for a
     session started here (`--conf`), over ours.
     """

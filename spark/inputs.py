@@ -40,7 +40,7 @@ class LogDir:
         return LOG_DIR.dump(self)
 
     def units(self, split_bytes: int | None, index: cache.Index | None = None) -> list[Unit]:
-        """Its units; `index` (a previous scan's cache) lets a local log dir's units replay what is unchanged."""
+        """Its units; `index` (a previous scan's cache) lets a local log dir's units reuse what is unchanged."""
         if self.kind == "rocketmq":
             return [store_unit(self.broker, self.path, self.fs, cluster=self.cluster)]
         if self.fs is not None:

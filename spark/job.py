@@ -5,7 +5,7 @@ that tasks take about as long as each other (`deal`). A task runs its units (`ta
 writes each table's rows to OUT/<table>/part-<task>.parquet itself (`spark.sinks`: one pass over
 the data, no shuffle, no cache of the scan in Spark), records the walks of sealed segments for the
 next scan (`spark.cache`) and returns a small report: rows per table, error findings, segments
-read and replayed. Rows the driver still has to finish go under OUT/_work/: the light units' rows of
+read and reused. Rows the driver still has to finish go under OUT/_work/: the light units' rows of
 split partitions, before their segments units' finding counts are added (`split_partitions`,
 `split_segments`, `split_counts`), and, without the batch table, what the replica comparison reads
 (`replica_batches`), and in a tail scan the segments' tail batches (`tail_batches`).

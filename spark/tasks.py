@@ -18,7 +18,7 @@ finding counts are added to the light unit's rows afterwards
 (`apply_split_counts`, or the same join in Spark), so split and unsplit scans
 give equal tables.
 
-Walks of sealed segments are recorded for the next scan, and replayed from an
+Walks of sealed segments are recorded for the next scan, and reused from an
 earlier scan's record instead of read when the segment is unchanged
 (`spark.cache`). Without the batch table, a block gives the few columns the
 replica comparison reads (`replica_batches`, internal).
@@ -79,7 +79,7 @@ class Context:
     sealed segments are recorded for the next scan (`spark.cache`; None: nowhere), the size above which
     a segment takes the compiled walk (None: doctor's default; a fleet scan gives 0, so every segment
     is walked by the same kernels), whether the blocks' digests are written for the replica comparison
-    (`spark.digests`; a scan's tasks write them), and the counts of segments read and replayed."""
+    (`spark.digests`; a scan's tasks write them), and the counts of segments read and reused."""
 
     with_batches: bool = True
     recorder: cache.Recorder | None = None
@@ -89,7 +89,7 @@ class Context:
     counts: Counter[str] = field(default_factory=Counter)
 
     def count(self, seg: SegmentResult) -> None:
-        kind = "reused" if seg.replayed else "read"
+        kind = "reused" if seg.reused else "read"
         self.counts[f"segments_{kind}"] += 1
         self.counts[f"bytes_{kind}"] += seg.size
 
@@ -124,7 +124,7 @@ def partition_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
     the record decoding of `covered` segments to its segments units), whose blocks also make the `ls`
     summary and the batch rows, and are recorded for the next scan; then the partition's
     `partitions`, `segments` and `findings` rows. Sealed segments the unit brings recorded walks of
-    are replayed when unchanged (`cache.unchanged`), not read.
+    are reused when unchanged (`cache.unchanged`), not read.
 
     A segment doctor cannot read gets no summary from the pass: `summarize_partition` then reads it
     itself and raises as `ls` would, so the unit reports it unreadable, as before."""
@@ -150,14 +150,14 @@ def partition_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
             if seg is not current:
                 current = seg
                 if context.recorder is not None and seg.base_offset in sealed and seg.base_offset not in covered \
-                        and not seg.replayed:
+                        and not seg.reused:
                     context.recorder.begin(unit.path, seg.path, sealed[seg.base_offset])
             if seg.base_offset not in covered:
                 yield from block_tables(where, step, context)
         else:
             if step.base_offset not in covered:
                 context.count(step)
-            if context.recorder is not None and step.replayed:
+            if context.recorder is not None and step.reused:
                 context.recorder.carry(entries[step.base_offset])
             elif context.recorder is not None:
                 context.recorder.end(step)

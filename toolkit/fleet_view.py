@@ -49,7 +49,7 @@ def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventor
 
     def show(console: Console) -> None:
         """A few lines, not a table: what was scanned, the rows written, what was read and what
-        replayed from the earlier scan, and the next command."""
+        reused from the earlier scan, and the next command."""
         mode = " (tail: checkpoints, epoch files and segment tails)" if result.mode == "tail" else ""
         console.print(f"scanned {len(result.log_dirs)} log dirs ({result.units} units) in {result.seconds:.1f} s"
                       f"{mode} -> {result.out_dir}")
@@ -57,7 +57,7 @@ def run_fleet_scan(paths: Sequence[str], out: Path, master: str | None, inventor
         if result.mode == "full":
             console.print(f"  segments read: {result.counts.get('segments_read', 0):,} "
                           f"({result.counts.get('bytes_read', 0):,} bytes)"
-                          + (f"; replayed from {result.since}: {result.counts.get('segments_reused', 0):,} "
+                          + (f"; reused from {result.since}: {result.counts.get('segments_reused', 0):,} "
                              f"({result.counts.get('bytes_reused', 0):,} bytes)" if result.since else ""))
             if result.since:
                 console.print("  " + "; ".join(f"{name}: {r['segments_reused']:,} reused, {r['segments_read']:,} read"

@@ -86,8 +86,8 @@ def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_
     `deep` may say per segment (by base offset) whether its records are decoded here; segments above
     `fast_threshold` bytes take the compiled walk and record check (`use_fast_walk`; default: each
     its own threshold). `recorded` may give a segment's
-    walk as an earlier pass recorded it: that segment is then replayed (`segment_pass.replay_blocks`),
-    not read, and every check downstream of the walk runs on the replayed blocks."""
+    walk as an earlier pass recorded it: that segment is then reused (`segment_pass.reuse_blocks`),
+    not read, and every check downstream of the walk runs on the reused blocks."""
     parsed = names.parse_partition_dir(pdir.name)
     if parsed is None:
         raise UnreadableInput(f"{pdir}: not a topic-partition directory name")
@@ -104,10 +104,10 @@ def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_
     leo, prev = log_start, None
     for i, base in enumerate(bases):
         active = i == len(bases) - 1
-        replay = recorded(base, inv.files.logs[base], active) if recorded is not None else None
+        recorded_walk = recorded(base, inv.files.logs[base], active) if recorded is not None else None
         seg, found = yield from _segment(ev, inv, base, state, active=active,
                                          deep=deep(base) if callable(deep) else deep,
-                                         fast_threshold=fast_threshold, replay=replay)
+                                         fast_threshold=fast_threshold, recorded_walk=recorded_walk)
         out += found
         if seg is None:
             continue
@@ -142,16 +142,18 @@ def _hanging_transactions(pdir: Path, topic: str, partition: int, producers: Pro
 
 
 def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: checks_state.StateChecker,
-             active: bool, deep: bool = True, fast_threshold: int | None = None, replay: RecordedWalk | None = None,
+             active: bool, deep: bool = True, fast_threshold: int | None = None,
+             recorded_walk: RecordedWalk | None = None,
              ) -> Generator[Walked, None, tuple[SegmentResult | None, list[Finding]]]:
     """One pass over a segment: its walk, records, epochs and producers, and indexes (its blocks handed
-    out); from `replay` (the walk and record decode an earlier pass recorded) instead of the bytes."""
+    out); from `recorded_walk` (the walk and record decode an earlier pass recorded) instead of the bytes."""
     path = inv.files.logs[base]
     kinds = {k: inv.files.indexes[(base, k)] for k in ("index", "timeindex", "txnindex")
              if (base, k) in inv.files.indexes}
-    if replay is not None:
-        indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=replay.size, active=active)
-        seg = yield from segment_pass.replay_blocks(replay, path, base, checks=[indexes], state=state)
+    if recorded_walk is not None:
+        indexes = checks_indexes.SegmentIndexChecks(ev, kinds, base_offset=base, log_size=recorded_walk.size,
+                                                    active=active)
+        seg = yield from segment_pass.reuse_blocks(recorded_walk, path, base, checks=[indexes], state=state)
         found = seg.findings + seg.record_findings
     else:
         try:

@@ -8,7 +8,7 @@ index checks. What the pass keeps of the batches is a handful of numbers
 (`SegmentResult`), so memory does not grow with the segment. `segment_blocks`
 is the same pass handing each block out too (`Walked`), for a caller that
 builds more from the batches (a fleet scan's summary and batch table) without
-walking the segment again. `replay_blocks` is that pass fed from a walk an
+walking the segment again. `reuse_blocks` is that pass fed from a walk an
 earlier pass recorded (`RecordedWalk`: its blocks, transaction markers and
 outcome) instead of from the segment's bytes: every check downstream sees the
 same blocks in the same order, so it reports the same findings, while the
@@ -58,7 +58,7 @@ class SegmentResult:
     next_offset: int | None = None        # last offset + 1 of the last batch recovery keeps
     aborted: list[AbortedTxn] = field(default_factory=list)  # ABORT markers met, as the .txnindex holds them
     record_findings: list[Finding] = field(default_factory=list)  # the record decode's (`RecordCheck`), if run
-    replayed: bool = False                # fed from a recorded walk: the segment was not read
+    reused: bool = False                # fed from a recorded walk: the segment was not read
 
 
 @dataclass
@@ -116,11 +116,11 @@ def segment_blocks(buf: memoryview | bytes, path: Path, base_offset: int, *, com
     return seg
 
 
-def replay_blocks(recorded: RecordedWalk, path: Path, base_offset: int, *, checks: Iterable[BlockCheck] = (),
+def reuse_blocks(recorded: RecordedWalk, path: Path, base_offset: int, *, checks: Iterable[BlockCheck] = (),
                   state: StateFeed | None = None) -> Generator[Walked, None, SegmentResult]:
     """`segment_blocks` fed from `recorded` instead of the segment's bytes: the same blocks to the same
     checks, the same result (and the record decode's findings as recorded)."""
-    seg = SegmentResult(path, base_offset, recorded.size, replayed=True)
+    seg = SegmentResult(path, base_offset, recorded.size, reused=True)
 
     def recorded_markers(sound: BatchBlock) -> Markers:
         rows = marker_rows(sound)

@@ -1,4 +1,4 @@
-"""Rescans replay the recorded walks of unchanged sealed segments: their tables are a full scan's, after
+"""Rescans reuse the recorded walks of unchanged sealed segments: their tables are a full scan's, after
 appends, a changed sealed segment, deleted segments, and with partitions split into segment units."""
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return root, scan(dirs, root / "first")
 
 
-def test_unchanged_fleet_replays_every_recorded_segment(recorded: tuple[Path, dict], tmp_path: Path) -> None:
+def test_unchanged_fleet_reuses_every_recorded_segment(recorded: tuple[Path, dict], tmp_path: Path) -> None:
     root, first = recorded
     dirs, _ = discover([root / "kafka"])
     again = scan(dirs, tmp_path / "again", since=root / "first")
@@ -59,8 +59,8 @@ def test_unchanged_fleet_replays_every_recorded_segment(recorded: tuple[Path, di
     assert again["counts"]["segments_read"] == first["counts"]["segments_read"] - first["recorded"]
     assert tables(tmp_path / "again") == tables(root / "first")
     found = {r["code"] for r in ds.dataset(str(root / "first" / "findings")).to_table().to_pylist()}
-    assert {"KAFKA_BATCH_CRC_MISMATCH", "KAFKA_RECORDS_UNDECODABLE"} <= found   # replayed, not read
-    assert again["recorded"] == first["recorded"]   # the replayed ones indexed again: the new cache is whole
+    assert {"KAFKA_BATCH_CRC_MISMATCH", "KAFKA_RECORDS_UNDECODABLE"} <= found   # reused, not read
+    assert again["recorded"] == first["recorded"]   # the reused ones indexed again: the new cache is whole
 
 
 def _set_last_crc(path: Path, entry: dict) -> None:
