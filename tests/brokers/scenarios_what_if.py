@@ -1,0 +1,132 @@
+"""Which leader loses least, on a real cluster: three replicas at three log ends, one frozen copy, then the cluster
+run from that copy once per candidate leader, so the test can hold what each choice really lost against
+`replog replay --what-if` of the copy.
+
+The state (topic t on [2, 3, 4], __consumer_offsets on b2): A-0..9 everywhere; b4 frozen out of the ISR, A-10..14
+on b2 and b3; b3 frozen out too, an idempotent producer writes P-15..19 to b2 alone (acks=all, b2 alone in the
+ISR acknowledges them); two groups read from b2 and commit (one at 18 with the leader epoch of its last record,
+one at 12 without). b2's high watermark (20) is waited for in its checkpoint; then every broker crashes (SIGKILL),
+and the copy is taken with the controller frozen once it has fenced them.
+
+Premise of each run (stated, and what replay assumes by default): every node restarts from the copy. Only the
+controller and the candidate start first; the candidate is made leader as replog's recommended command for that
+choice says (the controller's own choice: nothing but starting it; any other: `kafka-leader-election.sh
+--election-type unclean`, the lab's `elect_unclean`); then the other brokers start, the ISR fills, a consumer reads
+the partition, the committed offsets are read with the admin API, and every broker stops cleanly.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.brokers.broker_view import checkpoint
+from tests.brokers.kafka_lab import BROKER_IDS, Cluster, wait_until
+from tests.brokers.scenarios import ASSIGNMENT, TOPIC, values, wait_isr, wait_leader
+from tests.brokers.scenarios_clients import (
+    Committed,
+    GroupPlan,
+    close_producer,
+    idempotent_producer,
+    place_offsets_topic,
+    read_and_commit,
+    send_each,
+)
+
+GROUPS = (GroupPlan("g-tail", 18, True), GroupPlan("g-mid", 12, False))
+FENCE_WAIT = 12.0      # seconds: broker.session.timeout.ms (6 s) twice, for the controller to fence the dead brokers
+
+
+@dataclass
+class ThreeEnds:
+    """The frozen copy and what the clients did before it."""
+    copy: Path
+    produced: list[tuple[int, bytes]]            # the idempotent producer's acknowledged writes
+    committed: dict[str, Committed]
+    offsets_replicas: list[int]
+
+    @property
+    def metadata(self) -> Path:
+        return self.copy / "c1" / "__cluster_metadata-0"
+
+    def replicas(self) -> dict[str, Path]:
+        return {f"b{b}": self.copy / f"b{b}" / f"{TOPIC}-0" for b in BROKER_IDS}
+
+
+@dataclass
+class Led:
+    """One candidate's run from the copy: how it became leader, and the cluster's end state."""
+    leader: int
+    elected_by_tool: bool
+    final: Path
+    consumed: list[tuple[int, bytes]]
+    committed: dict[str, int] = field(default_factory=dict)   # group -> committed offset (admin API, at the end)
+
+
+def three_log_ends(cluster: Cluster, work: Path) -> ThreeEnds:
+    """The state of the module docstring, copied with every broker crashed and the controller frozen."""
+    placed = place_offsets_topic(cluster)
+    cluster.create_topic(TOPIC, ASSIGNMENT)
+    producer = idempotent_producer(cluster)
+    try:
+        cluster.produce(TOPIC, values("A", 0, 10), acks="all")
+        cluster.pause(4)
+        wait_isr(cluster, [2, 3])
+        cluster.produce(TOPIC, values("A", 10, 5), acks="all")
+        cluster.pause(3)
+        wait_isr(cluster, [2])
+        written = values("P", 15, 5)
+        produced = list(zip(send_each(producer, written), written, strict=True))
+        committed = {plan.group: read_and_commit(cluster, plan) for plan in GROUPS}
+    finally:
+        close_producer(producer)
+    wait_until(lambda: checkpoint(cluster.brokers[2].log_dir, "replication-offset-checkpoint", TOPIC) == 20, 60,
+               "b2's high watermark 20 never reached its checkpoint")
+    cluster.kill(*BROKER_IDS)
+    time.sleep(FENCE_WAIT)
+    with cluster.frozen():
+        copy = cluster.copy(work / "copy")
+    return ThreeEnds(copy, produced, committed, placed)
+
+
+def restore(cluster: Cluster, copy: Path) -> None:
+    """Every node killed and its data dir replaced by the copy's (the premise: all restart from the copy)."""
+    cluster.kill(*BROKER_IDS)
+    cluster.control.kill()
+    for node in cluster.nodes:
+        shutil.rmtree(node.log_dir, ignore_errors=True)
+        subprocess.run(["cp", "-a", "--sparse=always", str(copy / node.name), str(node.log_dir)], check=True)
+
+
+def lead_from_copy(cluster: Cluster, copy: Path, leader: int, by_tool: bool, work: Path) -> Led:
+    """The cluster from the copy with `leader` leading: started alone (the controller's own choice leads by
+    itself; otherwise the unclean election tool makes it leader), then the others; the end state."""
+    restore(cluster, copy)
+    cluster.start(brokers=(leader,))
+    if by_tool:
+        wait_until(lambda: cluster.partition(TOPIC).get("leader") == -1, 90,
+                   f"{TOPIC}-0 is not leaderless with b{leader} alone: {cluster.partition(TOPIC)}")
+        cluster.elect_unclean(TOPIC)
+    wait_leader(cluster, leader)
+    cluster.restart(*(b for b in BROKER_IDS if b != leader))
+    wait_isr(cluster, ASSIGNMENT, timeout=120)
+    consumed = cluster.consume(TOPIC)
+    committed = committed_offsets(cluster)
+    cluster.stop_all()
+    final = work / f"final-b{leader}"
+    cluster.copy(final)
+    return Led(leader, by_tool, final, consumed, committed)
+
+
+def committed_offsets(cluster: Cluster) -> dict[str, int]:
+    """Each group's committed offset on t-0, as the group coordinator answers the admin API."""
+    from kafka.structs import TopicPartition
+    out = {}
+    for plan in GROUPS:
+        got = cluster.retrying(lambda g=plan.group: cluster.admin.list_group_offsets({g: None}))
+        meta = got.get(plan.group, {}).get(TopicPartition(TOPIC, 0))
+        if meta is not None:
+            out[plan.group] = int(meta.offset)
+    return out

@@ -1,0 +1,90 @@
+"""`replog replay --what-if` against real clusters: for every candidate leader the lab runs the cluster from the same
+frozen copy with that leader (`scenarios_what_if`), and what the cluster then lost must be what replog predicted
+for that choice, read with the brokers' own means: kafka-dump-log of the copy's replicas and of the survivor's log
+(lost batches by offsets and CRC, acknowledged when below the highest high watermark the copy's checkpoints hold),
+a consumer's read of the partition at the end (records each group read that are gone, the producer's lost writes),
+and the group coordinator's committed offsets (admin API). The ranking follows: it is checked against the order
+the measured losses give.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.brokers import broker_view as view
+from tests.brokers.kafka_lab import BROKER_IDS, ClusterSpec, running_cluster
+from tests.brokers.scenarios import TOPIC
+from tests.brokers.scenarios_clients import COORDINATOR
+from tests.brokers.scenarios_what_if import Led, ThreeEnds, lead_from_copy, three_log_ends
+from tests.brokers.test_kafka_replay import VERSIONS, replog_json
+
+pytestmark = pytest.mark.brokers
+FULL = pytest.mark.brokers_full
+# 4.4.0 (KRaft, ELR on by default) in `make test`; 3.9.1 KRaft (no ELR) with REPLOG_LAB=all
+WHAT_IF_CASES = [pytest.param(VERSIONS["4.4.0-elr-on"], id="4.4.0-elr-on"),
+                 pytest.param(VERSIONS["3.9.1-kraft"], id="3.9.1-kraft", marks=FULL)]
+
+
+def predicted(state: ThreeEnds) -> dict[str, Any]:
+    return replog_json("replay", *(f"{n}={p}" for n, p in state.replicas().items()), "--metadata",
+                       str(state.metadata), "--what-if")
+
+
+def measured_loss(spec: ClusterSpec, state: ThreeEnds, led: Led) -> tuple[int, int]:
+    """(records lost, acknowledged ones): the copy's batches (kafka-dump-log) that the survivor's final log does
+    not hold with the same offsets and CRC, each once; acknowledged when starting below the highest high
+    watermark in the copy's replication-offset-checkpoints."""
+    dirs = state.replicas() | {"final": led.final / f"b{led.leader}" / f"{TOPIC}-0"}
+    dumped = view.replica_batches(spec.version, dirs)
+    kept = {(b.base_offset, b.last_offset, b.crc) for b in dumped.pop("final")}
+    lost = {(b.base_offset, b.last_offset, b.crc) for bs in dumped.values() for b in bs} - kept
+    hws = [view.checkpoint(state.copy / n, "replication-offset-checkpoint", TOPIC) for n in dumped]
+    top = max(h for h in hws if h is not None)
+    records = sum(last - base + 1 for base, last, _ in lost)
+    return records, sum(last - base + 1 for base, last, _ in lost if base < top)
+
+
+def check_choice(spec: ClusterSpec, state: ThreeEnds, led: Led, choice: dict[str, Any]) -> tuple[int, ...]:
+    """One candidate: replog's prediction against the run; the measured figures the ranking compares."""
+    who = choice["leader"]
+    records, acknowledged = measured_loss(spec, state, led)
+    assert choice["lost"]["records"] == records, f"{who}: records lost (kafka-dump-log)"
+    assert choice["lost"]["acknowledged"] == acknowledged, f"{who}: acknowledged records lost"
+    final = dict(led.consumed)
+    groups = {g["group"]: g for g in choice["consumer_groups"]["detail"]}
+    assert sorted(groups) == sorted(state.committed), f"{who}: groups replog found"
+    read_lost = 0
+    for name, committed in state.committed.items():
+        gone = sum(1 for offset, value in committed.read if final.get(offset) != value)
+        assert groups[name]["records_consumed_lost"] == gone, f"{who}: records {name} read that are gone"
+        assert groups[name]["committed_offset"] == led.committed[name], f"{who}: {name}'s committed offset (admin)"
+        read_lost += gone
+    writes = sum(1 for offset, value in state.produced if final.get(offset) != value)
+    got = {p["producer_id"]: p["records_lost"] for p in choice["producers"]}
+    assert sum(got.values()) == writes, f"{who}: the idempotent producer's acknowledged writes lost"
+    assert choice["hanging_transactions"] == 0, f"{who}: no transactional producer ran"
+    return acknowledged, records, max(read_lost, choice["consumer_groups"]["records_consumed_lost"]), len(got)
+
+
+@pytest.mark.parametrize("spec", WHAT_IF_CASES)
+def test_every_leader_loses_what_replog_predicted(spec: ClusterSpec, tmp_path: Path) -> None:
+    """Three log ends (20, 15, 10), an idempotent producer and two committed groups; the copy; then the cluster from
+    the copy once per candidate, made leader as replog's recommendation for that choice says."""
+    (tmp_path / "cluster").mkdir()
+    with running_cluster(spec, tmp_path / "cluster") as cluster:
+        state = three_log_ends(cluster, tmp_path)
+        assert state.offsets_replicas == [COORDINATOR], "__consumer_offsets-0 on b2"
+        doc = predicted(state)
+        choices = {c["leader"]: c for c in doc["choices"]}
+        assert sorted(choices) == [f"b{b}" for b in BROKER_IDS], "one choice per replica"
+        assert doc["mode"] == "kraft", "the mode read from the metadata log"
+        measured = {}
+        for name, choice in choices.items():
+            led = lead_from_copy(cluster, state.copy, choice["broker"], choice["how"] != "wait",
+                                 tmp_path / f"run-{name}")
+            measured[name] = check_choice(spec, state, led, choice)
+    by_measure = sorted(measured, key=lambda n: (measured[n], choices[n]["how"] != "wait"))
+    assert [c["leader"] for c in doc["choices"]] == by_measure, f"ranking, measured {measured}"
+    assert doc["recommended"]["leader"] == by_measure[0], "recommended"
