@@ -78,3 +78,13 @@ def test_rocketmq_what_if_page_and_json(tmp_path: Path) -> None:
     text = page.read_text()
     assert_self_contained(text)
     assert 'id="what_if"' in text and 'data-choice="c"' in text, "the page's what-if section, one card per store"
+
+
+def test_terminal_table_says_the_recommendation(tmp_path: Path) -> None:
+    res = run_replog("replay", *specs(build(tmp_path)), "--partition-state", str(state(tmp_path)), "--what-if",
+                     "--format", "table")
+    assert res.returncode == 0, res.stderr
+    out = " ".join(res.stdout.split())
+    assert "Which leader loses least: t-0 (zookeeper cluster)" in out, out
+    assert "Recommended: broker-2 (wait)" in out, out
+    assert "acknowledged records lost 0 against 5" in out, "why, against the runner-up"
