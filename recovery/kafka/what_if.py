@@ -173,7 +173,7 @@ def cluster_mode(controller: ControllerRecord | None) -> str:
     return {METADATA: KRAFT, PARTITION_STATE: ZOOKEEPER}.get(controller.source, UNKNOWN)
 
 
-def _choice(inputs: ReplayInputs, result: ReplayResult, how: str, offsets: GroupOffsets | None,
+def _choice(result: ReplayResult, how: str, offsets: GroupOffsets | None,
             coordinator: CoordinatorState | None) -> Choice:
     lead = next(r.replica for r in result.replicas if r.replica.name == result.leader.name)
     return Choice(lead.name, replica_broker_id(lead.name, lead.broker_id), how, result,
@@ -201,12 +201,12 @@ def what_if(inputs: ReplayInputs, protocol: str = EPOCH, running: Sequence[str] 
         notes.append(f"no leader without an operator: {e}")
     if default is not None:
         how = WAIT if controller is not None else UNCLEAN if default.leader.unclean else CLEAN
-        choices.append(_choice(inputs, default, how, offsets, coordinator))
+        choices.append(_choice(default, how, offsets, coordinator))
     for r in replicas:
         if default is not None and r.name == default.leader.name:
             continue
         result = run_replay(replicas, r.name, protocol, controller, running, inputs.profile)
-        choices.append(_choice(inputs, result, UNCLEAN if result.leader.unclean else CLEAN, offsets, coordinator))
+        choices.append(_choice(result, UNCLEAN if result.leader.unclean else CLEAN, offsets, coordinator))
     ranked = rank(choices)
     mode = cluster_mode(controller)
     first = replicas[0]

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replog.recovery.advice import Recommendation, compare_words
+from replog.recovery.kafka.controller import replica_broker_id
 
 if TYPE_CHECKING:
     from replog.recovery.kafka.what_if import Choice
@@ -37,14 +38,9 @@ def election_command(topic: str, partition: int, broker: int | None) -> str:
 
 
 def _others(best: Choice) -> str:
-    names = [broker_words(r.replica.broker_id if r.replica.broker_id is not None else _id(r.replica.name),
-                          r.replica.name) for r in best.result.replicas if r.replica.name != best.leader]
-    return ", ".join(names)
-
-
-def _id(name: str) -> int | None:
-    from replog.recovery.kafka.controller import replica_broker_id
-    return replica_broker_id(name, None)
+    """The other replicas' brokers, named as the operator knows them."""
+    return ", ".join(broker_words(replica_broker_id(r.replica.name, r.replica.broker_id), r.replica.name)
+                     for r in best.result.replicas if r.replica.name != best.leader)
 
 
 def _mode_note(mode: str, topic: str, partition: int, broker: str, epoch: int | None) -> str:

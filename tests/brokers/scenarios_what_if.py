@@ -6,7 +6,8 @@ The state (topic t on [2, 3, 4], __consumer_offsets on b2): A-0..9 everywhere; b
 on b2 and b3; b3 frozen out too, an idempotent producer writes P-15..19 to b2 alone (acks=all, b2 alone in the
 ISR acknowledges them); two groups read from b2 and commit (one at 18 with the leader epoch of its last record,
 one at 12 without). b2's high watermark (20) is waited for in its checkpoint; then every broker crashes (SIGKILL),
-and the copy is taken with the controller frozen once it has fenced them.
+and the copy is taken with the controller (or ZooKeeper) frozen once it has fenced them; in ZooKeeper mode the
+partition state znode is read first with ZooKeeper's own shell.
 
 Premise of each run (stated, and what replay assumes by default): every node restarts from the copy. Only the
 controller and the candidate start first; the candidate is made leader as replog's recommended command for that
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from tests.brokers.broker_view import checkpoint
 from tests.brokers.kafka_lab import BROKER_IDS, Cluster, wait_until
-from tests.brokers.scenarios import ASSIGNMENT, TOPIC, values, wait_isr, wait_leader
+from tests.brokers.scenarios import ASSIGNMENT, TOPIC, copy_frozen, values, wait_isr, wait_leader
 from tests.brokers.scenarios_clients import (
     Committed,
     GroupPlan,
@@ -46,10 +47,13 @@ class ThreeEnds:
     produced: list[tuple[int, bytes]]            # the idempotent producer's acknowledged writes
     committed: dict[str, Committed]
     offsets_replicas: list[int]
+    partition_state: Path | None = None          # ZooKeeper mode: the partition state znode at the copy
 
-    @property
-    def metadata(self) -> Path:
-        return self.copy / "c1" / "__cluster_metadata-0"
+    def controller_args(self) -> list[str]:
+        """The controller's record replog is given: the KRaft metadata log, or ZooKeeper's partition state."""
+        if self.partition_state is not None:
+            return ["--partition-state", str(self.partition_state)]
+        return ["--metadata", str(self.copy / "c1" / "__cluster_metadata-0")]
 
     def replicas(self) -> dict[str, Path]:
         return {f"b{b}": self.copy / f"b{b}" / f"{TOPIC}-0" for b in BROKER_IDS}
@@ -86,18 +90,21 @@ def three_log_ends(cluster: Cluster, work: Path) -> ThreeEnds:
                "b2's high watermark 20 never reached its checkpoint")
     cluster.kill(*BROKER_IDS)
     time.sleep(FENCE_WAIT)
-    with cluster.frozen():
-        copy = cluster.copy(work / "copy")
-    return ThreeEnds(copy, produced, committed, placed)
+    copy, state = copy_frozen(cluster, work)
+    return ThreeEnds(copy, produced, committed, placed, state)
 
 
 def restore(cluster: Cluster, copy: Path) -> None:
-    """Every node killed and its data dir replaced by the copy's (the premise: all restart from the copy)."""
+    """Every node killed and its data dir replaced by the copy's (the premise: all restart from the copy).
+    ZooKeeper restarted from the copy holds the dead brokers' sessions again and expires them a session timeout
+    later: the brokers count as crashed now, so `Cluster.restart` waits that long before registering them."""
     cluster.kill(*BROKER_IDS)
     cluster.control.kill()
     for node in cluster.nodes:
         shutil.rmtree(node.log_dir, ignore_errors=True)
         subprocess.run(["cp", "-a", "--sparse=always", str(copy / node.name), str(node.log_dir)], check=True)
+    for broker in cluster.brokers.values():
+        broker.killed_at = time.monotonic()
 
 
 def lead_from_copy(cluster: Cluster, copy: Path, leader: int, by_tool: bool, work: Path) -> Led:

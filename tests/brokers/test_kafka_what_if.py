@@ -22,14 +22,16 @@ from tests.brokers.test_kafka_replay import VERSIONS, replog_json
 
 pytestmark = pytest.mark.brokers
 FULL = pytest.mark.brokers_full
-# 4.4.0 (KRaft, ELR on by default) in `make test`; 3.9.1 KRaft (no ELR) with REPLOG_LAB=all
+# 4.4.0 (KRaft, ELR on by default) in `make test`; 3.9.1 KRaft (no ELR) and ZooKeeper with REPLOG_LAB=all
 WHAT_IF_CASES = [pytest.param(VERSIONS["4.4.0-elr-on"], id="4.4.0-elr-on"),
-                 pytest.param(VERSIONS["3.9.1-kraft"], id="3.9.1-kraft", marks=FULL)]
+                 pytest.param(VERSIONS["3.9.1-kraft"], id="3.9.1-kraft", marks=FULL),
+                 pytest.param(VERSIONS["3.9.1-zk"], id="3.9.1-zk", marks=FULL)]
+MODES = {"kraft": "kraft", "zk": "zookeeper"}
 
 
 def predicted(state: ThreeEnds) -> dict[str, Any]:
-    return replog_json("replay", *(f"{n}={p}" for n, p in state.replicas().items()), "--metadata",
-                       str(state.metadata), "--what-if")
+    return replog_json("replay", *(f"{n}={p}" for n, p in state.replicas().items()), *state.controller_args(),
+                       "--what-if")
 
 
 def measured_loss(spec: ClusterSpec, state: ThreeEnds, led: Led) -> tuple[int, int]:
@@ -79,7 +81,7 @@ def test_every_leader_loses_what_replog_predicted(spec: ClusterSpec, tmp_path: P
         doc = predicted(state)
         choices = {c["leader"]: c for c in doc["choices"]}
         assert sorted(choices) == [f"b{b}" for b in BROKER_IDS], "one choice per replica"
-        assert doc["mode"] == "kraft", "the mode read from the metadata log"
+        assert doc["mode"] == MODES[spec.mode], "the mode read from the controller's record"
         measured = {}
         for name, choice in choices.items():
             led = lead_from_copy(cluster, state.copy, choice["broker"], choice["how"] != "wait",
