@@ -12,8 +12,10 @@ partition state znode is read first with ZooKeeper's own shell.
 Premise of each run (stated, and what replay assumes by default): every node restarts from the copy. Only the
 controller and the candidate start first; the candidate is made leader as replog's recommended command for that
 choice says (the controller's own choice: nothing but starting it; any other: `kafka-leader-election.sh
---election-type unclean`, the lab's `elect_unclean`); then the other brokers start, the ISR fills, a consumer reads
-the partition, the committed offsets are read with the admin API, and every broker stops cleanly.
+--election-type unclean`, the lab's `elect_unclean`); then the other brokers start, the ISR fills, the leader takes
+one new record, each group's Java consumer starts again from its commit (where it resumes, whether it detects a
+truncation or resets), a consumer reads the partition, the committed offsets are read with the admin API, and
+every broker stops cleanly.
 """
 from __future__ import annotations
 
@@ -29,14 +31,17 @@ from tests.brokers.scenarios import ASSIGNMENT, TOPIC, copy_frozen, values, wait
 from tests.brokers.scenarios_clients import (
     Committed,
     GroupPlan,
+    Resumed,
     close_producer,
     idempotent_producer,
     place_offsets_topic,
     read_and_commit,
+    resume_java,
     send_each,
 )
 
 GROUPS = (GroupPlan("g-tail", 18, True), GroupPlan("g-mid", 12, False))
+AFTER = b"N-after"     # one record the new leader takes, so that a consumer resuming at its old log end reads one
 FENCE_WAIT = 12.0      # seconds: broker.session.timeout.ms (6 s) twice, for the controller to fence the dead brokers
 
 
@@ -66,6 +71,7 @@ class Led:
     elected_by_tool: bool
     final: Path
     consumed: list[tuple[int, bytes]]
+    resumed: dict[str, Resumed]                               # each group's Java consumer started again
     committed: dict[str, int] = field(default_factory=dict)   # group -> committed offset (admin API, at the end)
 
 
@@ -119,12 +125,14 @@ def lead_from_copy(cluster: Cluster, copy: Path, leader: int, by_tool: bool, wor
     wait_leader(cluster, leader)
     cluster.restart(*(b for b in BROKER_IDS if b != leader))
     wait_isr(cluster, ASSIGNMENT, timeout=120)
+    cluster.produce(TOPIC, [AFTER], acks="all")
+    resumed = {plan.group: resume_java(cluster, plan.group) for plan in GROUPS}
     consumed = cluster.consume(TOPIC)
     committed = committed_offsets(cluster)
     cluster.stop_all()
     final = work / f"final-b{leader}"
     cluster.copy(final)
-    return Led(leader, by_tool, final, consumed, committed)
+    return Led(leader, by_tool, final, consumed, resumed, committed)
 
 
 def committed_offsets(cluster: Cluster) -> dict[str, int]:

@@ -3,8 +3,9 @@ frozen copy with that leader (`scenarios_what_if`), and what the cluster then lo
 for that choice, read with the brokers' own means: kafka-dump-log of the copy's replicas and of the survivor's log
 (lost batches by offsets and CRC, acknowledged when below the highest high watermark the copy's checkpoints hold),
 a consumer's read of the partition at the end (records each group read that are gone, the producer's lost writes),
-and the group coordinator's committed offsets (admin API). The ranking follows: it is checked against the order
-the measured losses give.
+the group coordinator's committed offsets (admin API), and each group's Java consumer started again (where it
+resumes, and whether it detects the truncation or resets, as replog's classification says). The ranking follows:
+it is checked against the order the measured losses give.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.brokers.kafka_lab import BROKER_IDS, ClusterSpec, running_cluster
 from tests.brokers.scenarios import TOPIC
 from tests.brokers.scenarios_clients import COORDINATOR
 from tests.brokers.scenarios_what_if import Led, ThreeEnds, lead_from_copy, three_log_ends
+from tests.brokers.test_kafka_impact import check_resume
 from tests.brokers.test_kafka_replay import VERSIONS, replog_json
 
 pytestmark = pytest.mark.brokers
@@ -57,17 +59,22 @@ def check_choice(spec: ClusterSpec, state: ThreeEnds, led: Led, choice: dict[str
     final = dict(led.consumed)
     groups = {g["group"]: g for g in choice["consumer_groups"]["detail"]}
     assert sorted(groups) == sorted(state.committed), f"{who}: groups replog found"
-    read_lost = 0
+    read_lost: set[int] = set()
+    affected = 0      # groups that read records now gone, or whose consumer detected a truncation or reset
     for name, committed in state.committed.items():
-        gone = sum(1 for offset, value in committed.read if final.get(offset) != value)
-        assert groups[name]["records_consumed_lost"] == gone, f"{who}: records {name} read that are gone"
+        gone = {offset for offset, value in committed.read if final.get(offset) != value}
+        assert groups[name]["records_consumed_lost"] == len(gone), f"{who}: records {name} read that are gone"
         assert groups[name]["committed_offset"] == led.committed[name], f"{who}: {name}'s committed offset (admin)"
-        read_lost += gone
+        check_resume(groups[name], led.resumed[name], 0)
+        read_lost |= gone
+        affected += bool(gone or led.resumed[name].events)
+    assert choice["consumer_groups"]["records_consumed_lost"] == len(read_lost), f"{who}: distinct records read, gone"
     writes = sum(1 for offset, value in state.produced if final.get(offset) != value)
     got = {p["producer_id"]: p["records_lost"] for p in choice["producers"]}
     assert sum(got.values()) == writes, f"{who}: the idempotent producer's acknowledged writes lost"
     assert choice["hanging_transactions"] == 0, f"{who}: no transactional producer ran"
-    return acknowledged, records, max(read_lost, choice["consumer_groups"]["records_consumed_lost"]), len(got)
+    assert choice["consumer_groups"]["affected"] == affected, f"{who}: groups affected"
+    return acknowledged, records, len(read_lost), affected, int(writes > 0)
 
 
 @pytest.mark.parametrize("spec", WHAT_IF_CASES)
