@@ -117,3 +117,18 @@ def test_same_usage_errors_as_replay(tmp_path: Path) -> None:
         what_if_paths(specs(parts)[:1])
     with pytest.raises(ReplogError, match="--running"):
         what_if(load_inputs(specs(parts)), running=["nobody"])
+
+
+def test_commands_follow_the_mode(tmp_path: Path) -> None:
+    """The same choices, told for each mode: KRaft's note names the RECOVERING leader, ZooKeeper's the znode."""
+    from replog.recovery.kafka.what_if_commands import KRAFT, recommend
+    got = what_if_paths(specs(build(tmp_path)), partition_state=str(state(tmp_path)))
+    b4 = next(c for c in got.choices if c.leader == "broker-4")
+    rest = [c for c in got.choices if c is not b4]
+    kraft = recommend(b4, rest, KRAFT, "t", 0)
+    assert kraft.command.startswith("kafka-leader-election.sh --bootstrap-server <broker 4's listener>"), kraft.command
+    assert any("KRaft controller" in s and "RECOVERING" in s for s in kraft.steps), kraft.steps
+    assert not any("/brokers/topics" in s for s in kraft.steps), "no znode in KRaft mode"
+    zk = recommend(b4, rest, ZOOKEEPER, "t", 0)
+    assert any("/brokers/topics/t/partitions/0/state" in s for s in zk.steps), zk.steps
+    assert "against the next best, broker-2" in kraft.why, kraft.why
