@@ -206,6 +206,8 @@ def what_if(inputs: ReplayInputs, protocol: str = EPOCH, running: Sequence[str] 
         if default is not None and r.name == default.leader.name:
             continue
         result = run_replay(replicas, r.name, protocol, controller, running, inputs.profile)
+        result.leader.explanation = result.leader.explanation.replace(
+            f"{r.name} chosen by the user", f"{r.name} made leader by the operator (what-if)", 1)
         choices.append(_choice(result, UNCLEAN if result.leader.unclean else CLEAN, offsets, coordinator))
     ranked = rank(choices)
     mode = cluster_mode(controller)

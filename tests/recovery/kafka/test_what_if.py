@@ -63,6 +63,8 @@ def test_ranks_the_controllers_choice_first_and_counts_each_lost_record_once(tmp
         "broker 3 loses broker 2's tail"
     assert (b4.loss.records, b4.loss.acknowledged) == (10, 10), "broker 4 loses 10..19, b3's 10..14 counted once"
     assert [c.rank for c in got.choices] == [1, 2, 3], "ranks"
+    assert b3.result.leader.explanation.startswith("broker-3 made leader by the operator (what-if)"), \
+        b3.result.leader.explanation
     assert not got.loses_or_fails, "the best choice loses nothing: exit 0"
 
 
