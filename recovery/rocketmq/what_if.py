@@ -66,6 +66,11 @@ class MasterChoice:
     def stalled(self) -> list[str]:
         return [r.model.name for r in self.result.replicas if r.stall is not None]
 
+    @property
+    def loses_or_fails(self) -> bool:
+        """The replay's verdict, or messages the operator fix of a stalled or mixed classic slave cuts."""
+        return self.result.loses_or_fails or bool(self.lost)
+
     def key(self) -> tuple[int, ...]:
         s = self.impact.summary
         return (self.acknowledged or 0, len(self.lost), s["messages_consumed_lost"], s["groups_affected"],
@@ -83,7 +88,7 @@ class MasterChoice:
                               "stall": r.stall} for r in self.result.replicas],
                 "consumer_groups": {"groups": s["groups"], "affected": s["groups_affected"],
                                     "records_consumed_lost": s["messages_consumed_lost"]},
-                "failed": self.stalled, "loses_or_fails": self.result.loses_or_fails}
+                "failed": self.stalled, "loses_or_fails": self.loses_or_fails}
 
 
 @dataclass
@@ -101,7 +106,8 @@ class RocketWhatIf:
 
     @property
     def loses_or_fails(self) -> bool:
-        return self.recommended.result.loses_or_fails
+        """Even the best master loses messages or leaves a store stalled: replay's exit 1."""
+        return self.recommended.loses_or_fails
 
     def to_dict(self) -> dict[str, Any]:
         return {"system": "rocketmq", "protocol": self.protocol, "mode": MODES[self.protocol],

@@ -71,6 +71,7 @@ def test_classic_mode_switch_and_stall(tmp_path: Path) -> None:
     by = {c["leader"]: c for c in d["choices"]}
     assert by["a"]["how"] == WAIT, "brokerId 0 is the classic master"
     assert by["a"]["lost"]["records"] == 5, "b's own tail, cut by the operator fix"
+    assert got.loses_or_fails, "the operator fix cuts messages even behind the best master: exit 1"
     assert by["c"]["failed"] == ["a", "b"], "a and b are ahead of c: classic HA stalls them"
     assert by["c"]["how"] == "switch", "classic: no election, a reconfiguration"
     assert d["mode"] == "classic", "mode from the protocol"
