@@ -100,6 +100,34 @@ def three_log_ends(cluster: Cluster, work: Path) -> ThreeEnds:
     return ThreeEnds(copy, produced, committed, placed, state)
 
 
+def tail_beyond_the_isr(cluster: Cluster, work: Path) -> ThreeEnds:
+    """The controller's own choice is not the best: A-0..9 everywhere (acks=all); b3 and b4 frozen for a moment, b2
+    takes A-10..14 with acks=1 and is killed at once, b3 and b4 resumed (they never fetched them, and stayed in the
+    ISR: frozen well under replica.lag.time.max.ms). The controller fences b2 and elects b3, the first assignment
+    replica in the ISR; then b3 and b4 crash too and the copy is taken (the controller may move the leadership to
+    b4 if it fences b3 first). Waiting lets b3 or b4 lead (the controller's record: ISR, or the last known leader
+    with ELR) and loses b2's five records (above every high watermark:
+    acknowledged to acks=1 only; a fetch the followers had pending when frozen may still bring them the first of
+    them); forcing b2 loses nothing. Premise: every node restarts from the copy."""
+    cluster.create_topic(TOPIC, ASSIGNMENT)
+    cluster.produce(TOPIC, values("A", 0, 10), acks="all")
+    producer = cluster.producer(acks=1)        # made (bootstrap, metadata) before the freeze, which stays short
+    try:
+        assert producer.partitions_for(TOPIC) == {0}, f"the producer does not see {TOPIC}-0"
+        cluster.pause(3, 4)
+        for value in values("A", 10, 5):
+            producer.send(TOPIC, value=value, key=value[:8], partition=0).get(timeout=30)
+        cluster.kill(2)
+    finally:
+        cluster.resume(3, 4)
+        producer._sender.force_close()   # noqa: SLF001 - its leader is dead: nothing left to flush
+    wait_leader(cluster, 3)
+    cluster.kill(3, 4)
+    time.sleep(FENCE_WAIT)
+    copy, state = copy_frozen(cluster, work)
+    return ThreeEnds(copy, [], {}, [], state)
+
+
 def restore(cluster: Cluster, copy: Path) -> None:
     """Every node killed and its data dir replaced by the copy's (the premise: all restart from the copy).
     ZooKeeper restarted from the copy holds the dead brokers' sessions again and expires them a session timeout
@@ -113,7 +141,8 @@ def restore(cluster: Cluster, copy: Path) -> None:
         broker.killed_at = time.monotonic()
 
 
-def lead_from_copy(cluster: Cluster, copy: Path, leader: int, by_tool: bool, work: Path) -> Led:
+def lead_from_copy(cluster: Cluster, copy: Path, leader: int, by_tool: bool, work: Path,
+                   groups: tuple[GroupPlan, ...] = GROUPS) -> Led:
     """The cluster from the copy with `leader` leading: started alone (the controller's own choice leads by
     itself; otherwise the unclean election tool makes it leader), then the others; the end state."""
     restore(cluster, copy)
@@ -126,20 +155,20 @@ def lead_from_copy(cluster: Cluster, copy: Path, leader: int, by_tool: bool, wor
     cluster.restart(*(b for b in BROKER_IDS if b != leader))
     wait_isr(cluster, ASSIGNMENT, timeout=120)
     cluster.produce(TOPIC, [AFTER], acks="all")
-    resumed = {plan.group: resume_java(cluster, plan.group) for plan in GROUPS}
+    resumed = {plan.group: resume_java(cluster, plan.group) for plan in groups}
     consumed = cluster.consume(TOPIC)
-    committed = committed_offsets(cluster)
+    committed = committed_offsets(cluster, groups)
     cluster.stop_all()
     final = work / f"final-b{leader}"
     cluster.copy(final)
     return Led(leader, by_tool, final, consumed, resumed, committed)
 
 
-def committed_offsets(cluster: Cluster) -> dict[str, int]:
+def committed_offsets(cluster: Cluster, groups: tuple[GroupPlan, ...]) -> dict[str, int]:
     """Each group's committed offset on t-0, as the group coordinator answers the admin API."""
     from kafka.structs import TopicPartition
     out = {}
-    for plan in GROUPS:
+    for plan in groups:
         got = cluster.retrying(lambda g=plan.group: cluster.admin.list_group_offsets({g: None}))
         meta = got.get(plan.group, {}).get(TopicPartition(TOPIC, 0))
         if meta is not None:

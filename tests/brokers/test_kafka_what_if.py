@@ -15,10 +15,17 @@ from typing import Any
 import pytest
 
 from tests.brokers import broker_view as view
-from tests.brokers.kafka_lab import BROKER_IDS, ClusterSpec, running_cluster
+from tests.brokers.kafka_lab import BROKER_IDS, Cluster, ClusterSpec, running_cluster
 from tests.brokers.scenarios import TOPIC
-from tests.brokers.scenarios_clients import COORDINATOR
-from tests.brokers.scenarios_what_if import Led, ThreeEnds, lead_from_copy, three_log_ends
+from tests.brokers.scenarios_clients import COORDINATOR, GroupPlan
+from tests.brokers.scenarios_what_if import (
+    GROUPS,
+    Led,
+    ThreeEnds,
+    lead_from_copy,
+    tail_beyond_the_isr,
+    three_log_ends,
+)
 from tests.brokers.test_kafka_impact import check_resume
 from tests.brokers.test_kafka_replay import VERSIONS, replog_json
 
@@ -77,23 +84,47 @@ def check_choice(spec: ClusterSpec, state: ThreeEnds, led: Led, choice: dict[str
     return acknowledged, records, len(read_lost), affected, int(writes > 0)
 
 
+def every_choice(spec: ClusterSpec, cluster: Cluster, state: ThreeEnds, work: Path,
+                 groups: tuple[GroupPlan, ...]) -> dict[str, Any]:
+    """replog's what-if of the copy, then the cluster from the copy once per candidate, made leader as replog's
+    recommendation for that choice says; each choice checked, the ranking held against the measured order."""
+    doc = predicted(state)
+    choices = {c["leader"]: c for c in doc["choices"]}
+    assert sorted(choices) == [f"b{b}" for b in BROKER_IDS], "one choice per replica"
+    assert doc["mode"] == MODES[spec.mode], "the mode read from the controller's record"
+    measured = {}
+    for name, choice in choices.items():
+        led = lead_from_copy(cluster, state.copy, choice["broker"], choice["how"] != "wait", work / f"run-{name}",
+                             groups)
+        measured[name] = check_choice(spec, state, led, choice)
+    by_measure = sorted(measured, key=lambda n: (measured[n], choices[n]["how"] != "wait"))
+    assert [c["leader"] for c in doc["choices"]] == by_measure, f"ranking, measured {measured}"
+    assert doc["recommended"]["leader"] == by_measure[0], "recommended"
+    return doc
+
+
 @pytest.mark.parametrize("spec", WHAT_IF_CASES)
 def test_every_leader_loses_what_replog_predicted(spec: ClusterSpec, tmp_path: Path) -> None:
-    """Three log ends (20, 15, 10), an idempotent producer and two committed groups; the copy; then the cluster from
-    the copy once per candidate, made leader as replog's recommendation for that choice says."""
+    """Three log ends (20, 15, 10), an idempotent producer and two committed groups: waiting for b2 loses nothing."""
     (tmp_path / "cluster").mkdir()
     with running_cluster(spec, tmp_path / "cluster") as cluster:
         state = three_log_ends(cluster, tmp_path)
         assert state.offsets_replicas == [COORDINATOR], "__consumer_offsets-0 on b2"
-        doc = predicted(state)
-        choices = {c["leader"]: c for c in doc["choices"]}
-        assert sorted(choices) == [f"b{b}" for b in BROKER_IDS], "one choice per replica"
-        assert doc["mode"] == MODES[spec.mode], "the mode read from the controller's record"
-        measured = {}
-        for name, choice in choices.items():
-            led = lead_from_copy(cluster, state.copy, choice["broker"], choice["how"] != "wait",
-                                 tmp_path / f"run-{name}")
-            measured[name] = check_choice(spec, state, led, choice)
-    by_measure = sorted(measured, key=lambda n: (measured[n], choices[n]["how"] != "wait"))
-    assert [c["leader"] for c in doc["choices"]] == by_measure, f"ranking, measured {measured}"
-    assert doc["recommended"]["leader"] == by_measure[0], "recommended"
+        every_choice(spec, cluster, state, tmp_path, GROUPS)
+
+
+@pytest.mark.parametrize("spec", [pytest.param(p.values[0], id=p.id, marks=FULL) for p in WHAT_IF_CASES[:2]])
+def test_forcing_the_old_leader_beats_waiting(spec: ClusterSpec, tmp_path: Path) -> None:
+    """b2's acks=1 tail beyond the ISR, b3 elected from the ISR, then every broker gone: the controller's own choice
+    (b3, or b4 when b3 was fenced first) loses the tail, forcing b2 by the unclean election tool loses nothing, and
+    replog recommends that."""
+    (tmp_path / "cluster").mkdir()
+    with running_cluster(spec, tmp_path / "cluster") as cluster:
+        state = tail_beyond_the_isr(cluster, tmp_path)
+        doc = every_choice(spec, cluster, state, tmp_path, ())
+    rec = doc["recommended"]
+    assert (rec["leader"], rec["how"]) == ("b2", "clean"), f"forcing b2 is recommended: {rec}"
+    assert rec["command"].startswith("kafka-leader-election.sh"), rec["command"]
+    waiting = next(c for c in doc["choices"] if c["how"] == "wait")
+    assert waiting["leader"] in ("b3", "b4"), f"the controller's own choice: {waiting['leader']}"
+    assert waiting["lost"]["records"] > 0, f"waiting for {waiting['leader']} loses b2's tail (as measured above)"
