@@ -354,6 +354,11 @@ def replay(
     min_insync_replicas: MinIsrOpt = None,
     elr: ElrOpt = None,
     cleanup_policy: CleanupPolicyOpt = None,
+    what_if: Annotated[bool, typer.Option(
+        "--what-if", help="which leader loses least: replay behind every replica that could lead, rank the "
+        "choices by acknowledged then total records lost, consumers and producers hit, and print the command "
+        "that makes the best one happen in the cluster's mode. Exit 1 when even the best choice loses records")
+    ] = False,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -371,13 +376,17 @@ def replay(
       replog replay b1=... b2=... b3=... --protocol hw --running b3   (b3's broker kept running)
 
       replog replay /data/b1/orders-2 /data/b2/orders-2 --metadata /data/b1/__cluster_metadata-0
+
+      replog replay b2=... b3=... b4=... --metadata /data/c1/__cluster_metadata-0 --what-if
     """
     from replog.toolkit.commands import ReplayOptions, run_replay
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html, export_lost)
     given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr,
                           cleanup_policy)
-    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt, given, offsets))
+    if what_if and (leader is not None or export_lost is not None):
+        raise typer.BadParameter("--what-if replays behind every replica: it takes no --leader or --export-lost")
+    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt, given, offsets, what_if))
 
 
 @app.command(cls=ReplogCommand)

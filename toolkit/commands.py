@@ -161,10 +161,13 @@ def _is_rocketmq(specs: list[str]) -> bool:
 
 def run_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, export_lost: Any,
                force: bool, fmt: Format | None, given: ReplayOptions = ReplayOptions(),
-               offsets: list[Any] | None = None) -> int:
+               offsets: list[Any] | None = None, what_if: bool = False) -> int:
     """Replay and render; `--export-lost` saves what would be lost before anything else happens.
     With `__consumer_offsets` beside the replicas (or under `offsets`), the impact is added.
-    Exit 1 when a replica loses records or would fail (`exit_for_replay`)."""
+    Exit 1 when a replica loses records or would fail (`exit_for_replay`). `what_if`: every leader
+    (`run_what_if`)."""
+    if what_if:
+        return run_what_if(specs, protocol, html, fmt, given, offsets or [])
     if _is_rocketmq(specs):
         from replog.toolkit.rocketmq_views import run_rocketmq_replay
         return run_rocketmq_replay(specs, leader, protocol, html, force, fmt, given.for_rocketmq())
@@ -187,6 +190,33 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
     render(resolve(fmt), doc,
            lambda console: print_with_impact(lambda: print_replay(result, console), impact, console))
     return exit_for_replay(result)
+
+
+def run_what_if(specs: list[str], protocol: str | None, html: Any, fmt: Format | None, given: ReplayOptions,
+                offsets: list[Any]) -> int:
+    """`replay --what-if`: the choices ranked, the recommended one's command; the page is the recommended
+    choice's replay with the choices side by side. Exit 1 when even the best choice loses records or fails."""
+    if _is_rocketmq(specs):
+        from replog.toolkit.rocketmq_views import run_rocketmq_what_if
+        if offsets:
+            raise typer.BadParameter("--offsets is for Kafka replicas; RocketMQ stores hold their own offsets")
+        return run_rocketmq_what_if(specs, protocol, html, fmt, given.for_rocketmq())
+    from replog.recovery.kafka.what_if import what_if_paths
+    from replog.recovery.outputs import evidence_roots
+    from replog.toolkit.replay_view import replay_html
+    from replog.toolkit.what_if_view import print_what_if
+
+    report = kafka_report_target(html, specs)
+    with work_progress("loading replicas") as progress:
+        got = what_if_paths(specs, protocol or "epoch", progress, offsets=offsets, **given.for_kafka())
+    doc = got.to_dict()
+    if report is not None:
+        from replog.toolkit.pages import write_page
+        best = got.recommended
+        page = best.result.to_dict() | {"impact": best.impact.to_dict(), "what_if": doc}
+        write_page(report, replay_html(best.result, page), evidence_roots(r.replica.path for r in best.result.replicas))
+    render(resolve(fmt), doc, lambda console: print_what_if(doc, console))
+    return exit_for_replay(got)
 
 
 def _impact_doc(result: Any, offsets: list[Any]) -> dict[str, Any] | None:

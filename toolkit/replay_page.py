@@ -54,6 +54,7 @@ def section_data(section: Section, doc: dict[str, Any]) -> Any:
 
 
 EXTRA_SECTIONS: list[Section] = [
+    Section("what_if", "Which leader loses least", "sections/what_if.html.j2", "replog.toolkit.what_if_view:page_data"),
     Section("elections", "The controller's election record", "sections/elections.html.j2"),
     Section("repaired", "What repair wrote", "sections/repaired.html.j2"),
     Section("impact", "Impact on consumers, producers and transactions",

@@ -235,3 +235,24 @@ def run_rocketmq_impact(specs: list[str], leader: str | None, protocol: str | No
                    [r.model.path for r in result.replicas])
     render(resolve(fmt), impact, lambda console: print_impact(impact, console))
     return exit_for_replay(result)
+
+
+def run_rocketmq_what_if(specs: list[str], protocol: str | None, html: Any, fmt: Format | None,
+                         broker_version: str | None = None) -> int:
+    """`replay --what-if` of RocketMQ stores: every store as master, ranked; the page is the recommended
+    master's replay with the choices side by side. Exit 1 when even the best choice loses messages or stalls."""
+    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
+    from replog.recovery.rocketmq.what_if import what_if_paths
+    from replog.toolkit.what_if_view import print_what_if
+
+    report = _report_target(html, specs)
+    with work_progress("loading stores") as progress:
+        got = what_if_paths(specs, protocol, progress, broker_version)
+    doc = got.to_dict()
+    if report is not None:
+        from replog.toolkit.pages import write_page
+        best = got.recommended.result
+        page = best.to_dict() | {"impact": analyze_rocketmq_impact(best).to_dict(), "what_if": doc}
+        write_page(report, replay_html(best, page), [r.model.path for r in best.replicas])
+    render(resolve(fmt), doc, lambda console: print_what_if(doc, console))
+    return exit_for_replay(got)

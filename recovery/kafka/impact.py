@@ -170,11 +170,20 @@ def impact_log_dirs(replica_paths: Iterable[str], extra: Sequence[str | os.PathL
 def read_impact(result: ReplayResult, extra: Sequence[str | os.PathLike[str]] = ()) -> ImpactResult:
     """The impact of a replay, reading the internal topics under the replicas' log dirs and `extra`
     (without `__consumer_offsets` there, the groups are left empty; producers and transactions stay)."""
-    dirs = impact_log_dirs((r.replica.path for r in result.replicas), extra)
     first = result.replicas[0].replica
-    offsets = read_group_offsets(dirs, [(first.topic, first.partition)]) if has_consumer_offsets(dirs) else None
-    coordinator = read_coordinator_state(dirs) if partition_copies(dirs, TRANSACTION_STATE) else None
+    offsets, coordinator = impact_sources((r.replica.path for r in result.replicas), first.topic, first.partition,
+                                          extra)
     return analyze_impact(result, offsets, coordinator)
+
+
+def impact_sources(replica_paths: Iterable[str], topic: str, partition: int,
+                   extra: Sequence[str | os.PathLike[str]] = ()) -> tuple[GroupOffsets | None, CoordinatorState | None]:
+    """The groups' committed offsets on the partition and the coordinators' transactions, read once from the
+    replicas' log dirs and `extra` (None where those internal topics are absent), whoever leads."""
+    dirs = impact_log_dirs(replica_paths, extra)
+    offsets = read_group_offsets(dirs, [(topic, partition)]) if has_consumer_offsets(dirs) else None
+    coordinator = read_coordinator_state(dirs) if partition_copies(dirs, TRANSACTION_STATE) else None
+    return offsets, coordinator
 
 
 def impact_of_replay(result: ReplayResult, extra: Sequence[str | os.PathLike[str]] = ()) -> ImpactResult | None:

@@ -398,6 +398,25 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
     The controller's record comes from `metadata` (a KRaft `__cluster_metadata-0` dir, or a log dir
     holding one), from a `__cluster_metadata-0` dir among `specs`, or from `partition_state`
     (ZooKeeper's partition state JSON)."""
+    inputs = load_inputs(specs, progress, metadata=metadata, partition_state=partition_state, running=running,
+                         assumed=assumed)
+    return run_replay(inputs.replicas, leader, protocol, inputs.controller, running, inputs.profile)
+
+
+@dataclass
+class ReplayInputs:
+    """What a replay reads once, whoever leads: the replicas, the controller's record, the cluster profile."""
+
+    replicas: list[Replica]
+    controller: ControllerRecord | None
+    profile: ClusterProfile
+
+
+def load_inputs(specs: Sequence[str], progress: Progress | None = None, *, metadata: str | None = None,
+                partition_state: str | None = None, running: Sequence[str] = (),
+                assumed: dict[str, str] | None = None) -> ReplayInputs:
+    """`replay_paths`' reading half: the replicas and the controller's record, checked as replay checks them
+    (the same usage errors), for one replay or for several behind different leaders (`what_if`)."""
     specs, given = _split_metadata(specs)
     if metadata is not None:
         given.append(metadata)
@@ -423,7 +442,7 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
             profile = applier.result(controller.path, assumed)
         else:
             controller = read_partition_state(partition_state or "", first.topic, first.partition)
-    return run_replay(replicas, leader, protocol, controller, running, profile)
+    return ReplayInputs(replicas, controller, profile)
 
 
 def _split_metadata(specs: Sequence[str]) -> tuple[list[str], list[str]]:

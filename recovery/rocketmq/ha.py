@@ -380,12 +380,16 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
                  progress: Progress | None = None, broker_version: str | None = None) -> HAReplayResult:
     """Load `[NAME=]PATH` stores and replay them (protocol default: classic); `progress` hears of each
     commit-log file walked. `broker_version` picks the recovery rule each store is loaded by."""
+    return replay_stores(load_stores(specs, progress, broker_version), leader, protocol or CLASSIC)
 
+
+def load_stores(specs: Sequence[str], progress: Progress | None = None,
+                broker_version: str | None = None) -> list[StoreModel]:
+    """`replay_paths`' reading half (its usage errors), for one replay or one per master (`what_if`)."""
     if len(specs) < 2:
         raise ReplogError("replay needs at least two stores (a master and a slave)")
     named = replica_names([parse_named(spec) for spec in specs], lambda p: p.resolve().name)
     tally = Tally.of(progress, [Path(path) / "commitlog" for _, path in named])
     rule = rule_for(broker_version)
-    stores = [load_store(path, name, tally=tally, rule=rule) for name, path in named]
-    return replay_stores(stores, leader, protocol or CLASSIC)
+    return [load_store(path, name, tally=tally, rule=rule) for name, path in named]
 

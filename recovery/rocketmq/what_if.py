@@ -1,0 +1,208 @@
+"""`replay --what-if` for RocketMQ: which master loses least, classic or controller mode (auto-switch).
+
+Every store is made master in turn and the one HA replay (`ha.replay_stores`) runs behind it, then the one
+impact model (`impact.analyze_rocketmq_impact`). What the group loses: each slave's lost messages (auto-switch
+truncation), or, where classic HA leaves a slave stalled or mixed, what cutting it to the common prefix removes
+(`ReplicaOutcome.repair_lost`, the operator fix); a message lost on several stores (same physical offset and
+signature) counts once. Acknowledged: below the highest confirm offset a store recorded (controller mode, 5.1.1+;
+unknown in classic mode, where no store records one).
+
+The choices: "wait" is the master the brokers settle on by themselves (`ha.choose_master`: the controller's
+preference, highest epoch then offset; classic: the store named master or with brokerId 0); any other store must
+be made master: controller mode by `mqadmin electMaster` (`ElectMasterSubCommand`, tools/.../command/controller;
+a broker outside the SyncStateSet needs `enableElectUncleanMaster`, `DefaultElectPolicy`), classic mode by
+reconfiguring it as brokerId 0 and restarting the group (classic HA has no election: rocketmq.md §8).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from replog.formats.errors import UnreadableInput
+from replog.formats.fileio import read_small
+from replog.formats.rocketmq.broker_identity import PROPERTIES_FILE, StoreIdentity, store_identity
+from replog.recovery.advice import Recommendation, compare_words
+from replog.recovery.rocketmq.ha import AUTOSWITCH, CLASSIC, choose_master, replay_stores
+from replog.recovery.rocketmq.ha_result import HAReplayResult
+from replog.recovery.rocketmq.impact import RocketImpact, analyze_rocketmq_impact
+from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
+
+WAIT, CLEAN, UNCLEAN, SWITCH = "wait", "clean", "unclean", "switch"
+MODES = {AUTOSWITCH: "controller", CLASSIC: "classic"}
+
+
+def identity(model: StoreModel) -> StoreIdentity | None:
+    """The store's cluster, broker name and id from `brokerIdentity` or `config/broker.properties`."""
+    def read(path: Any) -> bytes | None:
+        try:
+            return read_small(path, limit=1 << 16) if path is not None and path.is_file() else None
+        except UnreadableInput:
+            return None
+    return store_identity(read(model.layout.broker_identity), read(model.layout.root / PROPERTIES_FILE))
+
+
+def lost_messages(result: HAReplayResult) -> list[MessageRef]:
+    """Each store's lost messages (or the operator fix's cut for a stalled or mixed slave), each once."""
+    seen: dict[tuple[int, tuple[object, ...]], MessageRef] = {}
+    for r in result.replicas:
+        for m in r.lost or r.repair_lost:
+            seen.setdefault((m.physical_offset, m.signature), m)
+    return sorted(seen.values(), key=lambda m: m.physical_offset)
+
+
+@dataclass
+class MasterChoice:
+    master: str
+    broker_id: int | None
+    how: str
+    result: HAReplayResult
+    impact: RocketImpact
+    lost: list[MessageRef]
+    acknowledged: int | None
+    rank: int = 0
+
+    @property
+    def stalled(self) -> list[str]:
+        return [r.model.name for r in self.result.replicas if r.stall is not None]
+
+    @property
+    def loses_or_fails(self) -> bool:
+        """The replay's verdict, or messages the operator fix of a stalled or mixed classic slave cuts."""
+        return self.result.loses_or_fails or bool(self.lost)
+
+    def key(self) -> tuple[int, ...]:
+        s = self.impact.summary
+        return (self.acknowledged or 0, len(self.lost), s["messages_consumed_lost"], s["groups_affected"],
+                len(self.stalled))
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.impact.summary
+        return {"rank": self.rank, "leader": self.master, "broker": self.broker_id, "how": self.how,
+                "unclean": self.how == UNCLEAN, "explanation": self.result.explanation,
+                "lost": {"records": len(self.lost), "acknowledged": self.acknowledged,
+                         "first_offset": self.lost[0].physical_offset if self.lost else None,
+                         "last_offset": self.lost[-1].physical_offset if self.lost else None},
+                "replicas": [{"name": r.model.name, "status": r.status, "truncated_to": r.truncated_to,
+                              "lost_records": len(r.lost or r.repair_lost), "log_end_offset_after": r.max_offset_after,
+                              "stall": r.stall} for r in self.result.replicas],
+                "consumer_groups": {"groups": s["groups"], "affected": s["groups_affected"],
+                                    "records_consumed_lost": s["messages_consumed_lost"]},
+                "failed": self.stalled, "loses_or_fails": self.loses_or_fails}
+
+
+@dataclass
+class RocketWhatIf:
+    protocol: str
+    broker_name: str | None
+    cluster: str | None
+    choices: list[MasterChoice]
+    recommendation: Recommendation
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def recommended(self) -> MasterChoice:
+        return self.choices[0]
+
+    @property
+    def loses_or_fails(self) -> bool:
+        """Even the best master loses messages or leaves a store stalled: replay's exit 1."""
+        return self.recommended.loses_or_fails
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"system": "rocketmq", "protocol": self.protocol, "mode": MODES[self.protocol],
+                "cluster": self.cluster, "broker_name": self.broker_name,
+                "choices": [c.to_dict() for c in self.choices], "recommended": self.recommendation.to_dict(),
+                "notes": self.notes}
+
+
+def _acknowledged(stores: Sequence[StoreModel], lost: list[MessageRef]) -> int | None:
+    confirms = [s.confirm_offset for s in stores if s.confirm_offset is not None]
+    return None if not confirms else sum(1 for m in lost if m.physical_offset < max(confirms))
+
+
+def _how(store: StoreModel, default: StoreModel, protocol: str, stores: Sequence[StoreModel]) -> str:
+    if store is default:
+        return WAIT
+    if protocol == CLASSIC:
+        return SWITCH
+    confirms = [s.confirm_offset for s in stores if s.confirm_offset is not None]
+    return UNCLEAN if confirms and store.max_offset < max(confirms) else CLEAN
+
+
+def master_choices(stores: Sequence[StoreModel], protocol: str) -> list[MasterChoice]:
+    """Every store as master, replayed and its impact read, ranked best first (ties: the default, then order)."""
+    default, _ = choose_master(stores, protocol, None)
+    out = []
+    for s in stores:
+        result = replay_stores(stores, None if s is default else s.name, protocol)   # the default says why
+        lost = lost_messages(result)
+        ident = identity(s)
+        out.append(MasterChoice(s.name, ident.broker_id if ident else None, _how(s, default, protocol, stores),
+                                result, analyze_rocketmq_impact(result), lost, _acknowledged(stores, lost)))
+    ranked = sorted(out, key=lambda c: (*c.key(), c.how != WAIT, out.index(c)))
+    for i, c in enumerate(ranked, 1):
+        c.rank = i
+    return ranked
+
+
+def elect_command(ident: StoreIdentity | None, broker_id: int | None) -> str:
+    cluster = ident.cluster if ident and ident.cluster else "<cluster>"
+    name = ident.broker_name if ident and ident.broker_name else "<brokerName>"
+    bid = str(broker_id) if broker_id is not None else "<brokerId>"
+    return f"mqadmin electMaster -a <controller address> -c {cluster} -bn {name} -b {bid}"
+
+
+def commands_for(best: MasterChoice, ident: StoreIdentity | None, protocol: str) -> tuple[str, list[str]]:
+    others = ", ".join(r.model.name for r in best.result.replicas if r.model.name != best.master)
+    if best.how == WAIT:
+        command = f"start {best.master}'s broker first"
+        return command, [command, f"it becomes master by itself: {best.result.explanation}",
+                         f"then start {others}: they sync from it"]
+    if protocol == AUTOSWITCH:
+        command = elect_command(ident, best.broker_id)
+        unclean = ("outside the SyncStateSet it needs unclean elections: mqadmin updateControllerConfig "
+                   "-a <controller address> -k enableElectUncleanMaster -v true")
+        return command, [f"start {best.master}'s broker", unclean,
+                         f"run: {command}", f"then start {others}: they truncate to its epochs and sync from it"]
+    command = f"set brokerId=0 and brokerRole=ASYNC_MASTER in {best.master}'s broker.conf"
+    return command, [f"stop every broker of {ident.broker_name if ident and ident.broker_name else 'the group'}",
+                     command + ", and start it", f"give {others} a brokerId above 0 and brokerRole=SLAVE, start them",
+                     "classic HA never truncates: cut any slave ahead of it first (replog repair writes that cut)"]
+
+
+def _why(best: MasterChoice, rest: Sequence[MasterChoice]) -> str:
+    acked = "unknown" if best.acknowledged is None else f"{best.acknowledged:,}"
+    head = f"{best.master} loses {len(best.lost):,} messages ({acked} acknowledged)"
+    if not rest:
+        return head
+    nxt = rest[0]
+    if best.key() == nxt.key():
+        return f"{head}; it ties with {nxt.master}, and the default master wins a tie" if best.how == WAIT else head
+    figures = [(label, a, b) for label, a, b in zip(
+        ("acknowledged messages lost", "messages lost", "messages consumed then lost", "group queues affected",
+         "stores that stall"), best.key(), nxt.key(), strict=True)]
+    return f"{head}; against the next best, {nxt.master}: {compare_words(figures)}"
+
+
+def what_if_stores(stores: Sequence[StoreModel], protocol: str) -> RocketWhatIf:
+    ranked = master_choices(stores, protocol)
+    best = ranked[0]
+    ident = identity(next(s for s in stores if s.name == best.master))
+    idents = [i for i in (identity(s) for s in stores) if i is not None]
+    command, steps = commands_for(best, ident, protocol)
+    rec = Recommendation(best.master, best.broker_id, best.how, MODES[protocol], command, steps, _why(best, ranked[1:]))
+    return RocketWhatIf(protocol, idents[0].broker_name if idents else None, idents[0].cluster if idents else None,
+                        ranked, rec)
+
+
+def what_if_paths(specs: Sequence[str], protocol: str | None = None, progress: Any = None,
+                  broker_version: str | None = None) -> RocketWhatIf:
+    """Load the stores as `ha.replay_paths` does (its errors), then every master choice."""
+    from replog.formats.errors import ReplogError
+    from replog.recovery.rocketmq.ha import load_stores
+
+    protocol = protocol or CLASSIC
+    if protocol not in MODES:
+        raise ReplogError(f"unknown protocol {protocol!r} for RocketMQ: use classic or autoswitch")
+    return what_if_stores(load_stores(specs, progress, broker_version), protocol)

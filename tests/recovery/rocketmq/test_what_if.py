@@ -1,0 +1,90 @@
+"""`replay --what-if` for RocketMQ on hand-built stores: every store as master, classic and controller mode.
+
+Stores: "a" holds messages 0..39 (it led last: epoch 2 from message 20, confirm offset at message 30), "b" holds
+0..29 in epoch 1 then a diverged tail of its own, "c" 0..19. Controller mode: "a" is the controller's choice
+(highest epoch) and loses nothing of the others but b's own tail; "b" as master cuts a's 30..39 (10 messages, the
+ones below the confirm offset acknowledged) and "c" loses a's 20..39.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replog.formats.errors import ReplogError
+from replog.formats.rocketmq.commitlog import CommitLogWriter
+from replog.recovery.rocketmq.ha import AUTOSWITCH, CLASSIC
+from replog.recovery.rocketmq.what_if import UNCLEAN, WAIT, commands_for, identity, what_if_paths
+from tests.recovery.rocketmq.stores import FILE_SIZE, append, build, spec
+
+COMMON = [spec(i) for i in range(20)]
+
+
+def offset_after(n: int) -> int:
+    w, out = CommitLogWriter(FILE_SIZE), []
+    for s in [spec(i) for i in range(n)]:
+        append(w, out, s)
+    return w.max_offset
+
+
+def stores(root: Path) -> list[str]:
+    x20, x30 = offset_after(20), offset_after(30)
+    build(root / "a", [spec(i) for i in range(40)], epochs=[(1, 0), (2, x20)], confirm=x30)
+    build(root / "b", [spec(i) for i in range(20)] + [spec(i, body=b"own" * 9) for i in range(20, 25)],
+          epochs=[(1, 0)])
+    build(root / "c", COMMON, epochs=[(1, 0)])
+    for name, bid in (("a", 0), ("b", 1), ("c", 2)):
+        (root / name / "brokerIdentity").write_text(f"DefaultCluster#broker-a#{bid}")
+    return [f"{n}={root / n}" for n in "abc"]
+
+
+def test_controller_mode_ranks_the_controllers_choice_first(tmp_path: Path) -> None:
+    got = what_if_paths(stores(tmp_path), AUTOSWITCH)
+    d = got.to_dict()
+    assert [(c["leader"], c["how"]) for c in d["choices"]][0] == ("a", WAIT), "the controller's choice first"
+    by = {c["leader"]: c for c in d["choices"]}
+    assert by["a"]["lost"]["records"] == 5, "a as master: b's own tail 20..24 is cut"
+    assert by["c"]["lost"]["records"] == 20 + 5, "c as master: a's 20..39 and b's own tail"
+    assert by["c"]["how"] == UNCLEAN, "c ends below the confirm offset"
+    assert by["c"]["lost"]["acknowledged"] == 10 + 5, "a's 20..29 and b's tail lie below a's confirm offset"
+    rec = d["recommended"]
+    assert (rec["mode"], rec["command"]) == ("controller", "start a's broker first"), rec
+    assert d["broker_name"] == "broker-a" and d["cluster"] == "DefaultCluster", "identity from brokerIdentity"
+
+
+def test_controller_mode_elect_master_command(tmp_path: Path) -> None:
+    """Without a's store only b and c remain: the recommended one needs electMaster with its id."""
+    specs = stores(tmp_path)[1:]
+    got = what_if_paths(specs, AUTOSWITCH)
+    best = got.recommended
+    assert (best.master, best.how) == ("b", WAIT), "b: the highest (epoch, offset) of the two"
+    c = next(x for x in got.choices if x.master == "c")
+    model = next(r.model for r in c.result.replicas if r.model.name == "c")
+    command, steps = commands_for(c, identity(model), AUTOSWITCH)
+    assert command == "mqadmin electMaster -a <controller address> -c DefaultCluster -bn broker-a -b 2", command
+    assert any("enableElectUncleanMaster" in s for s in steps), steps
+
+
+def test_classic_mode_switch_and_stall(tmp_path: Path) -> None:
+    got = what_if_paths(stores(tmp_path), CLASSIC)
+    d = got.to_dict()
+    by = {c["leader"]: c for c in d["choices"]}
+    assert by["a"]["how"] == WAIT, "brokerId 0 is the classic master"
+    assert by["a"]["lost"]["records"] == 5, "b's own tail, cut by the operator fix"
+    assert got.loses_or_fails, "the operator fix cuts messages even behind the best master: exit 1"
+    assert by["c"]["failed"] == ["a", "b"], "a and b are ahead of c: classic HA stalls them"
+    assert by["c"]["how"] == "switch", "classic: no election, a reconfiguration"
+    assert d["mode"] == "classic", "mode from the protocol"
+    assert d["choices"][0]["leader"] == "a", "ranking"
+    c = next(x for x in got.choices if x.master == "c")
+    command, steps = commands_for(c, None, CLASSIC)
+    assert command == "set brokerId=0 and brokerRole=ASYNC_MASTER in c's broker.conf", command
+    assert any("never truncates" in s for s in steps), steps
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    specs = stores(tmp_path)
+    with pytest.raises(ReplogError, match="at least two stores"):
+        what_if_paths(specs[:1], AUTOSWITCH)
+    with pytest.raises(ReplogError, match="unknown protocol"):
+        what_if_paths(specs, "epoch")
