@@ -42,9 +42,12 @@ from replog.recovery.kafka.impact_producers import (
     judge_transactions,
     lost_writes,
 )
+from replog.recovery.kafka.impact_shares import SHARE_IMPACT, ShareImpact, classify_share
+from replog.recovery.kafka.impact_shares import UNAFFECTED as SHARE_UNAFFECTED
 from replog.recovery.kafka.internal_topics import TRANSACTION_STATE, partition_copies
 from replog.recovery.kafka.producer_scan import ProducerScan, scan_log
 from replog.recovery.kafka.replay import ReplayResult, ReplicaResult
+from replog.recovery.kafka.share_state import ShareStates, has_share_group_state, read_share_states
 from replog.recovery.kafka.txn_coordinator import CoordinatorState, read_coordinator_state
 
 
@@ -61,6 +64,8 @@ class ImpactResult:
     offsets_sources: list[str] = field(default_factory=list)
     coordinator_sources: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    shares: list[ShareImpact] = field(default_factory=list)      # share groups on the partition (KIP-932)
+    share_state_sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return IMPACT_RESULT.dump(self)
@@ -78,7 +83,8 @@ class ImpactResult:
                 "records_consumed_lost": sum(per_replica.values()),
                 "producers_with_lost_writes": len({w.producer_id for w in self.producers}),
                 "hanging_transactions": sum(1 for t in self.transactions if t.state == "hanging"),
-                "open_transactions": len(self.transactions)}
+                "open_transactions": len(self.transactions),
+                "share_groups_affected": sum(1 for s in self.shares if s.classification != SHARE_UNAFFECTED)}
 
 
 IMPACT_RESULT = Shape(
@@ -88,6 +94,7 @@ IMPACT_RESULT = Shape(
     Field("consumer_groups", "groups", shape=GROUP_IMPACT), Field("producers", shape=PRODUCER_IMPACT),
     Field("transactions", shape=TXN_IMPACT), Field("transactions_before", "before", shape=TXN_BEFORE),
     "summary", "offsets_sources", "coordinator_sources", "skipped",
+    Field("share_groups", "shares", shape=SHARE_IMPACT), "share_state_sources",
 )
 
 
@@ -130,8 +137,9 @@ def producer_states(result: ReplayResult, watch: Iterable[int]) -> tuple[Produce
 
 
 def analyze_impact(result: ReplayResult, offsets: GroupOffsets | None = None,
-                   coordinator: CoordinatorState | None = None) -> ImpactResult:
-    """The impact of `result` on the groups in `offsets`, the producers and the transactions."""
+                   coordinator: CoordinatorState | None = None, shares: ShareStates | None = None) -> ImpactResult:
+    """The impact of `result` on the groups in `offsets`, the share groups in `shares`, the producers and
+    the transactions."""
     lead = _leader(result)
     first = result.replicas[0].replica
     topic, partition = first.topic, first.partition
@@ -150,6 +158,12 @@ def analyze_impact(result: ReplayResult, offsets: GroupOffsets | None = None,
     if coordinator is not None:
         out.coordinator_sources = coordinator.sources
         out.skipped += coordinator.skipped
+    if shares is not None:
+        topic_id = next((r.replica.topic_id for r in result.replicas if r.replica.topic_id is not None), None)
+        reached = {r.replica.name: r.replica.log_end_offset for r in result.replicas}
+        out.shares = [classify_share(s, leader, lost, reached) for s in shares.for_partition(topic_id, partition)]
+        out.share_state_sources = shares.sources
+        out.skipped += shares.skipped
     out.transactions = judge_transactions(after.open_transactions(), lost_markers, coordinator, topic, partition)
     out.last_stable_offset_after = after.last_stable_offset(final.high_watermark)
     out.before = [TxnBefore(r.replica.name, before[r.replica.name].open_transactions(),
@@ -174,7 +188,8 @@ def read_impact(result: ReplayResult, extra: Sequence[str | os.PathLike[str]] = 
     first = result.replicas[0].replica
     offsets = read_group_offsets(dirs, [(first.topic, first.partition)]) if has_consumer_offsets(dirs) else None
     coordinator = read_coordinator_state(dirs) if partition_copies(dirs, TRANSACTION_STATE) else None
-    return analyze_impact(result, offsets, coordinator)
+    shares = read_share_states(dirs) if has_share_group_state(dirs) else None
+    return analyze_impact(result, offsets, coordinator, shares)
 
 
 def impact_of_replay(result: ReplayResult, extra: Sequence[str | os.PathLike[str]] = ()) -> ImpactResult | None:
