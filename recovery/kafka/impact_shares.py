@@ -4,12 +4,16 @@ A share group keeps no consumer offset: the share coordinator holds, per topic-p
 (below it the group is done with every record) and state batches above it (`share_state`). After an
 election the new leader's share partition loads that state as it is (`SharePartition.maybeInitialize`) and
 fetches from the start offset. Read in the 4.4.0 jar (kafka_2.13-4.4.0.jar `kafka.server.share`):
+- the share partition starts from the persisted state as it is: the in-flight batches become its cached state,
+  its end offset the last batch's (the lambda of `maybeInitialize`), so acknowledged or archived batches
+  right above the start offset are skipped and the next fetch is past them (`finished_end`): the persisted
+  start offset may lag (the coordinator got the acknowledgement before the start offset moved);
 - a fetch past the log end answers OFFSET_OUT_OF_RANGE; `ShareFetchUtils.processFetchResponse` then calls
   `SharePartition.updateCacheAndOffsets` with the log's earliest offset, which changes nothing while that
   offset is not above the start offset (it logs "The log start offset: .. is not greater than the start
-  offset: .. for the share partition"). So when a truncation leaves the log end below the start offset, the
-  records written next at offsets [new log end, start offset) are never delivered to the group; delivery
-  resumes at the start offset once the log reaches it;
+  offset: .. for the share partition"). So when a truncation leaves the log end below that next fetch offset,
+  the records written next at offsets [new log end, next fetch offset) are never delivered to the group;
+  delivery resumes there once the log reaches it;
 - records the group acknowledged (below the start offset, or acknowledged/archived batches) that the
   truncation removes are gone with no redelivery: the group had finished with them.
 """
@@ -25,6 +29,18 @@ from replog.recovery.kafka.impact_groups import LeaderAfter, LostLog
 from replog.recovery.kafka.share_state import SharePartitionState
 
 UNAFFECTED, FINISHED_LOST, AHEAD_OF_LOG = "unaffected", "finished_records_lost", "start_beyond_log_end"
+FINISHED = (2, 4)   # RecordState ACKNOWLEDGED, ARCHIVED: the group is done with them
+
+
+def finished_end(state: SharePartitionState) -> int:
+    """The first offset the group is not done with: its start offset, moved past the acknowledged or archived
+    batches that follow it without a gap (where the share partition's next fetch starts)."""
+    end = state.start_offset
+    for b in sorted(state.batches, key=lambda b: b.first_offset):
+        if b.first_offset > end or b.delivery_state not in FINISHED:
+            break
+        end = max(end, b.last_offset + 1)
+    return end
 
 
 @dataclass
@@ -38,7 +54,8 @@ class ShareImpact:
 
 SHARE_IMPACT = Shape(
     Field("group", "state.group"), Field("topic_id", "state.topic_id"), Field("partition", "state.partition"),
-    Field("start_offset", "state.start_offset"), Field("leader_epoch", "state.leader_epoch"),
+    Field("start_offset", "state.start_offset"), Field("next_fetch_offset", lambda s: finished_end(s.state)),
+    Field("leader_epoch", "state.leader_epoch"),
     Field("state_batches", lambda s: [b.to_dict() for b in s.state.batches]),
     "classification", "explanation", Field("finished_records_lost", "finished_lost"),
     Field("never_delivered", "never_delivered"), Field("source", "state.source"),
@@ -63,21 +80,22 @@ def classify_share(state: SharePartitionState, leader: LeaderAfter, lost: Sequen
                    reached: dict[str, int]) -> ShareImpact:
     """The share group's fate on the partition after the replay (module docstring). `reached`: each
     replica's log end before the replay; the group read from a replica whose log reached its start offset."""
-    finished_end = max([state.start_offset] + [b.last_offset + 1 for b in state.batches if b.delivery_state in (2, 4)])
+    done = max([finished_end(state)] + [b.last_offset + 1 for b in state.batches if b.delivery_state in FINISHED])
     best: dict[str, int | str | None] = {"records": 0, "first_offset": None, "last_offset": None, "replica": None}
     for item in lost:
         if reached.get(item.replica, 0) < state.start_offset:
             continue
-        count, lo, hi = _lost_below(item, finished_end)
+        count, lo, hi = _lost_below(item, done)
         if count > int(best["records"] or 0):
             best = {"records": count, "first_offset": lo, "last_offset": hi, "replica": item.replica}
-    end = leader.log_end_offset
-    if state.start_offset > end:
+    end, nxt = leader.log_end_offset, finished_end(state)
+    if nxt > end:
         return ShareImpact(state, AHEAD_OF_LOG,
-                           f"the group's start offset {state.start_offset} is past the new log end {end}: its fetches "
-                           "answer OFFSET_OUT_OF_RANGE and the share partition keeps its start offset (the log start "
-                           f"is not above it), so records written at offsets {end}..{state.start_offset - 1} are never "
-                           "delivered to the group", best, {"first_offset": end, "last_offset": state.start_offset - 1})
+                           f"the group's next fetch offset {nxt} (start offset {state.start_offset}) is past the new "
+                           f"log end {end}: its fetches answer OFFSET_OUT_OF_RANGE and the share partition keeps its "
+                           "start offset (the log start is not above it), so records written at offsets "
+                           f"{end}..{nxt - 1} are never delivered to the group", best,
+                           {"first_offset": end, "last_offset": nxt - 1})
     if best["records"]:
         return ShareImpact(state, FINISHED_LOST, f"{best['records']} record(s) the group had finished with (below its "
                            "start offset or acknowledged) are lost; the group does not see them again", best)

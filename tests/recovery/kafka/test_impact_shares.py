@@ -58,7 +58,8 @@ def test_combine_drops_offsets_below_the_start() -> None:
 def test_a_truncation_below_the_start_offset_skips_new_records(tmp_path: Path) -> None:
     """b2 led and the group acknowledged 0..9 (start offset 10); b1 (log end 5) is elected uncleanly: b2 loses
     5..9, which the group had finished with, and records written next at 5..9 are never delivered to it. Group h
-    (start 3, 3..6 acknowledged) loses 5..6; group k (start 2, nothing acknowledged) loses nothing it finished."""
+    (start 3, 3..6 acknowledged: next fetch 7) loses 5..6 and skips 5..6; group k (start 2, nothing acknowledged)
+    loses nothing it finished."""
     specs = [replica(tmp_path, "b1", 4, 5, 1), replica(tmp_path, "b2", 9, 10, 1)]
     share_log(tmp_path / "b1", [snapshot("g", 10, []), snapshot("h", 3, [Packed(3, 6, 2, 1)]), snapshot("k", 2, [])])
     result = replay_paths(specs, leader="b1")
@@ -69,14 +70,37 @@ def test_a_truncation_below_the_start_offset_skips_new_records(tmp_path: Path) -
     assert g["classification"] == "start_beyond_log_end", g
     assert g["never_delivered"] == {"first_offset": 5, "last_offset": 9}, g["never_delivered"]
     assert g["finished_records_lost"]["records"] == 5, g["finished_records_lost"]
-    assert by["h"]["classification"] == "finished_records_lost", by["h"]
+    assert by["h"]["classification"] == "start_beyond_log_end", by["h"]
+    assert by["h"]["never_delivered"] == {"first_offset": 5, "last_offset": 6}, by["h"]["never_delivered"]
     assert by["h"]["finished_records_lost"]["records"] == 2, by["h"]["finished_records_lost"]
     assert by["k"]["classification"] == "unaffected", by["k"]
     assert doc["summary"]["share_groups_affected"] == 2, doc["summary"]
     assert doc["share_state_sources"], "where the share state was read"
 
 
+def test_acknowledged_records_lost_below_a_log_end_still_within_reach(tmp_path: Path) -> None:
+    """Group m acknowledged 0..6 (start 7) on b2, whose log ends at 10; b3 (log end 8, epoch-1 tail 5..7 of its own)
+    leads: 5..6 are lost although finished, and the next fetch (7) is within the new log."""
+    specs = [replica(tmp_path, "b3", 7, 5, 2), replica(tmp_path, "b2", 9, 10, 1)]
+    share_log(tmp_path / "b2", [snapshot("m", 7, [])])
+    g = read_impact(replay_paths(specs, leader="b3")).to_dict()["share_groups"][0]
+    assert g["classification"] == "finished_records_lost", g
+    assert g["finished_records_lost"]["records"] == 2, g["finished_records_lost"]
+
+
 def test_no_share_state_no_share_groups(tmp_path: Path) -> None:
     specs = [replica(tmp_path, "b1", 4, 5, 1), replica(tmp_path, "b2", 9, 10, 1)]
     doc = read_impact(replay_paths(specs, leader="b1")).to_dict()
     assert doc["share_groups"] == [] and doc["share_state_sources"] == [], "no __share_group_state, no share groups"
+
+
+def test_acknowledged_batches_past_a_lagging_start_offset_count_as_finished(tmp_path: Path) -> None:
+    """The persisted start offset lags (10) behind an acknowledged batch 10..19, as a real 4.4.0 coordinator
+    held it: the share partition's next fetch is 20, past the new log end 5."""
+    specs = [replica(tmp_path, "b1", 4, 5, 1), replica(tmp_path, "b2", 19, 20, 1)]
+    share_log(tmp_path / "b1", [snapshot("g", 10, [Packed(10, 19, 2, 1)])])
+    g = read_impact(replay_paths(specs, leader="b1")).to_dict()["share_groups"][0]
+    assert g["next_fetch_offset"] == 20, g
+    assert g["classification"] == "start_beyond_log_end", g
+    assert g["never_delivered"] == {"first_offset": 5, "last_offset": 19}, g["never_delivered"]
+    assert g["finished_records_lost"]["records"] == 15, f"5..19 finished and lost: {g['finished_records_lost']}"
