@@ -123,3 +123,20 @@ def test_repair_of_a_quorum_is_refused(lost_leader: list[str], tmp_path: Path) -
     with pytest.raises(ReplogError, match="metadata log is not supported"):
         repair(replay_paths(lost_leader), tmp_path / "out")
     assert not (tmp_path / "out").exists(), "nothing is written"
+
+
+def test_snapshots_and_a_damaged_quorum_state(lost_leader: list[str]) -> None:
+    """The newest complete KRaft snapshot of each voter is named; a quorum-state that is no JSON is a finding on
+    that voter, which then counts as recording no election (the leader still comes from the others')."""
+    c6 = Path(lost_leader[2].split("=", 1)[1])
+    (c6 / "00000000000000000005-0000000002.checkpoint").write_bytes(b"")
+    (c6 / "00000000000000000007-0000000003.checkpoint.part").write_bytes(b"")
+    c1 = Path(lost_leader[0].split("=", 1)[1])
+    (c1 / "quorum-state").write_text("{not json")
+    doc = replay_paths(lost_leader).to_dict()
+    states = {v["name"]: v for v in doc["quorum"]["voter_states"]}
+    assert states["c6"]["latest_snapshot"] == {"end_offset": 5, "epoch": 2}, "a .part snapshot is not complete"
+    assert states["c1"]["quorum_state"] is None, states["c1"]
+    codes = [f["code"] for f in next(r for r in doc["replicas"] if r["name"] == "c1")["findings"]]
+    assert "KAFKA_QUORUM_STATE_INVALID" in codes, codes
+    assert doc["leader"] == "c5", "the others' quorum-state still names node 5"
