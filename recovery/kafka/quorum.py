@@ -85,11 +85,10 @@ def voter_count(voters: Sequence[Voter]) -> int:
     (quorum-state version 0, static `controller.quorum.voters`), else the copies given. A voter whose
     copy is missing holds nothing as far as the replay knows."""
     listed = [v.state for v in voters if v.state is not None and v.state.current_voters]
-    if listed:
-        newest = max(listed, key=lambda s: s.leader_epoch)
-        assert newest.current_voters is not None
-        return max(len(newest.current_voters), len(voters))
-    return len(voters)
+    if not listed:
+        return len(voters)
+    newest = max(listed, key=lambda s: s.leader_epoch)
+    return max(len(newest.current_voters or ()), len(voters))
 
 
 def _up_to_date(r: Replica) -> tuple[int, int]:
@@ -117,7 +116,7 @@ def choose_quorum_leader(replicas: Sequence[Replica], voters: Sequence[Voter], c
     by_id = {v.node_id: v.name for v in voters if v.node_id is not None}
     recorded = max(states, key=lambda s: s.leader_epoch, default=None)
     if leader is not None:
-        if leader not in by_id.values() and leader not in [r.name for r in replicas]:
+        if leader not in [r.name for r in replicas]:
             raise ReplogError(f"--leader {leader!r} is not one of {', '.join(r.name for r in replicas)}")
         same = recorded is not None and by_id.get(recorded.leader_id) == leader
         epoch = recorded.leader_epoch if same and recorded is not None else top + 1
