@@ -378,6 +378,8 @@ def replay(
       replog replay /data/b1/orders-2 /data/b2/orders-2 --metadata /data/b1/__cluster_metadata-0
 
       replog replay b2=... b3=... b4=... --metadata /data/c1/__cluster_metadata-0 --what-if
+
+      replog replay c1=/data/c1/__cluster_metadata-0 c2=... c3=...   (the KRaft controller quorum's voters)
     """
     from replog.toolkit.commands import ReplayOptions, run_replay
 
@@ -468,7 +470,8 @@ def impact(
     Kafka: each group committed on the partition (__consumer_offsets) is unaffected,
     consumed lost records, will detect the truncation or will reset by auto.offset.reset;
     producers whose writes are lost, and what the new leader does with their next batch;
-    transactions left open or hanging (__transaction_state, markers lost).
+    transactions left open or hanging (__transaction_state, markers lost);
+    share groups (__share_group_state) that lose acknowledged records or will skip new ones.
     RocketMQ: consumer offsets against each queue after the replay, master and slave metadata.
     Exit 1 when a replica loses records or would fail.
 

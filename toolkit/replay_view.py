@@ -60,6 +60,21 @@ REPLICA_COLUMNS = Columns(
 )
 
 
+def _print_quorum(q: dict[str, Any], console: Console) -> None:
+    """The KRaft quorum's commit points, and the metadata records each voter loses."""
+    console.print(f"KRaft quorum of {q['voters']} voters: leader's epoch starts at {q['epoch_start_offset']}"
+                  + (" (its LeaderChangeMessage still to be appended there)" if q["start_of_epoch_pending"] else "")
+                  + f"; committed below {q['high_watermark_before']} as the copies stand, "
+                  f"{q['high_watermark_after']} once every voter fetched")
+    for v in q["voter_states"]:
+        lost = v["lost_records"]
+        if lost:
+            kinds = ", ".join(f"{n} {k}" for k, n in lost["types"].items())
+            topics = f"; topics created: {', '.join(lost['topics_created'])}" if lost["topics_created"] else ""
+            console.print(f"[red]{escape(v['name'])} loses uncommitted metadata records: {escape(kinds)}"
+                          f"{escape(topics)}[/]")
+
+
 def print_replay(result: ReplayResult, console: Console) -> None:
     """The replicas' table, then what is not tabular: the cross-check warnings, the epoch timeline
     (a picture of each log by offset) and the transcript (one line per protocol step)."""
@@ -79,6 +94,8 @@ def print_replay(result: ReplayResult, console: Console) -> None:
     if d.get("profile"):
         console.print(f"[dim]{escape(profile_line(d['profile']))}[/]")
     console.print(REPLICA_COLUMNS.table(d["replicas"]))
+    if d.get("quorum"):
+        _print_quorum(d["quorum"], console)
     for e in result.transcript.events:
         if e["kind"] == "cross_check" and not e["agree"]:
             console.print(f"[yellow]{e['replica']}: the OffsetsForLeaderEpoch path ends at "

@@ -42,9 +42,12 @@ from replog.recovery.kafka.impact_producers import (
     judge_transactions,
     lost_writes,
 )
+from replog.recovery.kafka.impact_shares import SHARE_IMPACT, ShareImpact, classify_share
+from replog.recovery.kafka.impact_shares import UNAFFECTED as SHARE_UNAFFECTED
 from replog.recovery.kafka.internal_topics import TRANSACTION_STATE, partition_copies
 from replog.recovery.kafka.producer_scan import ProducerScan, scan_log
 from replog.recovery.kafka.replay import ReplayResult, ReplicaResult
+from replog.recovery.kafka.share_state import ShareStates, has_share_group_state, read_share_states
 from replog.recovery.kafka.txn_coordinator import CoordinatorState, read_coordinator_state
 
 
@@ -61,6 +64,8 @@ class ImpactResult:
     offsets_sources: list[str] = field(default_factory=list)
     coordinator_sources: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    shares: list[ShareImpact] = field(default_factory=list)      # share groups on the partition (KIP-932)
+    share_state_sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return IMPACT_RESULT.dump(self)
@@ -78,7 +83,8 @@ class ImpactResult:
                 "records_consumed_lost": sum(per_replica.values()),
                 "producers_with_lost_writes": len({w.producer_id for w in self.producers}),
                 "hanging_transactions": sum(1 for t in self.transactions if t.state == "hanging"),
-                "open_transactions": len(self.transactions)}
+                "open_transactions": len(self.transactions),
+                "share_groups_affected": sum(1 for s in self.shares if s.classification != SHARE_UNAFFECTED)}
 
 
 IMPACT_RESULT = Shape(
@@ -88,6 +94,7 @@ IMPACT_RESULT = Shape(
     Field("consumer_groups", "groups", shape=GROUP_IMPACT), Field("producers", shape=PRODUCER_IMPACT),
     Field("transactions", shape=TXN_IMPACT), Field("transactions_before", "before", shape=TXN_BEFORE),
     "summary", "offsets_sources", "coordinator_sources", "skipped",
+    Field("share_groups", "shares", shape=SHARE_IMPACT), "share_state_sources",
 )
 
 
@@ -130,8 +137,9 @@ def producer_states(result: ReplayResult, watch: Iterable[int]) -> tuple[Produce
 
 
 def analyze_impact(result: ReplayResult, offsets: GroupOffsets | None = None,
-                   coordinator: CoordinatorState | None = None) -> ImpactResult:
-    """The impact of `result` on the groups in `offsets`, the producers and the transactions."""
+                   coordinator: CoordinatorState | None = None, shares: ShareStates | None = None) -> ImpactResult:
+    """The impact of `result` on the groups in `offsets`, the share groups in `shares`, the producers and
+    the transactions."""
     lead = _leader(result)
     first = result.replicas[0].replica
     topic, partition = first.topic, first.partition
@@ -150,6 +158,12 @@ def analyze_impact(result: ReplayResult, offsets: GroupOffsets | None = None,
     if coordinator is not None:
         out.coordinator_sources = coordinator.sources
         out.skipped += coordinator.skipped
+    if shares is not None:
+        topic_id = next((r.replica.topic_id for r in result.replicas if r.replica.topic_id is not None), None)
+        reached = {r.replica.name: r.replica.log_end_offset for r in result.replicas}
+        out.shares = [classify_share(s, leader, lost, reached) for s in shares.for_partition(topic_id, partition)]
+        out.share_state_sources = shares.sources
+        out.skipped += shares.skipped
     out.transactions = judge_transactions(after.open_transactions(), lost_markers, coordinator, topic, partition)
     out.last_stable_offset_after = after.last_stable_offset(final.high_watermark)
     out.before = [TxnBefore(r.replica.name, before[r.replica.name].open_transactions(),
@@ -171,19 +185,28 @@ def read_impact(result: ReplayResult, extra: Sequence[str | os.PathLike[str]] = 
     """The impact of a replay, reading the internal topics under the replicas' log dirs and `extra`
     (without `__consumer_offsets` there, the groups are left empty; producers and transactions stay)."""
     first = result.replicas[0].replica
-    offsets, coordinator = impact_sources((r.replica.path for r in result.replicas), first.topic, first.partition,
-                                          extra)
-    return analyze_impact(result, offsets, coordinator)
+    sources = impact_sources((r.replica.path for r in result.replicas), first.topic, first.partition, extra)
+    return analyze_impact(result, sources.offsets, sources.coordinator, sources.shares)
+
+
+@dataclass(frozen=True)
+class ImpactSources:
+    """What an impact is read from, whoever leads: the groups' committed offsets on the partition, the
+    coordinators' transactions and the share groups' state (None where those internal topics are absent)."""
+
+    offsets: GroupOffsets | None = None
+    coordinator: CoordinatorState | None = None
+    shares: ShareStates | None = None
 
 
 def impact_sources(replica_paths: Iterable[str], topic: str, partition: int,
-                   extra: Sequence[str | os.PathLike[str]] = ()) -> tuple[GroupOffsets | None, CoordinatorState | None]:
-    """The groups' committed offsets on the partition and the coordinators' transactions, read once from the
-    replicas' log dirs and `extra` (None where those internal topics are absent), whoever leads."""
+                   extra: Sequence[str | os.PathLike[str]] = ()) -> ImpactSources:
+    """`ImpactSources` read once from the replicas' log dirs and `extra`."""
     dirs = impact_log_dirs(replica_paths, extra)
-    offsets = read_group_offsets(dirs, [(topic, partition)]) if has_consumer_offsets(dirs) else None
-    coordinator = read_coordinator_state(dirs) if partition_copies(dirs, TRANSACTION_STATE) else None
-    return offsets, coordinator
+    return ImpactSources(
+        read_group_offsets(dirs, [(topic, partition)]) if has_consumer_offsets(dirs) else None,
+        read_coordinator_state(dirs) if partition_copies(dirs, TRANSACTION_STATE) else None,
+        read_share_states(dirs) if has_share_group_state(dirs) else None)
 
 
 def impact_of_replay(result: ReplayResult, extra: Sequence[str | os.PathLike[str]] = ()) -> ImpactResult | None:

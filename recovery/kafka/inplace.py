@@ -194,6 +194,8 @@ def _update_root_checkpoints(log_dir: Path, tp: tuple[str, int], values: dict[st
 def repair_in_place(result: ReplayResult, backup: str | os.PathLike[str]) -> list[RepairedReplica]:
     """Back up, then swap each replica for its repaired self (see the module docstring), holding the log dirs
     and the backup dir throughout (`holding`; a caller that read the replicas under it keeps it)."""
+    from replog.recovery.kafka.quorum import refuse_repair
+    refuse_repair(result)
     backup = Path(backup)
     with holding([r.replica.path for r in result.replicas], backup):
         previous = _journal(backup) if backup.exists() else None

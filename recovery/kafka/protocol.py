@@ -302,3 +302,74 @@ def start_fetcher(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Tr
                 agree=on_fetch == f.log_end_offset)
     else:
         truncate_to_hw(f, outcome, log, "no leader epochs on " + (f.name if not f.has_epochs else leader.name))
+
+
+def quorum_high_watermark(ends: list[int], voters: int, epoch_start: int) -> int | None:
+    """The KRaft leader's high watermark: the largest offset a majority of the voters hold (the leader
+    counts; a voter not given counts as holding nothing), and only once it passes the start of the leader's
+    own epoch, so that a record of its epoch is committed before any older one is exposed (apache/kafka
+    raft/src/main/java/org/apache/kafka/raft/LeaderState.java `maybeUpdateHighWatermark`: `indexOfHw =
+    voterStates.size() / 2` of the end offsets in descending order, then `highWatermarkUpdateOffset >
+    epochStartOffset`; branch 3.9 and trunk). None: nothing is committed in this epoch yet."""
+    held = sorted(ends + [0] * max(0, voters - len(ends)), reverse=True)
+    if not held:
+        return None
+    candidate = held[max(voters, len(ends)) // 2]
+    return candidate if candidate > epoch_start else None
+
+
+@dataclass
+class RaftCommit:
+    """The commit points of a KRaft quorum replay: as the voters' logs stand once each has truncated at
+    its diverging epoch (what the leader learns from their first fetches), and after they caught up."""
+
+    epoch_start: int                 # where the leader's epoch starts in its log
+    start_record_pending: bool       # the leader's log holds no record of its epoch yet
+    before: int | None
+    after: int | None
+
+
+def replay_raft(leader: Replica, followers: list[Replica], leader_epoch: int | None,
+                voters: int) -> tuple[Transcript, dict[str, FollowerOutcome], RaftCommit]:
+    """The KRaft metadata log's own replication between voter copies (KIP-595), on copies.
+
+    The leader caches its epoch at its log end on election (`KafkaRaftClient.onBecomeLeader` ->
+    `ReplicatedLog.initializeLeaderEpoch`) and appends its start-of-epoch control records there
+    (`LeaderState.appendStartOfEpochControlRecords`; not modelled byte for byte: a replayed election
+    reports it pending). Followers have no Truncating state: each Fetch carries the last fetched epoch,
+    the leader answers a divergence with that epoch's end in its own log (`ReplicatedLog.validateOffsetAndEpoch`)
+    and the follower truncates (`KafkaRaftClient.handleFetchResponse` -> `ReplicatedLog.truncateToEndOffset`,
+    which `truncate_on_diverging_epoch` and `truncation_point` follow), then fetches. A fetch below the
+    leader's log start is answered with its snapshot, which restarts the follower's log there (as
+    OFFSET_OUT_OF_RANGE does in `fetch`). The high watermark is the quorum's (`quorum_high_watermark`)."""
+    log = Transcript()
+    outcomes = {f.name: FollowerOutcome(f.name) for f in followers}
+    become_leader(leader, followers, leader_epoch)
+    latest = leader.epochs.entries[-1] if leader.epochs.entries else None
+    epoch_start = latest.start_offset if latest is not None else leader.log_end_offset
+    pending = latest is not None and epoch_start >= leader.log_end_offset
+    log.add("leader", leader.name, leader_epoch=leader.epochs.latest_epoch, log_end_offset=leader.log_end_offset,
+            epoch_start_offset=epoch_start, voters=voters)
+    if pending:
+        log.add("start_of_epoch", leader.name, offset=leader.log_end_offset,
+                rule="the new leader appends its LeaderChangeMessage here first (LeaderState."
+                     "appendStartOfEpochControlRecords); once a majority holds it, every record below commits")
+    for f in followers:
+        if f.has_epochs and leader.has_epochs:
+            truncate_on_diverging_epoch(leader, f, outcomes[f.name], log)
+    ends = [leader.log_end_offset] + [f.log_end_offset for f in followers]
+    before = quorum_high_watermark(ends, voters, epoch_start)
+    log.add("quorum_commit", leader.name, high_watermark=before, stage="after truncation",
+            end_offsets=dict(zip([leader.name] + [f.name for f in followers], ends, strict=True)))
+    for f in followers:
+        fetch(leader, f, outcomes[f.name], log)
+    ends = [leader.log_end_offset] + [f.log_end_offset for f in followers if outcomes[f.name].failed is None]
+    after = quorum_high_watermark([e + int(pending) for e in ends], voters, epoch_start)
+    if after is not None:
+        leader.high_watermark = max(leader.high_watermark, min(after, leader.log_end_offset))
+        log.add("hw_update", leader.name, high_watermark=leader.high_watermark,
+                rule="the offset a majority of the voters hold, past the start of the leader's epoch")
+    for f in followers:
+        fetch(leader, f, outcomes[f.name], log)
+    return log, outcomes, RaftCommit(epoch_start, pending, before, after if after is None
+                                     else min(after, leader.log_end_offset))

@@ -96,6 +96,8 @@ def repair(result: ReplayResult, out: str | os.PathLike[str], *, force: bool = F
     ranges it was copied from, which the replay's load had validated batch by batch (CRC, offsets).
     The replay's plan proves the content: each written log is a prefix of (or equal to) the leader's,
     compared by the fingerprints of what was written."""
+    from replog.recovery.kafka.quorum import refuse_repair
+    refuse_repair(result)
     with claimed_output(out, evidence_roots(r.replica.path for r in result.replicas), force) as root:
         return _write_and_prove(result, root, segment_bytes)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from replog.formats.errors import FormatError, ReplogError
 from replog.formats.shape import Field, Shape
@@ -44,6 +44,9 @@ from replog.recovery.kafka.replica_log import Piece, ReplicaLog
 from replog.recovery.naming import parse_named, replica_names
 from replog.recovery.progress import Progress, Tally
 from replog.recovery.transcript import Transcript
+
+if TYPE_CHECKING:
+    from replog.recovery.kafka.quorum import QuorumView
 
 
 @dataclass
@@ -119,6 +122,7 @@ class ReplayResult:
     premise: Premise | None = None               # which replicas restart, which keep running
     profile: ClusterProfile | None = None        # the settings the rules used, read or assumed
     cleanup_policy: str | None = None            # the topic's cleanup.policy when known (option or metadata)
+    quorum: QuorumView | None = None             # copies of the KRaft metadata log replayed as its quorum
 
     def to_dict(self) -> dict[str, Any]:
         return REPLAY_RESULT.dump(self)
@@ -153,6 +157,7 @@ REPLAY_RESULT = Shape(
     Field("profile", lambda r: r.profile.to_dict(r.replicas[0].replica.topic) if r.profile is not None else None),
     "cleanup_policy",
     Field("replicas", shape=REPLICA_RESULT), Field("events", "transcript.events"),
+    Field("quorum", lambda r: r.quorum.to_dict() if r.quorum is not None else None),
 )
 
 
@@ -252,19 +257,29 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
     transcript, outcomes = replay(lead, followers, protocol, choice.leader_epoch, continuing=premise.continuing,
                                   new_epoch=premise.new_election, min_isr=effective_min_isr(replicas, controller,
                                                                                             profile))
-    finals = {r.name: r for r in [lead] + followers}
-    results = []
-    for r in replicas:
-        final = finals[r.name]
-        outcome = outcomes.get(r.name)
-        lost = lost_batches(outcome.removed, final.log) if outcome else ReplicaLog()
-        original_leader = next(x for x in replicas if x.name == choice.name)
-        compared = compare_replicas(r, original_leader, policy=cleanup_policy)
-        results.append(ReplicaResult(r, final, outcome, compared.diverged_at, lost,
-                                     summarize_lost(lost), sample_keys(lost), r.name in premise.running,
-                                     premise.fetcher_restarts(r.name), compared.compaction))
+    results = replica_results(replicas, choice.name, [lead] + followers, outcomes, premise, cleanup_policy)
     return ReplayResult(protocol, choice, results, transcript, controller, premise, profile,
                         cleanup_policy)
+
+
+def replica_results(replicas: Sequence[Replica], leader: str, finals: Sequence[Replica],
+                    outcomes: dict[str, FollowerOutcome], premise: Premise | None = None,
+                    policy: str | None = None) -> list[ReplicaResult]:
+    """Each replica before and after a replay behind `leader`: where it parted from the leader's log, and
+    the batches it removed and did not fetch again (what it really loses)."""
+    by_name = {r.name: r for r in finals}
+    original_leader = next(x for x in replicas if x.name == leader)
+    results = []
+    for r in replicas:
+        final = by_name[r.name]
+        outcome = outcomes.get(r.name)
+        lost = lost_batches(outcome.removed, final.log) if outcome else ReplicaLog()
+        compared = compare_replicas(r, original_leader, policy=policy)
+        results.append(ReplicaResult(r, final, outcome, compared.diverged_at, lost, summarize_lost(lost),
+                                     sample_keys(lost), premise is not None and r.name in premise.running,
+                                     premise.fetcher_restarts(r.name) if premise is not None else None,
+                                     compared.compaction))
+    return results
 
 
 def effective_min_isr(replicas: Sequence[Replica], controller: ControllerRecord | None,
@@ -397,10 +412,25 @@ def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str 
 
     The controller's record comes from `metadata` (a KRaft `__cluster_metadata-0` dir, or a log dir
     holding one), from a `__cluster_metadata-0` dir among `specs`, or from `partition_state`
-    (ZooKeeper's partition state JSON)."""
+    (ZooKeeper's partition state JSON). Copies of the metadata log given alone, two or more, are the
+    controller quorum's voters, replayed by the KRaft rules (`quorum.replay_quorum`)."""
+    quorum = _quorum_copies(specs, metadata, partition_state)
+    if quorum:
+        from replog.recovery.kafka.quorum import replay_quorum
+        named = replica_names([parse_named(spec) for spec in quorum], default_name)
+        if running:
+            raise ReplogError("--running does not apply to copies of the metadata log: the voters replay as a "
+                              "quorum")
+        return replay_quorum(named, leader, Tally.of(progress, [path for _, path in named], ".log"))
     inputs = load_inputs(specs, progress, metadata=metadata, partition_state=partition_state, running=running,
                          assumed=assumed)
     return run_replay(inputs.replicas, leader, protocol, inputs.controller, running, inputs.profile)
+
+
+def _quorum_copies(specs: Sequence[str], metadata: str | None, partition_state: str | None) -> list[str]:
+    """The specs when they are two or more copies of the metadata log and nothing else: the quorum's voters."""
+    replicas, given = _split_metadata(specs)
+    return given if not replicas and len(given) > 1 and metadata is None and partition_state is None else []
 
 
 @dataclass
@@ -418,6 +448,7 @@ def load_inputs(specs: Sequence[str], progress: Progress | None = None, *, metad
     """`replay_paths`' reading half: the replicas and the controller's record, checked as replay checks them
     (the same usage errors), for one replay or for several behind different leaders (`what_if`)."""
     specs, given = _split_metadata(specs)
+    given = [parse_named(spec)[1] for spec in given]
     if metadata is not None:
         given.append(metadata)
     if len(given) > 1 or (given and partition_state is not None):
@@ -446,14 +477,14 @@ def load_inputs(specs: Sequence[str], progress: Progress | None = None, *, metad
 
 
 def _split_metadata(specs: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The replicas, and the KRaft metadata log dirs given among them (`__cluster_metadata-0`)."""
+    """The replicas, and the KRaft metadata log dirs given among them (`__cluster_metadata-0`), as given."""
     from pathlib import Path
 
     replicas, metadata = [], []
     for spec in specs:
         path = parse_named(spec)[1]
         if Path(path).name == METADATA_DIR:
-            metadata.append(path)
+            metadata.append(spec)
         else:
             replicas.append(spec)
     return replicas, metadata

@@ -28,11 +28,9 @@ from typing import Any
 
 from replog.formats.errors import ReplogError
 from replog.recovery.kafka.controller import METADATA, PARTITION_STATE, ControllerRecord, replica_broker_id
-from replog.recovery.kafka.group_offsets import GroupOffsets
-from replog.recovery.kafka.impact import ImpactResult, analyze_impact, impact_sources
+from replog.recovery.kafka.impact import ImpactResult, ImpactSources, analyze_impact, impact_sources
 from replog.recovery.kafka.protocol import EPOCH
 from replog.recovery.kafka.replay import ReplayInputs, ReplayResult, run_replay
-from replog.recovery.kafka.txn_coordinator import CoordinatorState
 from replog.recovery.kafka.what_if_commands import KRAFT, UNKNOWN, ZOOKEEPER, Recommendation, recommend
 
 WAIT, CLEAN, UNCLEAN = "wait", "clean", "unclean"
@@ -173,11 +171,10 @@ def cluster_mode(controller: ControllerRecord | None) -> str:
     return {METADATA: KRAFT, PARTITION_STATE: ZOOKEEPER}.get(controller.source, UNKNOWN)
 
 
-def _choice(result: ReplayResult, how: str, offsets: GroupOffsets | None,
-            coordinator: CoordinatorState | None) -> Choice:
+def _choice(result: ReplayResult, how: str, sources: ImpactSources) -> Choice:
     lead = next(r.replica for r in result.replicas if r.replica.name == result.leader.name)
     return Choice(lead.name, replica_broker_id(lead.name, lead.broker_id), how, result,
-                  analyze_impact(result, offsets, coordinator), cluster_loss(result))
+                  analyze_impact(result, sources.offsets, sources.coordinator, sources.shares), cluster_loss(result))
 
 
 def rank(choices: Sequence[Choice]) -> list[Choice]:
@@ -189,8 +186,10 @@ def rank(choices: Sequence[Choice]) -> list[Choice]:
 
 
 def what_if(inputs: ReplayInputs, protocol: str = EPOCH, running: Sequence[str] = (),
-            offsets: GroupOffsets | None = None, coordinator: CoordinatorState | None = None) -> WhatIf:
-    """Replay behind every replica, read each impact, rank (module docstring)."""
+            sources: ImpactSources | None = None) -> WhatIf:
+    """Replay behind every replica, read each impact (from `sources`: none when not given), rank (module
+    docstring)."""
+    sources = sources if sources is not None else ImpactSources()
     replicas, controller = inputs.replicas, inputs.controller
     notes: list[str] = []
     choices: list[Choice] = []
@@ -201,14 +200,14 @@ def what_if(inputs: ReplayInputs, protocol: str = EPOCH, running: Sequence[str] 
         notes.append(f"no leader without an operator: {e}")
     if default is not None:
         how = WAIT if controller is not None else UNCLEAN if default.leader.unclean else CLEAN
-        choices.append(_choice(default, how, offsets, coordinator))
+        choices.append(_choice(default, how, sources))
     for r in replicas:
         if default is not None and r.name == default.leader.name:
             continue
         result = run_replay(replicas, r.name, protocol, controller, running, inputs.profile)
         result.leader.explanation = result.leader.explanation.replace(
             f"{r.name} chosen by the user", f"{r.name} made leader by the operator (what-if)", 1)
-        choices.append(_choice(result, UNCLEAN if result.leader.unclean else CLEAN, offsets, coordinator))
+        choices.append(_choice(result, UNCLEAN if result.leader.unclean else CLEAN, sources))
     ranked = rank(choices)
     mode = cluster_mode(controller)
     first = replicas[0]
@@ -227,5 +226,5 @@ def what_if_paths(specs: Sequence[str], protocol: str = EPOCH, progress: Any = N
     inputs = load_inputs(specs, progress, metadata=metadata, partition_state=partition_state, running=running,
                          assumed=assumed)
     first = inputs.replicas[0]
-    groups, coordinator = impact_sources((r.path for r in inputs.replicas), first.topic, first.partition, offsets)
-    return what_if(inputs, protocol, running, groups, coordinator)
+    sources = impact_sources((r.path for r in inputs.replicas), first.topic, first.partition, offsets)
+    return what_if(inputs, protocol, running, sources)

@@ -31,6 +31,7 @@ JVM = ["-Xms192m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-
 TOOL_JVM = ["-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
 BROKER_IDS = (2, 3, 4)
 CONTROLLER_ID = 1
+QUORUM_IDS = (1, 5, 6)     # a three-voter controller quorum (`ClusterSpec.controllers` 3): c1, c5, c6
 START_TIMEOUT = 120.0
 ZK_SESSION_TIMEOUT = 4.0   # seconds; ZooKeeper's own minimum is 2 ticks (tickTime 500 ms)
 
@@ -221,6 +222,9 @@ class ClusterSpec:
     broker_config: dict[str, str] = field(default_factory=dict)
     # per broker id, settings on top of `broker_config` (one broker's cleaner off, say)
     broker_overrides: dict[int, dict[str, str]] = field(default_factory=dict)
+    controllers: int = 1                      # KRaft: 1 (c1) or 3 voters (c1, c5, c6; static controller.quorum.voters)
+    brokers: tuple[int, ...] = BROKER_IDS     # the broker ids the cluster has
+    controller_config: dict[str, str] = field(default_factory=dict)   # on top of every controller's settings
 
     @property
     def protocol(self) -> str:
@@ -232,7 +236,8 @@ class ClusterSpec:
 
 
 class Cluster:
-    """A controller (KRaft) or ZooKeeper and brokers 2, 3, 4 on loopback, under `root`."""
+    """A controller (KRaft; or three voters) or ZooKeeper and brokers 2, 3, 4 (or those the spec names) on
+    loopback, under `root`."""
 
     def __init__(self, spec: ClusterSpec, root: Path) -> None:
         self.spec = spec
@@ -241,7 +246,8 @@ class Cluster:
         self.cluster_id = cluster_id()
         self.log4j = self._write_logging()
         self.control = self._control_node()
-        self.brokers = {n: self._broker_node(n) for n in BROKER_IDS}
+        self.controllers = self._quorum_nodes()
+        self.brokers = {n: self._broker_node(n) for n in spec.brokers}
         self._admin: Any = None
 
     # ----- configuration
@@ -272,13 +278,26 @@ class Cluster:
                      "clientPortAddress": "127.0.0.1", "tickTime": "500", "maxClientCnxns": "0",
                      "admin.enableServer": "false"}
             return self._node("zk", 0, port, props, "org.apache.zookeeper.server.quorum.QuorumPeerMain")
-        self.voters = f"{CONTROLLER_ID}@127.0.0.1:{port}"
-        props = {"process.roles": "controller", "node.id": str(CONTROLLER_ID), "controller.quorum.voters": self.voters,
+        ids = QUORUM_IDS[:self.spec.controllers]
+        self.ports = {CONTROLLER_ID: port} | {n: free_port() for n in ids[1:]}
+        self.voters = ",".join(f"{n}@127.0.0.1:{self.ports[n]}" for n in ids)
+        return self._controller_node(CONTROLLER_ID)
+
+    def _controller_node(self, n: int) -> Node:
+        port = self.ports[n]
+        props = {"process.roles": "controller", "node.id": str(n), "controller.quorum.voters": self.voters,
                  "listeners": f"CONTROLLER://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
                  "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                 "log.dirs": str(self.root / "c1" / "data"), "broker.session.timeout.ms": "6000",
-                 "unclean.leader.election.interval.ms": "1000"}
-        return self._node("c1", CONTROLLER_ID, port, props, "kafka.Kafka")
+                 "log.dirs": str(self.root / f"c{n}" / "data"), "broker.session.timeout.ms": "6000",
+                 "unclean.leader.election.interval.ms": "1000"} | self.spec.controller_config
+        return self._node(f"c{n}", n, port, props, "kafka.Kafka")
+
+    def _quorum_nodes(self) -> dict[int, Node]:
+        """Every controller by node id: c1 (`control`) and, with three voters, c5 and c6."""
+        if self.spec.mode == "zk":
+            return {}
+        return {CONTROLLER_ID: self.control} | {n: self._controller_node(n)
+                                                for n in QUORUM_IDS[1:self.spec.controllers]}
 
     def _broker_node(self, n: int) -> Node:
         port = free_port()
@@ -306,7 +325,8 @@ class Cluster:
 
     @property
     def nodes(self) -> list[Node]:
-        return [self.control, *self.brokers.values()]
+        others = [n for i, n in self.controllers.items() if i != CONTROLLER_ID]
+        return [self.control, *others, *self.brokers.values()]
 
     @property
     def bootstrap(self) -> str:
@@ -341,15 +361,18 @@ class Cluster:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, f"format of {node.name} failed:\n{done.stdout}{done.stderr}"
 
-    def start(self, brokers: tuple[int, ...] = BROKER_IDS) -> None:
-        """Start (or start again, on the same dirs) the controller or ZooKeeper, then the brokers named."""
+    def start(self, brokers: tuple[int, ...] | None = None) -> None:
+        """Start (or start again, on the same dirs) the controllers or ZooKeeper, then the brokers named (all)."""
         self.format_storage()
-        self.control.start()
+        controllers = list(self.controllers.values()) or [self.control]
+        for node in controllers:
+            node.start()
         if self.spec.mode == "zk":
             wait_port(self.control)
         else:
-            self.control.wait_for_line(r"Kafka Server started|KafkaRaftServer.*started|Transition from .* to Leader")
-        self.restart(*brokers)
+            for node in controllers:
+                node.wait_for_line(r"Kafka Server started|KafkaRaftServer.*started|Transition from .* to Leader")
+        self.restart(*(self.spec.brokers if brokers is None else brokers))
 
     def wait_broker_started(self, broker: Node) -> None:
         broker.wait_for_line(r"\[KafkaServer id=\d+\] started|Kafka Server started|\[KafkaBroker id=\d+\].*started")
@@ -385,7 +408,9 @@ class Cluster:
             self._admin = None
         for broker in self.brokers.values():
             broker.stop()
-        self.control.stop()
+        for node in self.nodes:
+            if node not in self.brokers.values():
+                node.stop()
 
     # ----- the admin API
 

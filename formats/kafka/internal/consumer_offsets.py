@@ -126,6 +126,16 @@ KEY_TYPES: dict[int, tuple[str, tuple[Field, ...]]] = {
     13: ("share_group_target_assignment_member", _MEMBER_KEY),
     14: ("share_group_current_member_assignment", _MEMBER_KEY),
     15: ("share_group_state_partition_metadata", _GROUP_KEY),
+    # 4.x (KIP-848 regular expressions, KIP-1071 Streams groups): record type ids and key fields of
+    # group-coordinator `generated/CoordinatorRecordType` and `*Key` in the 4.4.0 jar (18 and 24 unused);
+    # their values stay raw here
+    16: ("consumer_group_regular_expression", (*_GROUP_KEY, Field("regularExpression", STRING))),
+    17: ("streams_group_metadata", _GROUP_KEY),
+    19: ("streams_group_member_metadata", _MEMBER_KEY),
+    20: ("streams_group_target_assignment_metadata", _GROUP_KEY),
+    21: ("streams_group_target_assignment_member", _MEMBER_KEY),
+    22: ("streams_group_current_member_assignment", _MEMBER_KEY),
+    23: ("streams_group_topology", _GROUP_KEY),
 }
 
 # Embedded consumer protocol (clients/.../ConsumerProtocol{Subscription,Assignment}.json)

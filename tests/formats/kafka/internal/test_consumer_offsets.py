@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import struct
 from collections import Counter
 from pathlib import Path
 
@@ -233,3 +234,21 @@ def test_real_zookeeper_era_consumer_offsets_all_decode() -> None:
     # several value versions and tombstones of real groups
     assert versions[("offset_commit", 1)] > 0 and versions[("offset_commit", 3)] > 0
     assert versions[("group_metadata", None)] > 0
+
+
+def test_4x_group_record_keys_decode() -> None:
+    """Record types 16-23 of 4.4 (regular expressions, Streams groups): keys packed by hand (int16 type, int16-length
+    strings); 18 and 24 are no 4.4 type and stay unknown."""
+    def text(s: str) -> bytes:
+        return struct.pack(">h", len(s)) + s.encode()
+    regex = decode_consumer_offsets(struct.pack(">h", 16) + text("g") + text("orders-.*"), None)
+    assert regex["key"] == {"type": "consumer_group_regular_expression", "version": 16,
+                            "data": {"groupId": "g", "regularExpression": "orders-.*"}}, regex
+    member = decode_consumer_offsets(struct.pack(">h", 22) + text("app") + text("m-1"), None)
+    assert member["key"]["type"] == "streams_group_current_member_assignment", member
+    assert member["key"]["data"] == {"groupId": "app", "memberId": "m-1"}, member
+    topology = decode_consumer_offsets(struct.pack(">h", 23) + text("app"), b"\x00\x00\x01")
+    assert topology["key"]["type"] == "streams_group_topology", topology
+    assert topology["value"] == {"version": 0, "raw": "01"}, "Streams values stay raw"
+    for unused in (18, 24):
+        assert decode_consumer_offsets(struct.pack(">h", unused) + text("g"), None)["key"]["type"] == "unknown", unused
