@@ -11,7 +11,7 @@ The choices: "wait" is the master the brokers settle on by themselves (`ha.choos
 preference, highest epoch then offset; classic: the store named master or with brokerId 0); any other store must
 be made master: controller mode by `mqadmin electMaster` (`ElectMasterSubCommand`, tools/.../command/controller;
 a broker outside the SyncStateSet needs `enableElectUncleanMaster`, `DefaultElectPolicy`), classic mode by
-reconfiguring it as brokerId 0 and restarting the group (classic HA has no election: rocketmq.md §8).
+reconfiguring it as brokerId 0 and restarting the group (classic HA has no election: docs/reference/rocketmq.md §8).
 """
 from __future__ import annotations
 
