@@ -85,16 +85,18 @@ def _note(line: str) -> None:
 
 
 def write_lines(lines: Iterable[str | memoryview], out: TextIO | None = None) -> None:
-    """Each line and a newline; bytes (a block of lines already ending in newlines) written as they are."""
-    out = out or sys.stdout
-    for line in lines:
-        if isinstance(line, str):
-            out.write(line)
-            out.write("\n")
-        else:
-            out.flush()
-            out.buffer.write(line)
-    out.flush()
+    """Each line and a newline; bytes (a block of lines already ending in newlines, `dump_blocks.RunText`'s)
+    written as they are, from a thread while the next block is made."""
+    from replog.toolkit.dump_blocks import BlockWriter
+    writer = BlockWriter(out or sys.stdout)
+    try:
+        for line in lines:
+            if isinstance(line, str):
+                writer.text(line + "\n")
+            else:
+                writer.block(line)
+    finally:
+        writer.close()
 
 
 def run_ls(path: Any, fmt: Format | None, broker_version: str | None = None) -> int:

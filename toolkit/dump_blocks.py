@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -193,24 +194,27 @@ class RunText:
     def __init__(self, fmt: str, style: Style | None = None) -> None:
         self.fmt, self.style = fmt, style
         self._programs: dict[str, tuple[Program, Program, np.ndarray, np.ndarray]] = {}
-        self._out = np.empty(0, dtype=np.uint8)
+        self._outs = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
 
     def text(self, run: EntryRun) -> memoryview | None:
         """The run's bytes (its entries' lines, each ending in a newline), or None: write it entry by entry.
-        The bytes are a view of a buffer the next call writes over: write them out before asking again."""
+        Two buffers take turns, each reused (its pages faulted in once): the bytes stay as they are until the
+        call after next, so a `BlockWriter` can write them while the next run is made."""
         if not self._covers(run):
             return None
         batch_prog, record_prog, text, starts = self._compiled(run.path)
-        batches = np.ascontiguousarray(np.vstack([run.batches.cols, _last_sequences(run.batches)[None]]).T)
+        extra = _last_sequences(run.batches)[None]
         records, first, data, heads = _record_columns(run)
         copied = np.maximum(heads[:, [1, 3]], 0).sum() + np.maximum(records[:, [4, 6]], 0).sum()
         size = (len(run.batches) * batch_prog.fixed + len(records) * record_prog.fixed + 6 * int(copied)
                 + 48 * len(heads) + 2 * k.INT_CHARS)
-        if len(self._out) < size:  # one buffer for every run: its pages are faulted in once
-            self._out = np.empty(size, dtype=np.uint8)
-        n = k.fill(self._out, text, starts, batch_prog.ops, record_prog.ops, batches, records, first, data, heads,
-                   k.ESCAPE, k.HEX)
-        return None if n < 0 else self._out[:n].data
+        self._outs.reverse()
+        if len(self._outs[0]) < size:
+            self._outs[0] = np.empty(size, dtype=np.uint8)
+        out = self._outs[0]
+        n = k.fill(out, text, starts, batch_prog.ops, record_prog.ops, np.ascontiguousarray(run.batches.cols),
+                   extra, records, first, data, heads, k.ESCAPE, k.HEX)
+        return None if n < 0 else out[:n].data
 
     def _covers(self, run: EntryRun) -> bool:
         """Whether the programs write every entry of the run (else None, entry by entry)."""
@@ -295,14 +299,52 @@ def formatted(items: Iterable[Item], writer: RunText | None) -> Iterator[Entry |
             yield FormattedRun(item, text)
 
 
+class BlockWriter:
+    """Writes blocks of bytes to a text stream's binary buffer from a thread, one at a time and in order, so
+    that the next run is walked, decoded and formatted (all in kernels that release the GIL) while the last
+    is written: on two cores the dump takes about the longer of the two, not their sum. Text written to the
+    stream waits for the block before it (`text`)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[int] | None = None
+
+    def block(self, data: memoryview) -> None:
+        """Write `data` (left as it is until the next `block` call returns) after what came before it."""
+        self.wait()
+        self.out.flush()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="replog-dump-writer")
+        self._pending = self._pool.submit(self.out.buffer.write, data)
+
+    def text(self, line: str) -> None:
+        self.wait()
+        self.out.write(line)
+
+    def wait(self) -> None:
+        """The block being written, written (its error, such as a closed pipe, raised here)."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+        self.out.flush()
+
+
 def write_jsonl_items(items: Iterable[Item], out: TextIO | None = None) -> None:
     """`output.write_jsonl` of the expanded stream, byte for byte, runs written a block at a time."""
-    out = out or sys.stdout
-    for item in formatted(items, RunText("jsonl")):
-        if isinstance(item, FormattedRun):
-            out.flush()
-            out.buffer.write(item.text)
-        else:
-            out.write(dumps(item))
-            out.write("\n")
-    out.flush()
+    writer = BlockWriter(out or sys.stdout)
+    try:
+        for item in formatted(items, RunText("jsonl")):
+            if isinstance(item, FormattedRun):
+                writer.block(item.text)
+            else:
+                writer.text(dumps(item) + "\n")
+    finally:
+        writer.close()

@@ -174,8 +174,9 @@ def _json_headers(out, o, data, heads, first, count, escape, hexdigits):  # prag
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _line(out, o, ops, text, starts, batch, record, data, heads, escape, hexdigits):  # pragma: no cover
-    """One line of a program over one batch's fields and one record's (rows of `batches` and `records`)."""
+def _line(out, o, ops, text, starts, tile, t, records, r, data, heads, escape, hexdigits):  # pragma: no cover
+    """One line of a program over batch row `t` of `tile` and record row `r` of `records` (indexes, not row
+    views: a view per line costs a reference count)."""
     for k in range(ops.shape[0]):
         op, col, a, b, c, d, prefix = ops[k, 0], ops[k, 1], ops[k, 2], ops[k, 3], ops[k, 4], ops[k, 5], ops[k, 6]
         if prefix >= 0:
@@ -183,45 +184,66 @@ def _line(out, o, ops, text, starts, batch, record, data, heads, escape, hexdigi
         if op == LIT:
             o = _copy(out, o, text, starts[a], starts[a + 1] - starts[a])
         elif op == INT:
-            o = _digits(out, o, batch[col])
+            o = _digits(out, o, tile[t, col])
         elif op == RINT:
-            o = _digits(out, o, record[col])
+            o = _digits(out, o, records[r, col])
         elif op == ENUM:
-            v = batch[col] - b
+            v = tile[t, col] - b
             if v < 0 or v >= c:
                 return -1
             o = _copy(out, o, text, starts[a + v], starts[a + v + 1] - starts[a + v])
         elif op == OPT:
-            if batch[a] == 0:
+            if tile[t, a] == 0:
                 o = _copy(out, o, text, starts[b], starts[b + 1] - starts[b])
             else:
                 o = _copy(out, o, text, starts[c], starts[c + 1] - starts[c])
-                o = _digits(out, o, batch[col])
+                o = _digits(out, o, tile[t, col])
                 o = _copy(out, o, text, starts[d], starts[d + 1] - starts[d])
         elif op == JSTR:
-            o = _json_bytes(out, o, data, record[col], record[a], escape, hexdigits)
+            o = _json_bytes(out, o, data, records[r, col], records[r, a], escape, hexdigits)
         elif op == HKEYS:
-            o = _header_keys(out, o, data, heads, record[col], record[a])
+            o = _header_keys(out, o, data, heads, records[r, col], records[r, a])
         else:
-            o = _json_headers(out, o, data, heads, record[col], record[a], escape, hexdigits)
+            o = _json_headers(out, o, data, heads, records[r, col], records[r, a], escape, hexdigits)
         if o < 0:
             return -1
     return o
 
 
+TILE = 256  # batches whose fields are gathered into rows at a time (the block holds them as columns)
+
+
 @njit(cache=True, nogil=True)
-def fill(out, text, starts, batch_ops, record_ops, batches, records, first, data, heads, escape,
+def _gather(tile, cols, extra, lo, hi):  # pragma: no cover - compiled
+    """Batches lo:hi of `cols` (fields x batches) then `extra`'s fields, as the rows of `tile`."""
+    width = cols.shape[0]
+    for f in range(width):
+        for i in range(lo, hi):
+            tile[i - lo, f] = cols[f, i]
+    for f in range(extra.shape[0]):
+        for i in range(lo, hi):
+            tile[i - lo, width + f] = extra[f, i]
+
+
+@njit(cache=True, nogil=True)
+def fill(out, text, starts, batch_ops, record_ops, cols, extra, records, first, data, heads, escape,
          hexdigits):  # pragma: no cover - compiled
     """Every batch's line, each followed by its records' lines (records first[i]:first[i+1] of batch i);
-    the length written, or -1 when a field is refused."""
+    the length written, or -1 when a field is refused. A batch's fields are `cols`' then `extra`'s (both
+    fields x batches), gathered `TILE` batches at a time into rows: a line reads every field of its batch."""
     o = 0
-    for i in range(batches.shape[0]):
-        batch = batches[i]
-        o = _line(out, o, batch_ops, text, starts, batch, batch, data, heads, escape, hexdigits)
-        if o < 0:
-            return -1
-        for r in range(first[i], first[i + 1]):
-            o = _line(out, o, record_ops, text, starts, batch, records[r], data, heads, escape, hexdigits)
+    n = cols.shape[1]
+    tile = np.empty((TILE, cols.shape[0] + extra.shape[0]), dtype=np.int64)
+    for lo in range(0, n, TILE):
+        hi = min(lo + TILE, n)
+        _gather(tile, cols, extra, lo, hi)
+        for i in range(lo, hi):
+            o = _line(out, o, batch_ops, text, starts, tile, i - lo, records, 0, data, heads, escape, hexdigits)
             if o < 0:
                 return -1
+            for r in range(first[i], first[i + 1]):
+                o = _line(out, o, record_ops, text, starts, tile, i - lo, records, r, data, heads, escape,
+                          hexdigits)
+                if o < 0:
+                    return -1
     return o
