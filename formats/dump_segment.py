@@ -74,9 +74,9 @@ class EntryRun:
     `opts.records`) as the columns they are made of, for writers that turn columns into text a block at a
     time; `entries()` gives the very entries, for every other consumer.
 
-    A run is clean: every batch is v2 and wanted (no `--from-offset`/`--to-offset` cut), no finding falls
-    within it, and with `opts.records` the record kernel decoded every record (`records` holds their
-    positions). Which runs a writer can format itself (no control batches, text it can copy) is its call."""
+    A run is clean: every batch is v2 and wanted, no finding falls within it, and with `opts.records` no
+    offset range cuts records out of a batch and the record kernel decoded every record (`records` holds
+    their positions). Which runs a writer can format itself (no control batches, text it can copy) is its call."""
 
     path: str
     batches: BatchBlock
@@ -174,15 +174,28 @@ def _block_entries(buf: memoryview, path: str, block: BatchBlock, opts: DumpOpti
             yield from _group_entries(buf, path, block[lo:hi], keep[lo:hi], opts, compiled, pending)
         return
     for lo, hi in _groups(len(block), weight, RUN_ROWS, RUN_BYTES):
-        group, kept = block[lo:hi], keep[lo:hi]
-        if kept.all():
+        for a, b in _between_findings(block.position[lo:hi], pending) if keep[lo:hi].all() else [(0, hi - lo)]:
+            group = block[lo + a:lo + b]
             yield from pending.upto(int(group.position[0]))
-            run = _run(buf, path, group, opts, pending)
+            run = _run(buf, path, group, opts, pending) if keep[lo + a:lo + b].all() else None
             if run is not None:
                 yield run
                 continue
-        for a, b in _groups(hi - lo, None if weight is None else weight[lo:hi]):
-            yield from _group_entries(buf, path, group[a:b], kept[a:b], opts, compiled, pending)
+            for c, d in _groups(b - a, None if weight is None else weight[lo + a:lo + b]):
+                yield from _group_entries(buf, path, group[c:d], keep[lo + a + c:lo + a + d], opts, compiled,
+                                          pending)
+
+
+def _between_findings(position: np.ndarray, pending: _Pending) -> Iterator[tuple[int, int]]:
+    """[a, b) row ranges of a group that no finding not yet written falls inside: a finding goes before the
+    first batch at or after its position (as `_group_entries` writes it), so a range ends there."""
+    found, k, a = pending.found, pending.next, 0
+    while a < len(position):
+        while k < len(found) and (found[k].position is None or found[k].position <= position[a]):
+            k += 1  # written by the range's `upto`, before its first batch
+        b = len(position) if k >= len(found) else int(np.searchsorted(position, found[k].position, side="left"))
+        yield a, max(b, a + 1)
+        a = max(b, a + 1)
 
 
 def _group_entries(buf: memoryview, path: str, group: BatchBlock, kept: np.ndarray, opts: DumpOptions,
@@ -204,7 +217,7 @@ def _run(buf: memoryview, path: str, group: BatchBlock, opts: DumpOptions, pendi
         return None
     if not opts.records:
         return EntryRun(path, group.copy(), None, opts)
-    if (group.count > v2.BLOCK_RECORDS).any():
+    if opts.from_offset is not None or opts.to_offset is not None or (group.count > v2.BLOCK_RECORDS).any():
         return None
     from replog.formats.kafka.fastrecords import record_positions
     records = record_positions(buf, group)
