@@ -14,6 +14,11 @@ A group whose records the kernel cannot all decode (damage, unknown magic) is
 dumped batch by batch through the reference decoder, whose findings are the
 answer. `reference_segment_entries` is the whole dump batch by batch through
 `SegmentWalk`: the oracle the tests hold the columnar dump to.
+
+`segment_items` hands a writer that formats columns itself (`toolkit.dump_blocks`,
+`dump`'s JSON lines and kafka-dump-log text) each clean run of up to `RUN_ROWS`
+batches between the walk's findings as one `EntryRun` instead of its entries:
+no Python object per batch or record, and the same entries when expanded.
 """
 from __future__ import annotations
 
@@ -193,7 +198,8 @@ def _between_findings(position: np.ndarray, pending: _Pending) -> Iterator[tuple
     while a < len(position):
         while k < len(found) and (found[k].position is None or found[k].position <= position[a]):
             k += 1  # written by the range's `upto`, before its first batch
-        b = len(position) if k >= len(found) else int(np.searchsorted(position, found[k].position, side="left"))
+        at = found[k].position if k < len(found) else None
+        b = len(position) if at is None else int(np.searchsorted(position, at, side="left"))
         yield a, max(b, a + 1)
         a = max(b, a + 1)
 

@@ -84,7 +84,7 @@ def _note(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def write_lines(lines: Iterable[str | memoryview], out: TextIO | None = None) -> None:
+def write_lines(lines: Iterable[str | tuple[memoryview, ...]], out: TextIO | None = None) -> None:
     """Each line and a newline; bytes (a block of lines already ending in newlines, `dump_blocks.RunText`'s)
     written as they are, from a thread while the next block is made."""
     from replog.toolkit.dump_blocks import BlockWriter

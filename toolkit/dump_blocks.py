@@ -14,6 +14,7 @@ real segments.
 from __future__ import annotations
 
 import codecs
+import functools
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -194,26 +195,44 @@ class RunText:
     def __init__(self, fmt: str, style: Style | None = None) -> None:
         self.fmt, self.style = fmt, style
         self._programs: dict[str, tuple[Program, Program, np.ndarray, np.ndarray]] = {}
-        self._outs = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
+        self._outs = [[np.empty(0, dtype=np.uint8) for _ in range(2)] for _ in range(2)]  # [turn][half]
+        self._turn = 0
+        self._pool: ThreadPoolExecutor | None = None
 
-    def text(self, run: EntryRun) -> memoryview | None:
-        """The run's bytes (its entries' lines, each ending in a newline), or None: write it entry by entry.
-        Two buffers take turns, each reused (its pages faulted in once): the bytes stay as they are until the
+    def text(self, run: EntryRun) -> tuple[memoryview, ...] | None:
+        """The run's bytes (its entries' lines, each ending in a newline) in one or two parts (halves of the
+        run made by two threads: the kernel releases the GIL), or None: write it entry by entry. Two sets of
+        buffers take turns, each reused (its pages faulted in once): the bytes stay as they are until the
         call after next, so a `BlockWriter` can write them while the next run is made."""
         if not self._covers(run):
             return None
-        batch_prog, record_prog, text, starts = self._compiled(run.path)
-        extra = _last_sequences(run.batches)[None]
         records, first, data, heads = _record_columns(run)
-        copied = np.maximum(heads[:, [1, 3]], 0).sum() + np.maximum(records[:, [4, 6]], 0).sum()
-        size = (len(run.batches) * batch_prog.fixed + len(records) * record_prog.fixed + 6 * int(copied)
-                + 48 * len(heads) + 2 * k.INT_CHARS)
-        self._outs.reverse()
-        if len(self._outs[0]) < size:
-            self._outs[0] = np.empty(size, dtype=np.uint8)
-        out = self._outs[0]
+        n = len(run.batches)
+        halves = [(0, n)] if n < 2 * k.TILE else [(0, n // 2), (n // 2, n)]
+        self._turn ^= 1
+        fill = functools.partial(self._fill, run, records, first, data, heads)
+        if len(halves) == 1:
+            parts = [fill(0, *halves[0])]
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="replog-dump-format")
+            second = self._pool.submit(fill, 1, *halves[1])
+            parts = [fill(0, *halves[0]), second.result()]
+        return None if any(p is None for p in parts) else tuple(p for p in parts if p is not None)
+
+    def _fill(self, run: EntryRun, records: np.ndarray, first: np.ndarray, data: np.ndarray, heads: np.ndarray,
+              part: int, lo: int, hi: int) -> memoryview | None:
+        """Batches lo:hi of the run (and their records) into buffer `part` of this turn's pair."""
+        batch_prog, record_prog, text, starts = self._compiled(run.path)
+        copied = (np.maximum(records[first[lo]:first[hi], [4, 6]], 0).sum() if self.fmt == "jsonl" else 0)
+        size = ((hi - lo) * batch_prog.fixed + int(first[hi] - first[lo]) * record_prog.fixed + 6 * int(copied)
+                + 6 * int(np.maximum(heads[:, [1, 3]], 0).sum()) + 48 * len(heads) + 2 * k.INT_CHARS)
+        pair = self._outs[self._turn]
+        if len(pair[part]) < size:
+            pair[part] = np.empty(size, dtype=np.uint8)
+        out = pair[part]
         n = k.fill(out, text, starts, batch_prog.ops, record_prog.ops, np.ascontiguousarray(run.batches.cols),
-                   extra, records, first, data, heads, k.ESCAPE, k.HEX)
+                   _last_sequences(run.batches)[None], records, first, data, heads, k.ESCAPE, k.HEX, lo, hi)
         return None if n < 0 else out[:n].data
 
     def _covers(self, run: EntryRun) -> bool:
@@ -282,7 +301,7 @@ class FormattedRun:
     """A run and its text, as `RunText` wrote it."""
 
     run: EntryRun
-    text: memoryview
+    text: tuple[memoryview, ...]
 
 
 def formatted(items: Iterable[Item], writer: RunText | None) -> Iterator[Entry | FormattedRun]:
@@ -308,15 +327,15 @@ class BlockWriter:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: Future[int] | None = None
+        self._pending: Future[None] | None = None
 
-    def block(self, data: memoryview) -> None:
-        """Write `data` (left as it is until the next `block` call returns) after what came before it."""
+    def block(self, parts: tuple[memoryview, ...]) -> None:
+        """Write `parts` (left as they are until the next `block` call returns) after what came before."""
         self.wait()
         self.out.flush()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="replog-dump-writer")
-        self._pending = self._pool.submit(self.out.buffer.write, data)
+        self._pending = self._pool.submit(self.out.buffer.writelines, parts)
 
     def text(self, line: str) -> None:
         self.wait()

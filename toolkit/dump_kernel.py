@@ -227,15 +227,14 @@ def _gather(tile, cols, extra, lo, hi):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def fill(out, text, starts, batch_ops, record_ops, cols, extra, records, first, data, heads, escape,
-         hexdigits):  # pragma: no cover - compiled
-    """Every batch's line, each followed by its records' lines (records first[i]:first[i+1] of batch i);
-    the length written, or -1 when a field is refused. A batch's fields are `cols`' then `extra`'s (both
-    fields x batches), gathered `TILE` batches at a time into rows: a line reads every field of its batch."""
+         hexdigits, begin, end):  # pragma: no cover - compiled
+    """The line of every batch of begin:end, each followed by its records' lines (records first[i]:first[i+1]
+    of batch i); the length written, or -1 when a field is refused. A batch's fields are `cols`' then `extra`'s
+    (both fields x batches), gathered `TILE` batches at a time into rows: a line reads every field of its batch."""
     o = 0
-    n = cols.shape[1]
     tile = np.empty((TILE, cols.shape[0] + extra.shape[0]), dtype=np.int64)
-    for lo in range(0, n, TILE):
-        hi = min(lo + TILE, n)
+    for lo in range(begin, end, TILE):
+        hi = min(lo + TILE, end)
         _gather(tile, cols, extra, lo, hi)
         for i in range(lo, hi):
             o = _line(out, o, batch_ops, text, starts, tile, i - lo, records, 0, data, heads, escape, hexdigits)

@@ -658,7 +658,7 @@ def _empty_index(e: Entry) -> bool:
 
 
 def dump_log_lines(entries: Iterable[Entry | FormattedRun], style: Style, gaps: Gaps | None = None,
-                   notes: Notes | None = None) -> Iterator[str | memoryview]:
+                   notes: Notes | None = None) -> Iterator[str | tuple[memoryview, ...]]:
     """kafka-dump-log's lines for a stream of dump entries, as they come; `gaps` collects the stderr report,
     `notes` gets the findings and what kafka-dump-log says on stderr (it has no words for findings, so they stay
     out of its text). A run of entries already written (`dump_blocks.FormattedRun`) comes as its bytes."""
@@ -694,7 +694,7 @@ def dump_log_lines(entries: Iterable[Entry | FormattedRun], style: Style, gaps: 
         yield from tail.lines()
 
 
-def _run_text(formatted: FormattedRun, gaps: Gaps, tail: _Tail) -> memoryview:
+def _run_text(formatted: FormattedRun, gaps: Gaps, tail: _Tail) -> tuple[memoryview, ...]:
     """A written run's text, its records' offsets seen by `gaps` and its end by `tail`."""
     run = formatted.run
     if run.records is not None:

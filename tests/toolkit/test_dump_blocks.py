@@ -40,10 +40,11 @@ def small_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     monkeypatch.setattr(dump_segment, "FAST_WALK_BYTES", 0)
     monkeypatch.setattr(dump_segment, "BLOCK_ROWS", 9)
     monkeypatch.setattr(dump_segment, "RUN_ROWS", 4)
+    monkeypatch.setattr(dump_blocks.k, "TILE", 1)  # runs of 2 batches and more are made in two halves
     written = [0]
     text = dump_blocks.RunText.text
 
-    def counted(self: dump_blocks.RunText, run: dump_segment.EntryRun) -> memoryview | None:
+    def counted(self: dump_blocks.RunText, run: dump_segment.EntryRun) -> tuple[memoryview, ...] | None:
         out = text(self, run)
         written[0] += out is not None
         return out
