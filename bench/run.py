@@ -279,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         from bench import brokers
         with tempfile.TemporaryDirectory(prefix="replog-bench-dump-") as scratch:
             report["kafka_dump_log"] = brokers.measure(Path(scratch), int((1 if args.quick else 209) * MiB),
-                                                       1 if args.quick else 3, int((1 if args.quick else 32) * MiB))
+                                                       1 if args.quick else 3, int((1 if args.quick else 32) * MiB),
+                                                       int((1 if args.quick else 200) * MiB))
         from bench import broker_recover
         with tempfile.TemporaryDirectory(prefix="replog-bench-recover-") as scratch:
             report["broker_recovery"] = broker_recover.measure(Path(scratch), int((8 if args.quick else 1024) * MiB),
@@ -319,4 +320,10 @@ def render_dump_peer(found: dict[str, Any]) -> None:
     for row in found["cases"]:
         table.add_row(row["case"], f"{row['bytes'] / MiB:.0f}", f"{row['replog_seconds']}",
                       f"{row['kafka_dump_log_seconds']}", f"{row['ratio']:.2f}", row["goal"], _met(row["met"]))
-    Console().print(table)
+    for row in found.get("deep_rate", []):
+        table.add_row(row["case"], f"{row['bytes'] / MiB:.0f}", f"{row['replog_seconds']}", "",
+                      f"{row['mb_per_s']} MB/s", row["goal"], _met(row["met"]))
+    console = Console()
+    console.print(table)
+    console.print(f"replog: {found.get('replog_env', '')}; fixed costs (s): "
+                  + ", ".join(f"{k} {v}" for k, v in found.get("fixed", {}).items()))

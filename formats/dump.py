@@ -14,11 +14,13 @@ from pathlib import Path
 
 from replog.formats.discovery import FileKind, classify_file
 from replog.formats.dump_entries import DumpOptions, Entry, Progress, finding_entry
+from replog.formats.dump_segment import EntryRun, Item
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import unreadable
 from replog.formats.findings import Finding, finding, from_error, from_unreadable
 
-__all__ = ["DumpOptions", "Entry", "Progress", "dump_file", "dump_paths", "expand_paths"]
+__all__ = ["DumpOptions", "Entry", "EntryRun", "Item", "Progress", "dump_file", "dump_items", "dump_paths",
+           "expand_paths", "file_items"]
 
 
 def expand_paths(paths: list[str | os.PathLike[str]], problems: list[Finding] | None = None) -> list[Path]:
@@ -55,9 +57,27 @@ def dump_paths(paths: list[str | os.PathLike[str]], options: DumpOptions,
         yield from dump_file(path, options, progress)
 
 
+def dump_items(paths: list[str | os.PathLike[str]], options: DumpOptions,
+               progress: Progress | None = None) -> Iterator[Item]:
+    """`dump_paths` with a segment's clean runs of batches as `EntryRun`s (columns), for writers that format
+    a block at a time; expanding each run (`EntryRun.entries`) gives `dump_paths`' entries exactly."""
+    problems: list[Finding] = []
+    files = expand_paths(paths, problems)
+    yield from map(finding_entry, problems)
+    for path in files:
+        yield from file_items(path, options, progress)
+
+
 def dump_file(path: str | os.PathLike[str], options: DumpOptions,
               progress: Progress | None = None) -> Iterator[Entry]:
     """Entries for one file: a `file` header entry, then its contents."""
+    for item in file_items(path, options, progress, runs=False):
+        yield from item.entries() if isinstance(item, EntryRun) else (item,)
+
+
+def file_items(path: str | os.PathLike[str], options: DumpOptions,
+               progress: Progress | None = None, runs: bool = True) -> Iterator[Item]:
+    """`dump_file`, a segment's clean runs of batches as `EntryRun`s when `runs`."""
     kind = classify_file(path)
     try:
         size: int | None = os.path.getsize(path)
@@ -69,7 +89,11 @@ def dump_file(path: str | os.PathLike[str], options: DumpOptions,
         yield finding_entry(finding("UNKNOWN_FILE", str(path), message="not a file kind replog decodes"))
         return
     try:
-        yield from dumper(Path(path), options, progress)
+        if kind in _SEGMENTS:
+            from replog.formats.dump_segment import segment_items
+            yield from segment_items(Path(path), options, progress, runs)
+        else:
+            yield from dumper(Path(path), options, progress)
     except FormatError as e:
         yield finding_entry(from_error(e, str(path)))
     except UnreadableInput as e:
@@ -105,3 +129,4 @@ def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | N
 
 
 _DUMPERS = _kafka_dumpers()
+_SEGMENTS = (FileKind.KAFKA_SEGMENT, FileKind.KAFKA_KRAFT_SNAPSHOT)

@@ -14,13 +14,19 @@ A group whose records the kernel cannot all decode (damage, unknown magic) is
 dumped batch by batch through the reference decoder, whose findings are the
 answer. `reference_segment_entries` is the whole dump batch by batch through
 `SegmentWalk`: the oracle the tests hold the columnar dump to.
+
+`segment_items` hands a writer that formats columns itself (`toolkit.dump_blocks`,
+`dump`'s JSON lines and kafka-dump-log text) each clean run of up to `RUN_ROWS`
+batches between the walk's findings as one `EntryRun` instead of its entries:
+no Python object per batch or record, and the same entries when expanded.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -46,10 +52,15 @@ from replog.formats.kafka.columns import CHUNK
 from replog.formats.kafka.partition_files import is_live_segment
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records, legacy_batch_records
 
+if TYPE_CHECKING:
+    from replog.formats.kafka.fastrecords import RecordColumns
+
 BLOCK_ROWS = CHUNK         # batches a walk hands over at a time
 GROUP_ROWS = 1024          # batches turned into entries at a time
 GROUP_BYTES = 4 << 20      # record payload decoded at a time (compressed batches weigh 8x their size)
 FAST_RECORDS = 1 << 14     # records in a group past which the record kernel pays for itself
+RUN_ROWS = BLOCK_ROWS     # batches in one `EntryRun`: columns, no Python object per entry
+RUN_BYTES = 8 << 20       # record payload (weighed as for groups) in one `EntryRun`
 PY_ROWS = 1024             # records turned into Python values at a time
 RECORD_WEIGHT = 64         # a record's decoded columns, in payload bytes: groups are bounded by records too
 _POSITION = ROW["position"]
@@ -62,14 +73,49 @@ def segment_base(path: Path) -> int | None:
     return seg.base_offset if seg and seg.kind == "log" else None
 
 
+@dataclass(frozen=True)
+class EntryRun:
+    """A run of consecutive batch entries of one segment (each followed by its record entries with
+    `opts.records`) as the columns they are made of, for writers that turn columns into text a block at a
+    time; `entries()` gives the very entries, for every other consumer.
+
+    A run is clean: every batch is v2 and wanted, no finding falls within it, and with `opts.records` no
+    offset range cuts records out of a batch and the record kernel decoded every record (`records` holds
+    their positions). Which runs a writer can format itself (no control batches, text it can copy) is its call."""
+
+    path: str
+    batches: BatchBlock
+    records: RecordColumns | None
+    opts: DumpOptions
+
+    def entries(self) -> Iterator[Entry]:
+        table = self.records.to_table() if self.records is not None else None
+        records = _ColumnRecords(self.path, self.batches, table, self.opts).entries if table is not None else None
+        for i, row in enumerate(self.batches.cols.T.tolist()):
+            yield batch_row_entry(self.path, row)
+            if records is not None:
+                yield from records(i)
+
+
+Item = Entry | EntryRun
+
+
 def segment_entries(path: Path, opts: DumpOptions, progress: Progress | None = None) -> Iterator[Entry]:
     """Every `batch` (and with `opts.records`, `record`) and `finding` entry of one segment, in file order."""
+    for item in segment_items(path, opts, progress, runs=False):
+        yield from item.entries() if isinstance(item, EntryRun) else (item,)
+
+
+def segment_items(path: Path, opts: DumpOptions, progress: Progress | None = None,
+                  runs: bool = True) -> Iterator[Item]:
+    """`segment_entries`, its clean runs of batches as `EntryRun`s where the walk is compiled (`runs`): the
+    same entries in the same order once each run is expanded."""
     with mapped(path, live=is_live_segment(path), windows=True) as buf:
         compiled = len(buf) >= FAST_WALK_BYTES and _have_numba()
         walk, blocks = _walk(buf, str(path), segment_base(path), opts.max_bytes, compiled)
         pending = _Pending(walk.findings)
         for block in blocks:
-            yield from _block_entries(buf, str(path), block, opts, compiled, pending)
+            yield from _block_entries(buf, str(path), block, opts, compiled, pending, runs and compiled)
             pending.drop_written()
             if progress and len(block):
                 progress(int(block.end[-1]), len(buf))
@@ -103,6 +149,13 @@ class _Pending:
         del self.found[:self.next]
         self.next = 0
 
+    def due(self, position: int) -> bool:
+        """Whether a finding not yet written goes at or before `position` (or has no position)."""
+        if self.next >= len(self.found):
+            return False
+        at = self.found[self.next].position
+        return at is None or at <= position
+
     def upto(self, position: int | None) -> Iterator[Entry]:
         """Findings at or before `position` (all of them for None)."""
         found = self.found
@@ -115,21 +168,66 @@ class _Pending:
 
 
 def _block_entries(buf: memoryview, path: str, block: BatchBlock, opts: DumpOptions, compiled: bool,
-                   pending: _Pending) -> Iterator[Entry]:
+                   pending: _Pending, runs: bool = False) -> Iterator[Item]:
+    """A block's entries, group by group; with `runs`, each clean group of up to `RUN_ROWS` batches as one
+    `EntryRun` (an unclean one entry by entry, in the usual groups)."""
     keep = _in_range(block, opts)
     weight = (np.where(keep, np.maximum(block.size * np.where(block.codec == 0, 1, 8), block.count * RECORD_WEIGHT), 0)
               if opts.records else None)
-    for lo, hi in _groups(len(block), weight):
-        group = block[lo:hi]
-        kept = keep[lo:hi]
-        records = _group_records(buf, path, group, kept, opts, compiled) if opts.records else None
-        for i, (row, wanted) in enumerate(zip(group.cols.T.tolist(), kept.tolist(), strict=True)):
-            if pending.next < len(pending.found):
-                yield from pending.upto(row[_POSITION])
-            if wanted:
-                yield batch_row_entry(path, row)
-                if records is not None:
-                    yield from records(i)
+    if not runs:
+        for lo, hi in _groups(len(block), weight):
+            yield from _group_entries(buf, path, block[lo:hi], keep[lo:hi], opts, compiled, pending)
+        return
+    for lo, hi in _groups(len(block), weight, RUN_ROWS, RUN_BYTES):
+        for a, b in _between_findings(block.position[lo:hi], pending) if keep[lo:hi].all() else [(0, hi - lo)]:
+            group = block[lo + a:lo + b]
+            yield from pending.upto(int(group.position[0]))
+            run = _run(buf, path, group, opts, pending) if keep[lo + a:lo + b].all() else None
+            if run is not None:
+                yield run
+                continue
+            for c, d in _groups(b - a, None if weight is None else weight[lo + a:lo + b]):
+                yield from _group_entries(buf, path, group[c:d], keep[lo + a + c:lo + a + d], opts, compiled,
+                                          pending)
+
+
+def _between_findings(position: np.ndarray, pending: _Pending) -> Iterator[tuple[int, int]]:
+    """[a, b) row ranges of a group that no finding not yet written falls inside: a finding goes before the
+    first batch at or after its position (as `_group_entries` writes it), so a range ends there."""
+    found, k, a = pending.found, pending.next, 0
+    while a < len(position):
+        while k < len(found) and (found[k].position is None or found[k].position <= position[a]):
+            k += 1  # written by the range's `upto`, before its first batch
+        at = found[k].position if k < len(found) else None
+        b = len(position) if at is None else int(np.searchsorted(position, at, side="left"))
+        yield a, max(b, a + 1)
+        a = max(b, a + 1)
+
+
+def _group_entries(buf: memoryview, path: str, group: BatchBlock, kept: np.ndarray, opts: DumpOptions,
+                   compiled: bool, pending: _Pending) -> Iterator[Entry]:
+    """A group's entries one by one, each batch after the findings that go before it."""
+    records = _group_records(buf, path, group, kept, opts, compiled) if opts.records else None
+    for i, (row, wanted) in enumerate(zip(group.cols.T.tolist(), kept.tolist(), strict=True)):
+        if pending.next < len(pending.found):
+            yield from pending.upto(row[_POSITION])
+        if wanted:
+            yield batch_row_entry(path, row)
+            if records is not None:
+                yield from records(i)
+
+
+def _run(buf: memoryview, path: str, group: BatchBlock, opts: DumpOptions, pending: _Pending) -> EntryRun | None:
+    """The group as one `EntryRun`, or None when it is not clean (see `EntryRun`): the entry-by-entry way."""
+    if pending.due(int(group.position[-1])) or (group.magic != 2).any():
+        return None
+    if not opts.records:
+        return EntryRun(path, group.copy(), None, opts)
+    if opts.from_offset is not None or opts.to_offset is not None or (group.count > v2.BLOCK_RECORDS).any():
+        return None
+    from replog.formats.kafka.fastrecords import record_positions
+    records = record_positions(buf, group)
+    return None if records is None else EntryRun(path, group.copy(), records, opts)
 
 
 def _in_range(block: BatchBlock, opts: DumpOptions) -> np.ndarray:
@@ -142,18 +240,19 @@ def _in_range(block: BatchBlock, opts: DumpOptions) -> np.ndarray:
     return keep
 
 
-def _groups(rows: int, weight: np.ndarray | None) -> Iterator[tuple[int, int]]:
-    """[lo, hi) row ranges of at most `GROUP_ROWS` rows and about `GROUP_BYTES` of weight (never empty)."""
+def _groups(rows: int, weight: np.ndarray | None, max_rows: int = GROUP_ROWS,
+            max_weight: int = GROUP_BYTES) -> Iterator[tuple[int, int]]:
+    """[lo, hi) row ranges of at most `max_rows` rows and about `max_weight` of weight (never empty)."""
     if weight is None:
-        for lo in range(0, rows, GROUP_ROWS):
-            yield lo, min(lo + GROUP_ROWS, rows)
+        for lo in range(0, rows, max_rows):
+            yield lo, min(lo + max_rows, rows)
         return
     total = np.cumsum(weight)
     lo = 0
     while lo < rows:
         before = int(total[lo - 1]) if lo else 0
-        hi = int(np.searchsorted(total, before + GROUP_BYTES, side="right"))
-        hi = min(max(hi, lo + 1), lo + GROUP_ROWS)
+        hi = int(np.searchsorted(total, before + max_weight, side="right"))
+        hi = min(max(hi, lo + 1), lo + max_rows)
         yield lo, hi
         lo = hi
 

@@ -152,7 +152,7 @@ def dump(
 
       replog dump --files 00000000000000000000.log --print-data-log --format dump-log | grep baseOffset
     """
-    from replog.formats.dump import DumpOptions, dump_paths
+    from replog.formats.dump import DumpOptions, dump_items
     from replog.formats.render import DECODERS
     from replog.toolkit.commands import run_dump
     from replog.toolkit.dump_log import Style, emulation
@@ -183,7 +183,7 @@ def dump(
     shown = print_data or opts.internal
     decoder = ("metadata" if metadata_decoder else "offsets" if offsets_decoder else "txn" if txn_decoder
                else "share" if share_state_decoder else "remote" if remote_log_metadata_decoder else None)
-    raise typer.Exit(run_dump(lambda progress: dump_paths(inputs, opts, progress), fmt, shown,
+    raise typer.Exit(run_dump(lambda progress: dump_items(inputs, opts, progress), fmt, shown,
                               Style(shown, skip_record_metadata, decoder, emulated,
                                     whole_files=max_bytes is None and from_offset is None and to_offset is None)))
 

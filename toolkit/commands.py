@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import typer
 from rich.console import Console
@@ -22,17 +22,16 @@ from replog.toolkit.output import (
     resolve,
     write_json,
     write_json_array,
-    write_jsonl,
 )
 from replog.toolkit.progress import byte_progress, work_progress
 from replog.toolkit.render import Column, Columns, render, thousands
 
-Entries = Callable[[Callable[[int, int], None] | None], Iterator[dict[str, Any]]]
+Entries = Callable[[Callable[[int, int], None] | None], Iterator[Any]]  # dump entries, or `EntryRun`s too
 
 
-def _track_errors(entries: Iterator[dict[str, Any]], seen: list[bool]) -> Iterator[dict[str, Any]]:
+def _track_errors(entries: Iterator[Any], seen: list[bool]) -> Iterator[Any]:
     for e in entries:
-        if e["kind"] == "finding" and e["severity"] == "error":
+        if isinstance(e, dict) and e["kind"] == "finding" and e["severity"] == "error":
             seen[0] = True
         yield e
 
@@ -59,21 +58,24 @@ def run_dump(make_entries: Entries, fmt: Format | str | None, print_data: bool,
     Not through `render`: a dump can be millions of entries, so JSON lines and
     the kafka-dump-log style text are written as they are decoded, never held.
     """
+    from replog.toolkit.dump_blocks import RunText, formatted, write_jsonl_items
     from replog.toolkit.dump_log import Gaps, Style, dump_log_lines
     from replog.toolkit.dump_view import print_entries
 
     errors = [False]
-    with _dump_stream(make_entries, errors) as entries:
+    with _dump_stream(make_entries, errors) as items:
         if fmt == DUMP_LOG:
             gaps = Gaps()
-            write_lines(dump_log_lines(entries, style or Style(print_data=print_data), gaps, _note))
+            shape = style or Style(print_data=print_data)
+            write_lines(dump_log_lines(formatted(items, RunText(DUMP_LOG, shape)), shape, gaps, _note))
             write_lines(gaps.lines(), sys.stderr)
         elif (chosen := resolve(None if fmt is None else Format(fmt))) is Format.jsonl:
-            write_jsonl(entries)
+            write_jsonl_items(items)
         elif chosen is Format.json:
-            write_json_array(entries)
+            write_json_array(formatted(items, None))
         else:
-            print_entries(entries, Console(file=sys.stdout, highlight=False, soft_wrap=True), print_data)
+            print_entries(cast(Iterable[dict[str, Any]], formatted(items, None)),
+                          Console(file=sys.stdout, highlight=False, soft_wrap=True), print_data)
     return EXIT_FINDINGS if errors[0] else EXIT_CLEAN
 
 
@@ -82,12 +84,19 @@ def _note(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def write_lines(lines: Iterable[str], out: TextIO | None = None) -> None:
-    out = out or sys.stdout
-    for line in lines:
-        out.write(line)
-        out.write("\n")
-    out.flush()
+def write_lines(lines: Iterable[str | tuple[memoryview, ...]], out: TextIO | None = None) -> None:
+    """Each line and a newline; bytes (a block of lines already ending in newlines, `dump_blocks.RunText`'s)
+    written as they are, from a thread while the next block is made."""
+    from replog.toolkit.dump_blocks import BlockWriter
+    writer = BlockWriter(out or sys.stdout)
+    try:
+        for line in lines:
+            if isinstance(line, str):
+                writer.text(line + "\n")
+            else:
+                writer.block(line)
+    finally:
+        writer.close()
 
 
 def run_ls(path: Any, fmt: Format | None, broker_version: str | None = None) -> int:

@@ -57,10 +57,15 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from replog.formats.kafka import control, names
 from replog.formats.render import is_undecodable
+
+if TYPE_CHECKING:
+    from replog.toolkit.dump_blocks import FormattedRun
 
 Entry = dict[str, Any]
 Notes = Callable[[str], None]
@@ -596,6 +601,18 @@ class Gaps:
             seen.append((self._last, offset))
         self._last = offset
 
+    def see_all(self, offsets: np.ndarray) -> None:
+        """`see` of every offset of an int64 array, in order."""
+        if not len(offsets):
+            return
+        before = np.empty_like(offsets)
+        before[0], before[1:] = self._last, offsets[:-1]
+        follows = (before != np.iinfo(np.int64).max) & (offsets == before + 1)
+        for k in np.flatnonzero(~follows & (before != -1)).tolist():
+            self._last = int(before[k])
+            self.see(int(offsets[k]))
+        self._last = int(offsets[-1])
+
     def lines(self) -> Iterator[str]:
         for path, pairs in self.pairs.items():
             yield f"Non-consecutive offsets in {path}"
@@ -640,17 +657,21 @@ def _empty_index(e: Entry) -> bool:
     return e.get("file_kind") == "kafka-offset-index" and int(e.get("size") or 0) < 8
 
 
-def dump_log_lines(entries: Iterable[Entry], style: Style, gaps: Gaps | None = None,
-                   notes: Notes | None = None) -> Iterator[str]:
+def dump_log_lines(entries: Iterable[Entry | FormattedRun], style: Style, gaps: Gaps | None = None,
+                   notes: Notes | None = None) -> Iterator[str | tuple[memoryview, ...]]:
     """kafka-dump-log's lines for a stream of dump entries, as they come; `gaps` collects the stderr report,
     `notes` gets the findings and what kafka-dump-log says on stderr (it has no words for findings, so they stay
-    out of its text)."""
+    out of its text). A run of entries already written (`dump_blocks.FormattedRun`) comes as its bytes."""
     batch: Entry = {"magic": 2, "codec": "none", "crc": 0, "crc_valid": True}
     gaps = gaps if gaps is not None else Gaps()
     tail = _Tail()
     note = notes or (lambda line: None)
     silent = False  # the rest of an empty index's entries, or of a file kafka-dump-log ignores
     for e in entries:
+        if not isinstance(e, dict):
+            if not silent:
+                yield _run_text(e, gaps, tail)
+            continue
         kind = e["kind"]
         if kind == "file":
             if style.whole_files:
@@ -671,6 +692,16 @@ def dump_log_lines(entries: Iterable[Entry], style: Style, gaps: Gaps | None = N
             yield from _other_lines(e, style)
     if style.whole_files:
         yield from tail.lines()
+
+
+def _run_text(formatted: FormattedRun, gaps: Gaps, tail: _Tail) -> tuple[memoryview, ...]:
+    """A written run's text, its records' offsets seen by `gaps` and its end by `tail`."""
+    run = formatted.run
+    if run.records is not None:
+        gaps.see_all(run.records.offset)
+    if len(run.batches):
+        tail.end = max(tail.end, int((run.batches.position + run.batches.size).max()))
+    return formatted.text
 
 
 def _file_lines(e: Entry, style: Style, gaps: Gaps, tail: _Tail, note: Notes) -> Generator[str, None, bool]:

@@ -172,7 +172,7 @@ def headers_kernel(data, header_pos, header_count, hkey_pos, hkey_len, hval_pos,
 
 
 @intrinsic
-def _copy(typingctx, dst, dst_at, src, src_at, n):  # pragma: no cover - compiled
+def copy_bytes(typingctx, dst, dst_at, src, src_at, n):  # pragma: no cover - compiled
     """memcpy(dst + dst_at, src + src_at, n) on uint8 arrays (bounds checked by the caller)."""
     def codegen(context, builder, signature, args):
         d = context.make_array(signature.args[0])(context, builder, args[0])
@@ -190,7 +190,7 @@ def gather_kernel(data, pos, length, out_offsets, out):  # pragma: no cover - co
         out_offsets[i] = o
         n = length[i]
         if n > 0:
-            _copy(out, o, data, pos[i], n)
+            copy_bytes(out, o, data, pos[i], n)
             o += n
     out_offsets[len(pos)] = o
 
@@ -470,6 +470,24 @@ def iter_record_columns(buf: bytes | memoryview, path: str, batches: pa.Table | 
 def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, block: BatchBlock,
                 cols: dict[str, np.ndarray], rows: np.ndarray) -> tuple[pa.Table, list[Finding]]:
     """Decode one run of batch rows: the kernel where it can, the reference elsewhere."""
+    positions, ok = _kernel_run(arr, cols, rows)
+    return _merge_reference(buf, path, block, rows, ok, positions.to_table())
+
+
+def record_positions(buf: bytes | memoryview, block: BatchBlock) -> RecordColumns | None:
+    """Every record of `block` as positions (`RecordColumns`, bytes not gathered), or None when the kernel
+    leaves any batch to the reference (damage, legacy magic, no numba): then the caller takes the reference's
+    way. For writers that turn columns straight into text (`dump`'s block formatting)."""
+    if not HAVE_NUMBA or not len(block):
+        return None
+    cols = {name: block.column(name) for name in _NEEDED}
+    positions, ok = _kernel_run(as_uint8(buf), cols, np.arange(len(block)))
+    return positions if ok.all() else None
+
+
+def _kernel_run(arr: np.ndarray, cols: dict[str, np.ndarray],
+                rows: np.ndarray) -> tuple[RecordColumns, np.ndarray]:
+    """The kernel's records of the batch rows it decodes, and which rows those are (the others: none)."""
     fast = (cols["magic"][rows] == 2) if HAVE_NUMBA else np.zeros(len(rows), dtype=bool)
     fast &= cols["count"][rows] <= v2.MAX_BATCH_RECORDS  # beyond: the reference refuses, before decompressing
     data, starts, stops = arr, cols["position"][rows] + v2.HEADER_SIZE, cols["position"][rows] + cols["size"][rows]
@@ -484,9 +502,8 @@ def _decode_run(arr: np.ndarray, buf: bytes | memoryview, path: str, block: Batc
     rc = _run_kernel(data, rows, cols, starts, stops, counts, first)
     ok = rc.pop("ok") & fast
     keep = np.repeat(ok, counts)
-    table = RecordColumns(data, position=np.repeat(cols["position"][rows], counts)[keep],
-                          **{k: v[keep] for k, v in rc.items()}).to_table()
-    return _merge_reference(buf, path, block, rows, ok, table)
+    return RecordColumns(data, position=np.repeat(cols["position"][rows], counts)[keep],
+                         **{k: v[keep] for k, v in rc.items()}), ok
 
 
 def _run_kernel(data: np.ndarray, rows: np.ndarray, cols: dict[str, np.ndarray], starts: np.ndarray,

@@ -456,7 +456,36 @@ def _odd_files(part: Path) -> None:
     (part / "partition.metadata").write_bytes(build_partition_metadata(PartitionMetadata(0, TOPIC_ID)))
 
 
-GENERATED = {"odd-0": _odd_files, "torn-0": _torn, "orders-0": _orders, "legacy-0": _legacy,
+BULK_BYTES = 3 << 19  # past dump_checks.FAST_WALK_BYTES: dumped a block at a time (toolkit/dump_blocks)
+
+
+def _bulk(part: Path) -> None:
+    """A segment large enough for the compiled walk, so replog writes it a run of batches at a time through its
+    kernel (every field of a batch and record line: big producer ids, sequences wrapping at INT32_MAX, delete
+    horizons, LogAppendTime, codecs, headers, JSON escapes), with a commit marker and a non-ASCII record among the
+    runs (each written entry by entry) and a run of 1-record batches."""
+    batches, offset, i = [], 0, 0
+    while sum(map(len, batches)) < BULK_BYTES:
+        n = 1 if i % 7 < 3 else 5
+        recs = [v2.Record(offset + k, TS + offset + k, None if k == 2 else b'k"\\%d\t' % (offset + k),
+                          b"v\x01" * (k + 1), (("trace", b"t\n"), ("h,2", None)) if k % 2 else ()) for k in range(n)]
+        if i == 900:
+            recs = [v2.Record(offset, TS + offset, "ключ".encode(), b"caf\xc3\xa9\xff")]
+        batches.append(v2.build_batch(
+            recs, base_offset=offset, partition_leader_epoch=i % 5, codec=(0, 0, 0, codecs.GZIP, codecs.LZ4)[i % 5],
+            producer_id=(-1, 2**62, 7)[i % 3], producer_epoch=i % 3 - 1, base_sequence=(-1, 2**31 - 3, i)[i % 3],
+            transactional=i % 11 == 0, timestamp_type=v2.LOG_APPEND_TIME if i % 13 == 0 else v2.CREATE_TIME,
+            delete_horizon=TS if i % 17 == 0 else None))
+        offset += len(recs) + (3 if i % 29 == 0 else 0)
+        if i == 1500:
+            batches.append(control.build_marker_batch(offset=offset, commit=True, producer_id=7, producer_epoch=0,
+                                                      coordinator_epoch=3, timestamp=TS + offset))
+            offset += 1
+        i += 1
+    (part / f"{SEGMENT}.log").write_bytes(b"".join(batches))
+
+
+GENERATED = {"odd-0": _odd_files, "bulk-0": _bulk, "torn-0": _torn, "orders-0": _orders, "legacy-0": _legacy,
              "__consumer_offsets-0": _consumer_offsets, "__transaction_state-0": _transaction_state,
              "__cluster_metadata-0": _cluster_metadata, "__share_group_state-0": _share_group_state("4.4"),
              "__share_group_state-1": _share_group_state("4.0"), "__remote_log_metadata-0": _remote_log_metadata}

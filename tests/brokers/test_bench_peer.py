@@ -13,11 +13,14 @@ pytestmark = [pytest.mark.brokers, pytest.mark.bench]
 
 
 def test_dump_peer_runs_both_tools_on_every_case(tmp_path: Path) -> None:
-    found = brokers.measure(tmp_path, 64 << 10, repeat=1, deep_size=16 << 10)
+    found = brokers.measure(tmp_path, 64 << 10, repeat=1, deep_size=16 << 10, deep_rate_size=16 << 10)
     assert [row["case"].split(": ")[1] for row in found["cases"][:4]] == [c[0] for c in brokers.CASES], "cases"
     for row in found["cases"]:
         assert row["replog_seconds"] > 0, f"{row['case']}: replog not timed"
         assert row["kafka_dump_log_seconds"] > 0, f"{row['case']}: kafka-dump-log not timed"
+    assert [row["replog_seconds"] > 0 and "mb_per_s" in row for row in found["deep_rate"]] == [True, True], (
+        "--deep MB/s not measured")
+    assert all(seconds > 0 for seconds in found["fixed"].values()), f"a fixed cost not timed: {found['fixed']}"
     peer = (tmp_path / "peer.out").read_text().splitlines()
     ours = (tmp_path / "replog.out").read_text().splitlines()
     assert sum(line.startswith("| offset:") for line in peer) > 0, "kafka-dump-log printed no record of the last case"
