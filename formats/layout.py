@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import struct
 
+from typing import TYPE_CHECKING
+
 import construct as cs
-import numpy as np
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _codes(layout: cs.Struct) -> list[tuple[str, str]]:
@@ -37,7 +41,9 @@ def struct_of(layout: cs.Struct) -> struct.Struct:
 
 def dtype_of(layout: cs.Struct) -> np.dtype:
     """The numpy structured dtype of a fixed-size layout (one record per entry, byte order as on disk).
-    By size, not by struct code: numpy reads "l" as a C long (8 bytes) where struct's ">l" is 4."""
+    By size, not by struct code: numpy reads "l" as a C long (8 bytes) where struct's ">l" is 4.
+    numpy is imported here, not with the module: a layout's struct form must not cost a command numpy's import."""
+    import numpy as np
     return np.dtype([(name, _numpy_code(code)) for name, code in _codes(layout)])
 
 
