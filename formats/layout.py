@@ -8,7 +8,6 @@ parsers, writers and property tests use.
 from __future__ import annotations
 
 import struct
-
 from typing import TYPE_CHECKING
 
 import construct as cs
