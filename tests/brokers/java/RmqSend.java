@@ -15,10 +15,11 @@ public class RmqSend {
         var producer = new DefaultMQProducer("replog-lab-producer");
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("replog-lab-" + System.nanoTime());
-        producer.setSendMsgTimeout(15000);
+        producer.setSendMsgTimeout(30000);
         producer.setRetryTimesWhenSendFailed(0);
         producer.start();
         try {
+            waitForRoute(producer, topic);
             for (long seq = first; seq < first + count; seq++) {
                 int queue = Integer.parseInt(queues[(int) ((seq - first) % queues.length)]);
                 var mq = new MessageQueue(topic, brokerName, queue);
@@ -32,6 +33,20 @@ public class RmqSend {
             }
         } finally {
             producer.shutdown();
+        }
+    }
+
+    // A topic just created on the broker reaches the name server with the broker's next registration: wait for the
+    // route (up to 60 s) instead of failing the first send with "No route info of this topic".
+    static void waitForRoute(DefaultMQProducer producer, String topic) throws Exception {
+        long deadline = System.currentTimeMillis() + 60000;
+        while (true) {
+            try {
+                if (!producer.fetchPublishMessageQueues(topic).isEmpty()) return;
+            } catch (Exception e) {
+                if (System.currentTimeMillis() > deadline) throw e;
+            }
+            Thread.sleep(500);
         }
     }
 }
