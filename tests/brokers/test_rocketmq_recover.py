@@ -75,7 +75,7 @@ def written_units(store: Path, topic: str, queue: int) -> list[Unit]:
     return out
 
 
-@pytest.mark.parametrize(("version", "crashed", "damage"), cases("4.9.7-crash-torn-tail", "5.3.3-crash-queue-behind"))
+@pytest.mark.parametrize(("version", "crashed", "damage"), cases("5.3.3-clean-queues-behind"))
 def test_recover_matches_broker(base_store: Callable[[str, bool], Base], tmp_path: Path, version: str,
                                 crashed: bool, damage: str) -> None:
     base = base_store(version, crashed)
