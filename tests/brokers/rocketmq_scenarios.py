@@ -251,9 +251,10 @@ def wait_caught_up(c: RmqCluster, slave: str, master: str, timeout: float = 180)
 
 
 def classic_slave_restarts(root: Path, version: str = "4.9.7") -> HAOutcome:
-    """Classic master/slave (4.9). The slave crashes (kill -9), the master takes 300 more messages, the copy is
-    taken (master frozen, slave down), then the slave restarts from its own disk: it reports its max offset and the
-    master streams from there (classic HA never truncates). Premise: the master keeps running."""
+    """Classic master/slave (4.9, or 5.x without controller mode). The slave crashes (kill -9), the master takes
+    300 more messages, the copy is taken (master frozen, slave down), then the slave restarts from its own disk:
+    it reports its max offset and the master streams from there (classic HA never truncates). Premise: the
+    master keeps running."""
     with running_rocketmq(RmqSpec(version, brokers=2), root / "cluster") as c:
         c.create_topic(TOPIC, QUEUES)
         c.send(TOPIC, (0, 1), 0, 200, BODY)

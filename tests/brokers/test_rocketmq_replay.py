@@ -23,6 +23,7 @@ FULL = pytest.mark.brokers_full
 # label -> (broker version, replay protocol, scenario)
 SCENARIOS: dict[str, tuple[str, str, Callable[[Path, str], HAOutcome]]] = {
     "4.9.7-classic-slave-restarts": ("4.9.7", "classic", classic_slave_restarts),
+    "5.3.3-classic-slave-restarts": ("5.3.3", "classic", classic_slave_restarts),
     "5.3.3-controller-unclean-election": ("5.3.3", "autoswitch", unclean_election),
 }
 
