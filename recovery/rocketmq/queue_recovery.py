@@ -192,10 +192,23 @@ def _dispatch(queues: dict[tuple[str, int], Queue], messages: Iterable[MessageRe
 
 def recover_queues(model: StoreModel, process_offset: int, file_size: int,
                    legacy_reput: bool) -> dict[tuple[str, int], Queue]:
-    """Steps 1-4 on `model` (loaded with the abnormal scan): the queues the broker would hold."""
+    """Steps 1-4 on `model`: the queues the broker would hold after the recovery `model.abnormal` names.
+
+    Step 2 is the abnormal recovery's. The normal recovery (no `abort`: the broker stopped cleanly) dispatches
+    less: 4.x nothing (`CommitLog#recoverNormally`, tag rocketmq-all-4.9.7, only validates); 5.x the records
+    whose PHYSICALOFFSET is strictly above the queues' maximum physical offset taken before the scan
+    (`doDispatch = dispatchRequest.getCommitLogOffset() > maxPhyOffsetOfConsumeQueue`, `CommitLog#recoverNormally`,
+    tag rocketmq-all-5.3.3), so the record that starts exactly there gets no unit. Real 4.9.7 and 5.3.3 brokers
+    started on cleanly stopped stores confirmed both (tests/brokers/test_rocketmq_recover.py).
+    """
     queues = broker_queues(model, file_size)
+    queue_max = max((q.max_physic_offset for q in queues.values()), default=-1)
+    kept = [m for m in model.messages if m.end <= process_offset and m.physical_offset >= model.scan_start]
+    if model.abnormal:
+        _dispatch(queues, kept, file_size)
+    elif not legacy_reput:
+        _dispatch(queues, (m for m in kept if m.physical_offset > queue_max), file_size)
     kept = [m for m in model.messages if m.end <= process_offset]
-    _dispatch(queues, (m for m in kept if m.physical_offset >= model.scan_start), file_size)
     if max((q.max_physic_offset for q in queues.values()), default=-1) >= process_offset:
         for q in queues.values():
             q.truncate_dirty(process_offset)

@@ -1,4 +1,5 @@
-"""`recover_store`: what the broker's abnormal recovery keeps, written to a new store dir.
+"""`recover_store`: what the broker's start-up recovery (abnormal after a crash, normal after a clean stop) keeps,
+written to a new store dir.
 
 The commit log is copied byte-for-byte up to the recovered end (docs/reference/rocketmq.md
 §7.3-§7.4; the dirty tail and later files are not copied, the rest of the last
@@ -214,9 +215,13 @@ def _summary(findings: list[Finding]) -> dict[str, int]:
 
 def recover_store(store: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False,
                   broker_version: str | None = None, rebuild_queues: bool = False) -> dict[str, Any]:
-    """Run the broker's abnormal recovery offline and write the recovered store to `out`.
+    """Run the broker's start-up recovery offline and write the recovered store to `out`.
 
-    The input is only read. The start file follows `broker_version`'s rule; the
+    The recovery is the one the broker would run: abnormal when `abort` is present, normal when it is not
+    (`DefaultMessageStore#load`: `lastExitOK = !isTempFileExist()`, then `recover(lastExitOK)`; tags
+    rocketmq-all-4.9.7 and 5.3.3). A broker started on a cleanly stopped store whose consume queues lag does not
+    dispatch them again (real 4.9.7 and 5.3.3 brokers, tests/brokers/test_rocketmq_recover.py), so the abnormal
+    recovery is not a stand-in for it. The input is only read. The start file follows `broker_version`'s rule; the
     consume queues are the broker's (kept, then dispatched from the start file:
     `queue_recovery`), or with `rebuild_queues` rebuilt from every message.
     Returns the contract's recover shape (offsets are commitlog physical offsets)
@@ -226,7 +231,7 @@ def recover_store(store: str | os.PathLike[str], out: str | os.PathLike[str], *,
 
     before, _ = diagnose_store(store)
     rule = rule_for(broker_version)
-    model = load_store(store, abnormal=True, rule=rule)
+    model = load_store(store, rule=rule)
     end = model.max_offset
     truncated = end < model.walk_end
     epochs = [e for e in model.epochs if not truncated or e.start_offset < end]

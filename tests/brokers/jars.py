@@ -1,9 +1,13 @@
 """The broker lab's jars: each Kafka version's broker, tools and one logging backend, resolved once from Maven
 Central (through `pom.xml` beside this file) into `~/.cache/replog/brokers/kafka-<version>/`, outside the repository.
 
-`python -m tests.brokers.jars [VERSION ...]` (what `make brokers` runs) resolves every lab version, or those named;
-a version already resolved costs nothing. The result is a folder of jars and `classpath.txt`, the jars in sorted
-order (a `lib/*` wildcard has no defined order: duplicate classes would load from whichever comes first).
+RocketMQ's name server, broker, tools, client (and the 5.x controller) resolve the same way, through
+`pom-rocketmq.xml`, into `~/.cache/replog/brokers/rocketmq-<version>/`.
+
+`python -m tests.brokers.jars [VERSION ...]` (what `make brokers` runs) resolves every lab version of both products,
+or those named (`rocketmq-5.3.3` names a RocketMQ version); a version already resolved costs nothing.
+The result is a folder of jars and `classpath.txt`, the jars in sorted order (a `lib/*` wildcard has no defined
+order: duplicate classes would load from whichever comes first).
 """
 from __future__ import annotations
 
@@ -16,11 +20,17 @@ import tempfile
 from pathlib import Path
 
 POM = Path(__file__).with_name("pom.xml")
+ROCKETMQ_POM = Path(__file__).with_name("pom-rocketmq.xml")
 # The lab's Kafka versions: the last 3.x (ZooKeeper and KRaft, old protocols), the first 4.x, the newest 4.x.
 VERSIONS = ("3.9.1", "4.0.2", "4.4.0")
 # Kafka 4.0's own distribution ships Log4j2 2.24.3 (its POMs name no Log4j2 jar at runtime).
 DEFAULT_LOG4J2 = "2.24.3"
-BINDINGS = ("slf4j-reload4j", "log4j-slf4j-impl", "log4j-slf4j2-impl", "slf4j-log4j12", "logback-classic")
+# RocketMQ: 4.9.7 is the newest 4.x whose broker jars Maven Central's mirror serves here (4.9.8's are not:
+# real-brokers.md §5); 5.3.3 is the 5.x the reference notes were read at.
+ROCKETMQ_VERSIONS = ("4.9.7", "5.3.3")
+# RocketMQ 4.9 logs through logback-classic (the broker POM's), 5.x through its own shaded logback.
+BINDINGS = ("rocketmq-logback-classic", "slf4j-reload4j", "log4j-slf4j-impl",
+             "log4j-slf4j2-impl", "slf4j-log4j12", "logback-classic")
 
 
 def cache_root() -> Path:
@@ -89,14 +99,56 @@ def resolve(version: str) -> Path:
     return lib
 
 
+def rocketmq_lib_dir(version: str) -> Path:
+    return cache_root() / "brokers" / f"rocketmq-{version}"
+
+
+def rocketmq_classpath(version: str) -> str:
+    """The RocketMQ version's class path, resolving its jars first when they are not cached yet."""
+    lib = rocketmq_resolve(version)
+    return (lib / "classpath.txt").read_text().strip()
+
+
+def rocketmq_resolve(version: str) -> Path:
+    """The RocketMQ version's jar folder, filled once (scratch folder, checked, renamed into place). The
+    controller profile is added from 5.0 on (the 4.x line has no controller)."""
+    lib = rocketmq_lib_dir(version)
+    if (lib / "classpath.txt").is_file():
+        return lib
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".rocketmq-{version}-", dir=lib.parent))
+    try:
+        jars = scratch / "jars"
+        profile = ["-Pcontroller"] if int(version.split(".")[0]) >= 5 else []
+        cmd = ["mvn", "-B", "-q", "-f", str(ROCKETMQ_POM), f"-Drocketmq.version={version}", *profile,
+               "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={jars}"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout[-4000:]}{done.stderr[-4000:]}")
+        names = sorted(p.name for p in jars.glob("*.jar"))
+        bound = [name for name in names if name.startswith(BINDINGS)]
+        if len(bound) != 1:
+            raise RuntimeError(f"rocketmq {version}: want exactly one logging binding, found {bound or 'none'}")
+        (jars / "classpath.txt").write_text(":".join(str(lib / name) for name in names) + "\n")
+        os.replace(jars, lib)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return lib
+
+
 def main(argv: list[str]) -> int:
     problem = tools_problem()
     if problem:
         print(f"broker lab: {problem}", file=sys.stderr)
         return 1
-    for version in argv or VERSIONS:
+    kafka = [v for v in argv if not v.startswith("rocketmq-")]
+    rocketmq = [v.removeprefix("rocketmq-") for v in argv if v.startswith("rocketmq-")]
+    for version in kafka if argv else VERSIONS:
         lib = resolve(version)
         print(f"kafka {version}: {lib}")
+    for version in rocketmq if argv else ROCKETMQ_VERSIONS:
+        lib = rocketmq_resolve(version)
+        print(f"rocketmq {version}: {lib}")
     return 0
 
 

@@ -146,3 +146,39 @@ def test_a_gap_in_a_queue_is_appended_over_as_the_broker_does(tmp_path: Path) ->
     want = [s for s in store.sent if s.queue_id == 0 and (s.offset < 1000 or s.offset >= 2000)]
     assert [u[:2] for u in units(tmp_path / "out", "orders", 0)] == [(s.offset, s.size) for s in want]
     assert len(want) == 9 and want[3].queue_offset == 6
+
+
+def lagging_queues(tmp_path: Path, every_queue: bool) -> tuple[Path, Store]:
+    """A cleanly stopped store (no abort) whose orders/0 queue lacks its last two units, and orders/1 its last
+    two too when `every_queue` (then the queues' maximum physical offset is behind the log's end)."""
+    store = four_files()
+    lag = {q: [s for s in store.sent if s.queue_id == q] for q in (0, 1)}
+    queues = {("orders", q): sents[:-2] if q == 0 or every_queue else sents for q, sents in lag.items()}
+    return store.write(tmp_path / "store", queues=queues), store
+
+
+@pytest.mark.parametrize("version", ["4.9.7", "5.3.3"])
+def test_normal_recovery_leaves_a_lagging_queue_alone(tmp_path: Path, version: str) -> None:
+    """No abort: the broker runs its normal recovery, which dispatches nothing below the queues' maximum
+    physical offset (4.9.7 and 5.3.3 brokers started on such a store keep the queue two units short)."""
+    root, store = lagging_queues(tmp_path, every_queue=False)
+    d = recover_store(root, tmp_path / "out", broker_version=version)
+    assert d["recovery"]["mode"] == "normal", f"recovery mode {d['recovery']}"
+    want = [(s.offset, s.size) for s in store.sent if s.queue_id == 0][:-2]
+    assert [u[:2] for u in units(tmp_path / "out", "orders", 0)] == want, "orders/0 after normal recovery"
+    assert d["rebuilt"]["queues"]["dispatched"] == 0, f"dispatched {d['rebuilt']['queues']}"
+
+
+@pytest.mark.parametrize(("version", "skipped"), [("4.9.7", 0), ("5.3.3", 1)])
+def test_normal_recovery_dispatches_past_the_queues_maximum(tmp_path: Path, version: str, skipped: int) -> None:
+    """Every queue lags: 4.x's reput service dispatches from the queues' maximum on (all four messages get
+    units); 5.3.3's normal recovery dispatches only records strictly above it, so the record starting exactly
+    there (orders/0's message 20) gets none; the last three land at the queues' ends."""
+    root, store = lagging_queues(tmp_path, every_queue=True)
+    d = recover_store(root, tmp_path / "out", broker_version=version)
+    assert d["recovery"]["mode"] == "normal", f"recovery mode {d['recovery']}"
+    tail = store.sent[-4:]
+    missing = tail[:skipped]
+    for q in (0, 1):
+        want = [(s.offset, s.size) for s in store.sent if s.queue_id == q and s not in missing]
+        assert [u[:2] for u in units(tmp_path / "out", "orders", q)] == want, f"orders/{q} ({version})"
