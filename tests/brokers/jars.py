@@ -26,7 +26,7 @@ VERSIONS = ("3.9.1", "4.0.2", "4.4.0")
 # Kafka 4.0's own distribution ships Log4j2 2.24.3 (its POMs name no Log4j2 jar at runtime).
 DEFAULT_LOG4J2 = "2.24.3"
 # RocketMQ: 4.9.7 is the newest 4.x whose broker jars Maven Central's mirror serves here (4.9.8's are not:
-# real-brokers.md §5); 5.3.3 is the 5.x the reference notes were read at.
+# docs/reference/real-brokers.md §5); 5.3.3 is the 5.x the reference notes were read at.
 ROCKETMQ_VERSIONS = ("4.9.7", "5.3.3")
 # RocketMQ 4.9 logs through logback-classic (the broker POM's), 5.x through its own shaded logback.
 BINDINGS = ("rocketmq-logback-classic", "slf4j-reload4j", "log4j-slf4j-impl",

@@ -2,8 +2,8 @@
 controller mode) and one or two brokers of one broker group, started from the Maven jars `jars.py` resolves.
 
 Every JVM runs with its own `ROCKETMQ_HOME`, `-Duser.home` and store under the lab root, small mapped files
-(real-brokers.md §3.2) and every address it advertises pinned to 127.0.0.1 (`brokerIP1`, `brokerIP2`, on 5.x
-`bindAddress`). RocketMQ 4.9's remoting and HA servers have no bind-address setting: they listen on every interface
+(docs/reference/real-brokers.md §3.2) and every address it advertises pinned to 127.0.0.1 (`brokerIP1`,
+`brokerIP2`, on 5.x `bindAddress`). RocketMQ 4.9's remoting and HA servers have no bind-address setting: they listen on every interface
 (`NettyRemotingServer#start` binds `new InetSocketAddress(listenPort)`, tag rocketmq-all-4.9.7), on ports this
 harness picks free. A broker uses three ports, listenPort-2 (fast remoting), listenPort and listenPort+1 (HA,
 forced to it by 4.9's `BrokerStartup`), so each broker gets a block of free ports.
@@ -49,7 +49,8 @@ LOGBACK = """<configuration>
 </configuration>
 """
 
-# real-brokers.md §3.2: small files so that a few hundred messages span several commit-log and consume-queue files.
+# docs/reference/real-brokers.md §3.2: small files so that a few hundred messages span several commit-log and
+# consume-queue files.
 STORE = {
     "mappedFileSizeCommitLog": "131072", "maxMessageSize": "65536", "mappedFileSizeConsumeQueue": "2000",
     "maxHashSlotNum": "1000", "maxIndexNum": "4000", "flushDiskType": "ASYNC_FLUSH", "deleteWhen": "04",
@@ -67,7 +68,7 @@ def major(version: str) -> int:
 def free_block(below: int = 2, above: int = 1) -> int:
     """A loopback port P such that P-below .. P+above are all free and not handed out by this process (RocketMQ's
     fast remoting port is listenPort-2, its HA port listenPort+1). Ports held only by TIME_WAIT are free: the
-    brokers set SO_REUSEADDR, and so does the check (real-brokers.md §5)."""
+    brokers set SO_REUSEADDR, and so does the check (docs/reference/real-brokers.md §5)."""
     low = _ephemeral_low()
     for _ in range(2000):
         port = int.from_bytes(os.urandom(2), "big") % (low - 10100) + 10050
