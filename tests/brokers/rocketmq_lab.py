@@ -2,10 +2,10 @@
 controller mode) and one or two brokers of one broker group, started from the Maven jars `jars.py` resolves.
 
 Every JVM runs with its own `ROCKETMQ_HOME`, `-Duser.home` and store under the lab root, small mapped files
-(docs/reference/real-brokers.md §3.2) and every address it advertises pinned to 127.0.0.1 (`brokerIP1`,
-`brokerIP2`, on 5.x `bindAddress`). RocketMQ 4.9's remoting and HA servers have no bind-address setting: they
-listen on every interface (`NettyRemotingServer#start` binds `new InetSocketAddress(listenPort)`, tag rocketmq-all-4.9.7), on ports this
-harness picks free. A broker uses three ports, listenPort-2 (fast remoting), listenPort and listenPort+1 (HA,
+(docs/reference/real-brokers.md §3.2) and every address it advertises pinned to 127.0.0.1 (`brokerIP1`, `brokerIP2`,
+on 5.x `bindAddress`). RocketMQ 4.9's remoting and HA servers have no bind-address setting: they listen on every
+interface (`NettyRemotingServer#start` binds `new InetSocketAddress(listenPort)`, tag rocketmq-all-4.9.7), on ports
+this harness picks free. A broker uses three ports, listenPort-2 (fast remoting), listenPort and listenPort+1 (HA,
 forced to it by 4.9's `BrokerStartup`), so each broker gets a block of free ports.
 
 Processes are started in their own sessions and recorded; `RmqCluster.close` (run by `running_rocketmq` on every
