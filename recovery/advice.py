@@ -6,7 +6,30 @@ text is built from the cluster's mode as the inputs show it, never assumed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
+
+
+class _Outcome(Protocol):
+    @property
+    def loses_or_fails(self) -> bool: ...
+
+
+C = TypeVar("C", bound=_Outcome)
+
+
+class Ranked(Generic[C]):
+    """A what-if's choices, best first (Kafka leaders, RocketMQ masters): the first is the recommendation,
+    and replay's exit 1 follows it (even the best choice loses or fails)."""
+
+    choices: list[C]
+
+    @property
+    def recommended(self) -> C:
+        return self.choices[0]
+
+    @property
+    def loses_or_fails(self) -> bool:
+        return self.recommended.loses_or_fails
 
 
 @dataclass(frozen=True)

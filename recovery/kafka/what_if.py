@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replog.formats.errors import ReplogError
+from replog.recovery.advice import Ranked
 from replog.recovery.kafka.controller import METADATA, PARTITION_STATE, ControllerRecord, replica_broker_id
 from replog.recovery.kafka.impact import ImpactResult, ImpactSources, analyze_impact, impact_sources
 from replog.recovery.kafka.protocol import EPOCH
@@ -83,6 +84,11 @@ class Choice:
     rank: int = 0
 
     @property
+    def loses_or_fails(self) -> bool:
+        """Records lost or a fetcher failed behind this leader (replay's exit 1)."""
+        return self.result.loses_or_fails
+
+    @property
     def failed(self) -> list[str]:
         """Replicas whose fetcher the broker's own code would fail behind this leader."""
         return [r.replica.name for r in self.result.replicas if r.outcome is not None and r.outcome.failed]
@@ -134,7 +140,7 @@ def choice_dict(c: Choice) -> dict[str, Any]:
 
 
 @dataclass
-class WhatIf:
+class WhatIf(Ranked[Choice]):
     """Every choice, ranked; the recommended one first; the leaders that could not be judged and why."""
 
     topic: str
@@ -145,14 +151,6 @@ class WhatIf:
     recommendation: Recommendation
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def recommended(self) -> Choice:
-        return self.choices[0]
-
-    @property
-    def loses_or_fails(self) -> bool:
-        """Even the best choice loses records or fails a fetcher: replay's exit 1."""
-        return self.recommended.result.loses_or_fails
 
     def to_dict(self) -> dict[str, Any]:
         c = self.controller

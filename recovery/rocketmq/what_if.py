@@ -22,7 +22,7 @@ from typing import Any
 from replog.formats.errors import UnreadableInput
 from replog.formats.fileio import read_small
 from replog.formats.rocketmq.broker_identity import PROPERTIES_FILE, StoreIdentity, store_identity
-from replog.recovery.advice import Recommendation, compare_words
+from replog.recovery.advice import Ranked, Recommendation, compare_words
 from replog.recovery.rocketmq.ha import AUTOSWITCH, CLASSIC, choose_master, replay_stores
 from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.impact import RocketImpact, analyze_rocketmq_impact
@@ -92,7 +92,7 @@ class MasterChoice:
 
 
 @dataclass
-class RocketWhatIf:
+class RocketWhatIf(Ranked[MasterChoice]):
     protocol: str
     broker_name: str | None
     cluster: str | None
@@ -100,14 +100,6 @@ class RocketWhatIf:
     recommendation: Recommendation
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def recommended(self) -> MasterChoice:
-        return self.choices[0]
-
-    @property
-    def loses_or_fails(self) -> bool:
-        """Even the best master loses messages or leaves a store stalled: replay's exit 1."""
-        return self.recommended.loses_or_fails
 
     def to_dict(self) -> dict[str, Any]:
         return {"system": "rocketmq", "protocol": self.protocol, "mode": MODES[self.protocol],

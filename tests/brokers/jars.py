@@ -88,15 +88,21 @@ def resolve(version: str) -> Path:
         jars = scratch / "jars"
         _mvn(version, *profile, "dependency:copy-dependencies", "-DincludeScope=runtime",
              f"-DoutputDirectory={jars}")
-        names = sorted(p.name for p in jars.glob("*.jar"))
-        bound = [name for name in names if name.startswith(BINDINGS)]
-        if len(bound) != 1:
-            raise RuntimeError(f"kafka {version}: want exactly one SLF4J binding, found {bound or 'none'}")
-        (jars / "classpath.txt").write_text(":".join(str(lib / name) for name in names) + "\n")
-        os.replace(jars, lib)
+        _install(f"kafka {version}", jars, lib)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return lib
+
+
+def _install(product: str, jars: Path, lib: Path) -> None:
+    """Copied jars into place: exactly one logging binding among them, their class path written, the
+    folder renamed to `lib` (a half-resolved version never looks cached)."""
+    names = sorted(p.name for p in jars.glob("*.jar"))
+    bound = [name for name in names if name.startswith(BINDINGS)]
+    if len(bound) != 1:
+        raise RuntimeError(f"{product}: want exactly one logging binding, found {bound or 'none'}")
+    (jars / "classpath.txt").write_text(":".join(str(lib / name) for name in names) + "\n")
+    os.replace(jars, lib)
 
 
 def rocketmq_lib_dir(version: str) -> Path:
@@ -125,12 +131,7 @@ def rocketmq_resolve(version: str) -> Path:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout[-4000:]}{done.stderr[-4000:]}")
-        names = sorted(p.name for p in jars.glob("*.jar"))
-        bound = [name for name in names if name.startswith(BINDINGS)]
-        if len(bound) != 1:
-            raise RuntimeError(f"rocketmq {version}: want exactly one logging binding, found {bound or 'none'}")
-        (jars / "classpath.txt").write_text(":".join(str(lib / name) for name in names) + "\n")
-        os.replace(jars, lib)
+        _install(f"rocketmq {version}", jars, lib)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return lib
