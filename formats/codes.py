@@ -98,6 +98,11 @@ CODES: dict[str, Code] = {
     "KAFKA_EPOCHS_DECREASING": Code(E, "partition leader epochs decrease along the log"),
     "KAFKA_HW_ABOVE_LEO": Code(E, "high watermark checkpoint is above the log end offset"),
     "KAFKA_LSO_ABOVE_HW": Code(E, "log start offset is above the high watermark"),
+    "KAFKA_REMOTE_LOG_RANGE": Code(I, "tiered storage: the log start is below the first local segment; the records "
+                                      "between are held in remote storage, not lost (remote.storage.enable)"),
+    "KAFKA_LOG_START_BELOW_LOCAL": Code(W, "the checkpointed log start is below the first local segment and whether "
+                                           "the topic has remote storage is not known: with it the records between "
+                                           "are in remote storage, without it the broker raises the log start"),
     "KAFKA_RECOVERY_POINT_ABOVE_LEO": Code(W, "recovery point is above the log end offset"),
     "KAFKA_PARTITION_NOT_IN_CHECKPOINT": Code(W, "a partition on disk missing from a broker checkpoint"),
     "KAFKA_CHECKPOINT_WITHOUT_PARTITION": Code(W, "a checkpoint entry for a partition not on disk"),

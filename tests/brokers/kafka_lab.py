@@ -221,6 +221,8 @@ class ClusterSpec:
     broker_config: dict[str, str] = field(default_factory=dict)
     # per broker id, settings on top of `broker_config` (one broker's cleaner off, say)
     broker_overrides: dict[int, dict[str, str]] = field(default_factory=dict)
+    extra_jars: tuple[str, ...] = ()          # jars after the version's class path (a RemoteStorageManager, say)
+    controller_config: dict[str, str] = field(default_factory=dict)   # KRaft controller settings on top of the lab's
 
     @property
     def protocol(self) -> str:
@@ -237,7 +239,7 @@ class Cluster:
     def __init__(self, spec: ClusterSpec, root: Path) -> None:
         self.spec = spec
         self.root = root
-        self.cp = classpath(spec.version)
+        self.cp = ":".join([classpath(spec.version), *spec.extra_jars])
         self.cluster_id = cluster_id()
         self.log4j = self._write_logging()
         self.control = self._control_node()
@@ -277,7 +279,7 @@ class Cluster:
                  "listeners": f"CONTROLLER://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
                  "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
                  "log.dirs": str(self.root / "c1" / "data"), "broker.session.timeout.ms": "6000",
-                 "unclean.leader.election.interval.ms": "1000"}
+                 "unclean.leader.election.interval.ms": "1000"} | self.spec.controller_config
         return self._node("c1", CONTROLLER_ID, port, props, "kafka.Kafka")
 
     def _broker_node(self, n: int) -> Node:
