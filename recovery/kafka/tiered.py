@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replog.formats.errors import ReplogError
-from replog.formats.findings import Finding, finding
+from replog.formats.errors import FormatError, ReplogError
+from replog.formats.findings import Finding, finding, from_error
 from replog.formats.kafka import names
+from replog.formats.kafka.remote_log_snapshot import parse_remote_log_snapshot
 from replog.recovery.kafka.checks_broker import PartitionOffsets
 from replog.recovery.kafka.logdir import BrokerCheckpoints, PartitionSummary
 from replog.recovery.kafka.profile import DEFAULT, REMOTE, ClusterProfile, Setting, read_profile
@@ -127,3 +128,23 @@ def tier_summaries(parts: list[PartitionSummary], assumed: dict[str, str] | None
         if log_dir not in profiles:
             profiles[log_dir] = profile_beside(log_dir, assumed)
         tier_summary(part, profiles[log_dir])
+
+
+def remote_log_snapshot_findings(data: bytes, path: str) -> list[Finding]:
+    """`doctor` of a partition's `remote_log_snapshot` (Kafka 3.0-3.7): read as `RemoteLogMetadataSnapshotFile.read`
+    reads it (`formats.kafka.remote_log_snapshot`), then each cached segment for what no broker writes: an end
+    offset before its start, a leader epoch starting outside the segment (`RemoteLogSegmentMetadata` requires
+    start <= end and epochs within; storage-api RemoteLogSegmentMetadata's constructor checks)."""
+    try:
+        snap = parse_remote_log_snapshot(data)
+    except FormatError as e:
+        return [from_error(e, path)]
+    out: list[Finding] = []
+    for i, seg in enumerate(snap.segments if snap is not None else []):
+        start, end = seg["startOffset"], seg["endOffset"]
+        epochs = [e["offset"] for e in seg["segmentLeaderEpochs"]]
+        if end < start or any(not start <= o <= end for o in epochs) or not epochs:
+            out.append(finding("KAFKA_REMOTE_LOG_SNAPSHOT_SEGMENT", path, offset=start,
+                               message=f"remote segment {seg['segmentId']} (entry {i}): offsets {start}..{end}, "
+                                       f"leader epochs starting at {epochs}"))
+    return out
