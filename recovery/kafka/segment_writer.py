@@ -264,6 +264,7 @@ class _Partition:
         # entry the batches contradict is never copied into an output.
         leo = self.result.log_end_offset
         self.result.epochs = self.epochs if epochs is None else self.epochs.with_entries_from(epochs, leo)
+        self.result.epochs = _with_remote_entries(self.result.epochs, epochs, self.start_offset)
         self._put(names.LEADER_EPOCH_CHECKPOINT, checkpoint.build_leader_epoch_checkpoint(self.result.epochs.entries))
         if topic_id is not None:
             self._put(names.PARTITION_METADATA, build_partition_metadata(PartitionMetadata(0, topic_id)))
@@ -282,6 +283,17 @@ class _Partition:
             self.segment.discard()
         for name in self.result.files:
             (self.out / name).unlink(missing_ok=True)
+
+
+def _with_remote_entries(written: EpochCache, epochs: EpochCache | None, start: int) -> EpochCache:
+    """`written` behind `epochs`' entries below the first segment (`start`). Only a partition with remote storage
+    has any: its epoch cache starts at the log start, below the local segments (tiered storage keeps the cache from
+    the log start: LogLoader `truncateFromStartAsyncFlush(logStartOffsetCheckpoint)`), and the brokers' remote log
+    manager deletes every remote segment whose epochs the leader's cache does not hold (apache/kafka core/src/main/
+    java/kafka/log/remote/RemoteLogManager.java `isRemoteSegmentWithinLeaderEpochs`, 3.9): dropping them would
+    delete the remote data."""
+    below = [e for e in (epochs.entries if epochs is not None else []) if e.start_offset < start]
+    return EpochCache(below).with_entries_from(written, start) if below else written
 
 
 def write_partition_runs(out_dir: str | os.PathLike[str], runs: Iterable[ByteRun], *,

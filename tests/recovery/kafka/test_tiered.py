@@ -27,11 +27,12 @@ LOG_START, LOCAL_START = 5, 20
 
 
 def tiered_dir(root: Path, name: str, first: int = LOCAL_START, last: int = 29, log_start: int = LOG_START,
-               remote: str | None = None) -> Path:
-    """A log dir `root/name` whose `t-0` holds offsets first..last (epoch 0) in segments from `first`, its
-    log-start-offset-checkpoint saying `log_start`; `remote`: remote.storage.enable in a metadata log beside."""
-    part = replica_dir(root, name, [(o, 0) for o in range(first, last + 1)], hw=last + 1, log_start=first,
-                       epochs=[(0, 0)])
+               remote: str | None = None, epoch: int = 1) -> Path:
+    """A log dir `root/name` whose `t-0` holds offsets first..last (of `epoch`) in segments from `first`, epoch 0
+    from offset 0 below them (the remote part's) in its checkpoint, its log-start-offset-checkpoint saying
+    `log_start`; `remote`: remote.storage.enable in a metadata log beside."""
+    part = replica_dir(root, name, [(o, epoch) for o in range(first, last + 1)], hw=last + 1, log_start=first,
+                       epochs=[(0, 0), (epoch, first)] if epoch else [(0, 0)])
     atomic_write(root / name / names.LOG_START_OFFSET_CHECKPOINT,
                  checkpoint.build_offset_checkpoint({("t", 0): log_start}))
     if remote is not None:
@@ -105,7 +106,7 @@ def test_a_follower_without_remote_storage_on_the_leader_fetches_as_before() -> 
 def remote_pair(tmp_path: Path) -> tuple[Path, Path]:
     """Leader b1: offsets 20..29 local, log start 5; follower b2 stopped at offset 10 (0..9, log start 0)."""
     b1 = tiered_dir(tmp_path / "in", "b1")
-    b2 = tiered_dir(tmp_path / "in", "b2", first=0, last=9, log_start=0)
+    b2 = tiered_dir(tmp_path / "in", "b2", first=0, last=9, log_start=0, epoch=0)
     return b1, b2
 
 
@@ -130,6 +131,9 @@ def test_repair_never_raises_the_log_start_of_a_tiered_partition(tmp_path: Path)
         out = tmp_path / "out" / name
         assert checkpoint.parse_offset_checkpoint((out / names.LOG_START_OFFSET_CHECKPOINT).read_bytes()) == \
             {("t", 0): LOG_START}, f"{name}: the log start written"
+        epochs = checkpoint.parse_leader_epoch_checkpoint((out / "t-0" / names.LEADER_EPOCH_CHECKPOINT).read_bytes())
+        assert [tuple(e) for e in epochs][:2] == [(0, LOG_START), (1, LOCAL_START)], \
+            f"{name}: the epochs of the remote part stay (the broker deletes remote segments outside them)"
         bases = sorted(int(p.name.split(".")[0]) for p in (out / "t-0").glob("*.log"))
         assert bases[0] == LOCAL_START, f"{name}: the first segment starts at the local log start"
         again = tiered_replicas([load_replica(out / "t-0")], ClusterProfile(assumed=stated(remote_storage=True)))[0]
