@@ -11,6 +11,7 @@ from replog.formats.discovery import roots_under
 from replog.formats.fileio import atomic_write
 from replog.formats.kafka import checkpoint, names
 from replog.recovery.doctor import diagnose
+from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import summarize_roots
 from replog.recovery.kafka.profile import REMOTE, ClusterProfile, stated
 from replog.recovery.kafka.protocol import FollowerOutcome, fetch
@@ -31,8 +32,9 @@ def tiered_dir(root: Path, name: str, first: int = LOCAL_START, last: int = 29, 
     """A log dir `root/name` whose `t-0` holds offsets first..last (of `epoch`) in segments from `first`, epoch 0
     from offset 0 below them (the remote part's) in its checkpoint, its log-start-offset-checkpoint saying
     `log_start`; `remote`: remote.storage.enable in a metadata log beside."""
-    part = replica_dir(root, name, [(o, epoch) for o in range(first, last + 1)], hw=last + 1, log_start=first,
-                       epochs=[(0, 0), (epoch, first)] if epoch else [(0, 0)])
+    part = replica_dir(root, name, [(o, epoch) for o in range(first, last + 1)], hw=last + 1, log_start=first)
+    atomic_write(part / names.LEADER_EPOCH_CHECKPOINT, checkpoint.build_leader_epoch_checkpoint(
+        EpochCache([(0, 0), (epoch, first)] if epoch else [(0, 0)]).entries))
     atomic_write(root / name / names.LOG_START_OFFSET_CHECKPOINT,
                  checkpoint.build_offset_checkpoint({("t", 0): log_start}))
     if remote is not None:
