@@ -89,3 +89,18 @@ def test_round_trip(partition: int, offset: int, segments: list[dict]) -> None:
         (partition, offset, len(segments)), "header"
     again = build_remote_log_snapshot(partition, offset, snap.segments)
     assert again == data, "decoded segments write the same bytes"
+
+
+def test_dump_lists_the_header_and_each_cached_segment(tmp_path) -> None:
+    import json
+
+    from tests.toolkit.test_cli import run_replog
+    path = tmp_path / "t-0" / "remote_log_snapshot"
+    path.parent.mkdir()
+    path.write_bytes(framed_file(snapshot_records()))
+    done = run_replog("dump", str(path), "--format", "jsonl")
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["kind"] for r in rows] == ["file", "remote_log_snapshot", "remote_log_segment", "remote_log_segment"]
+    assert rows[1]["metadata_partition_offset"] == 12345, "header"
+    assert [r["segmentId"] for r in rows[2:]] == list(SEG_IDS), "segments"
