@@ -105,6 +105,8 @@ CODES: dict[str, Code] = {
                                                  "before start, or a leader epoch outside it)"),
     "KAFKA_REMOTE_LOG_RANGE": Code(I, "tiered storage: the log start is below the first local segment; the records "
                                       "between are held in remote storage, not lost (remote.storage.enable)"),
+    "KAFKA_REMOTE_LOG_GAP": Code(W, "tiered storage: offsets between the log start and the local log start are in no "
+                                    "remote segment __remote_log_metadata names; a consumer gets no data there"),
     "KAFKA_LOG_START_BELOW_LOCAL": Code(W, "the checkpointed log start is below the first local segment and whether "
                                            "the topic has remote storage is not known: with it the records between "
                                            "are in remote storage, without it the broker raises the log start"),

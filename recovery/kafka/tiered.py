@@ -18,8 +18,10 @@ Whether the topic has remote storage is not in the partition's files: it comes f
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from replog.formats.errors import FormatError, ReplogError
+from replog.formats.fileio import read_small
 from replog.formats.findings import Finding, finding, from_error
 from replog.formats.kafka import names
 from replog.formats.kafka.remote_log_snapshot import parse_remote_log_snapshot
@@ -92,6 +94,7 @@ def log_start_findings(parts: list[PartitionOffsets], cps: BrokerCheckpoints, lo
     nothing is said (as before)."""
     out: list[Finding] = []
     path = str(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
+    known: dict[str, dict[tuple[str, int], list[tuple[int, int]]]] = {}
     for p in parts:
         tp = (p.topic, p.partition)
         cp = (cps.log_start_offsets or {}).get(tp)
@@ -108,6 +111,7 @@ def log_start_findings(parts: list[PartitionOffsets], cps: BrokerCheckpoints, lo
                                        f"start at {cp} (LogLoader)",
                                log_start_offset=cp, local_log_start_offset=p.first_segment_base,
                                remote_storage=setting.to_dict()))
+            out += _gap_findings(p, cp, log_dir, known)
         elif setting.source == DEFAULT:
             out.append(finding("KAFKA_LOG_START_BELOW_LOCAL", path, offset=cp, position=at,
                                message=f"{p.topic}-{p.partition}: log-start-offset-checkpoint says {cp}, the first "
@@ -148,3 +152,84 @@ def remote_log_snapshot_findings(data: bytes, path: str) -> list[Finding]:
                                message=f"remote segment {seg['segmentId']} (entry {i}): offsets {start}..{end}, "
                                        f"leader epochs starting at {epochs}"))
     return out
+
+
+REMOTE_LOG_METADATA = "__remote_log_metadata"
+_COPY_FINISHED, _DELETE_STARTED = 1, 2          # RemoteLogSegmentState ids (storage-api)
+
+
+def remote_segments(log_dir: Path) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """(start, end) of every remote segment whose copy finished and whose deletion has not begun, per (topic id,
+    partition), from the `__remote_log_metadata` replicas in `log_dir`, replayed in offset order as
+    TopicBasedRemoteLogMetadataManager's consumer task does (RemoteLogSegmentMetadataRecord adds a segment,
+    RemoteLogSegmentMetadataUpdateRecord moves its state, RemotePartitionDeleteMetadataRecord drops the
+    partition). Records it cannot decode are passed over."""
+    from replog.formats.kafka.internal.remote_log_metadata import decode_remote_log_metadata
+    from replog.recovery.kafka.internal_topics import coordinator_copy, internal_records, partition_copies
+    segments: dict[str, tuple[tuple[str, int], int, int, int]] = {}
+    for copies in partition_copies([log_dir], REMOTE_LOG_METADATA).values():
+        for rec in internal_records(coordinator_copy(copies), []):
+            try:
+                got = decode_remote_log_metadata(rec.value)
+            except FormatError:
+                continue
+            data = (got or {}).get("data")
+            if data is None:
+                continue
+            _apply(segments, got.get("apiKey") if got else None, data)
+    out: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for tp, start, end, state in segments.values():
+        if state == _COPY_FINISHED:
+            out.setdefault(tp, []).append((start, end))
+    return {tp: sorted(spans) for tp, spans in out.items()}
+
+
+def _apply(segments: dict[str, tuple[tuple[str, int], int, int, int]], api_key: Any, data: dict[str, Any]) -> None:
+    if api_key in (0, 1):
+        sid = data["remoteLogSegmentId"]
+        tip = sid["topicIdPartition"]
+        tp, key = (tip["id"], tip["partition"]), sid["id"]
+        if api_key == 0:
+            segments[key] = (tp, data["startOffset"], data["endOffset"], data["remoteLogSegmentState"])
+        elif key in segments:
+            old = segments[key]
+            segments[key] = (old[0], old[1], old[2], data["remoteLogSegmentState"])
+    elif api_key == 2:
+        tip = data["topicIdPartition"]
+        for key in [k for k, v in segments.items() if v[0] == (tip["id"], tip["partition"])]:
+            del segments[key]
+
+
+def remote_gaps(spans: list[tuple[int, int]], start: int, local: int) -> list[tuple[int, int]]:
+    """The offsets in [start, local) no span covers, as (first, last) ranges."""
+    gaps, at = [], start
+    for first, last in spans:
+        if first > at and at < local:
+            gaps.append((at, min(first, local) - 1))
+        at = max(at, last + 1)
+    if at < local:
+        gaps.append((at, local - 1))
+    return gaps
+
+
+def _gap_findings(p: PartitionOffsets, start: int, log_dir: Path,
+                  known: dict[str, dict[tuple[str, int], list[tuple[int, int]]]]) -> list[Finding]:
+    """`KAFKA_REMOTE_LOG_GAP` for offsets between the log start and the local one in no remote segment that the
+    log dir's `__remote_log_metadata` (read once, into `known`) names, when it names any of the partition's: a
+    consumer fetching there gets no data from remote storage. Said nothing when the log dir holds no record
+    of the partition (its metadata partition lives elsewhere)."""
+    from replog.formats.kafka.partition_metadata import parse_partition_metadata
+    try:
+        topic_id = parse_partition_metadata(read_small(Path(p.path) / names.PARTITION_METADATA)).topic_id
+        if "" not in known:
+            known[""] = remote_segments(log_dir)
+    except (ReplogError, OSError):
+        return []
+    spans = known[""].get((topic_id, p.partition))
+    if not spans or p.first_segment_base is None:
+        return []
+    return [finding("KAFKA_REMOTE_LOG_GAP", p.path, offset=first,
+                    message=f"{p.topic}-{p.partition}: offsets {first}..{last}, below the local log start "
+                            f"{p.first_segment_base}, are in no remote segment {REMOTE_LOG_METADATA} names "
+                            f"(copy finished, not deleted): {len(spans)} segments cover {spans[0][0]}..{spans[-1][1]}")
+            for first, last in remote_gaps(spans, start, p.first_segment_base)]

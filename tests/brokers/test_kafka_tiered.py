@@ -73,6 +73,8 @@ def test_tiered_log_start_agrees_with_the_brokers(spec: ClusterSpec, tmp_path: P
     ranges = [f for f in found if f["code"] == "KAFKA_REMOTE_LOG_RANGE"]
     assert [(f["offset"], f"local log start {local}:" in f["message"]) for f in ranges] == [(earliest, True)], \
         "doctor names the range held in remote storage"
+    assert [f["code"] for f in found if f["code"] == "KAFKA_REMOTE_LOG_GAP"] == [], \
+        "every offset from the log start is in a remote segment (the consumer read them all)"
     for root in (outcome.copy, outcome.final):
         predicted = replog_json("replay", *replica_args(root, outcome), *controller_args(outcome))
         for r in predicted["replicas"]:

@@ -141,3 +141,27 @@ def test_repair_never_raises_the_log_start_of_a_tiered_partition(tmp_path: Path)
         again = tiered_replicas([load_replica(out / "t-0")], ClusterProfile(assumed=stated(remote_storage=True)))[0]
         assert (again.log_start_offset, again.local_start, again.log_end_offset) == (LOG_START, LOCAL_START, 30), \
             f"{name}: as a broker with remote storage loads it"
+
+
+def test_doctor_names_offsets_below_the_local_start_that_no_remote_segment_holds(tmp_path: Path) -> None:
+    """The log dir's `__remote_log_metadata` names remote segments 5..12 (copy finished) and 13..16 (deletion
+    started) of t-0: offsets 13..19 below the local log start 20 are in no usable remote segment."""
+    from replog.formats.kafka import batch as v2
+    from replog.formats.kafka.partition_metadata import PartitionMetadata, build_partition_metadata
+    from replog.recovery.kafka.writer import write_partition
+    from tests.brokers import remote_log_metadata_records as rlmm
+    part = tiered_dir(tmp_path, "b1", remote="true")
+    topic_id = "q1ReQqTpRxWGx3_gK4yH2A"
+    atomic_write(part / names.PARTITION_METADATA, build_partition_metadata(PartitionMetadata(0, topic_id)))
+    tp = rlmm.TopicIdPartition("t", topic_id, 0)
+    ids = ("Bd2Kr7cXSQWvCm8eWJ7K3A", "AAAAAAAAAAAAAAAAAAAAAQ")
+    values = [rlmm.segment_metadata(tp, ids[0], rlmm.Segment(5, 12, 1, 5, 6, {0: 5}, 100, None, 0)),
+              rlmm.segment_update(tp, ids[0], 1, 7, None, 1),
+              rlmm.segment_metadata(tp, ids[1], rlmm.Segment(13, 16, 1, 5, 6, {0: 13}, 100, None, 0)),
+              rlmm.segment_update(tp, ids[1], 1, 8, None, 1), rlmm.segment_update(tp, ids[1], 1, 9, None, 2)]
+    records = [v2.Record(i, 1, None, v) for i, v in enumerate(values)]
+    write_partition(tmp_path / "b1" / "__remote_log_metadata-0", [v2.build_batch(records, base_offset=0)])
+    found = diagnose([tmp_path / "b1"]).findings
+    gaps = [(f.offset, f.message) for f in found if f.code == "KAFKA_REMOTE_LOG_GAP"]
+    assert [g[0] for g in gaps] == [13], "where the uncovered offsets start"
+    assert "offsets 13..19" in gaps[0][1], "the uncovered range"
