@@ -129,6 +129,8 @@ def main(argv: list[str]) -> int:
     for version in argv or VERSIONS:
         lib = resolve(version)
         print(f"kafka {version}: {lib}")
+        if version in TIERED_TEST_JAR:
+            print(f"kafka {version}: {tiered_jar(version)} (LocalTieredStorage)")
     return 0
 
 
