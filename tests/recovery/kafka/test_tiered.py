@@ -165,3 +165,19 @@ def test_doctor_names_offsets_below_the_local_start_that_no_remote_segment_holds
     gaps = [(f.offset, f.message) for f in found if f.code == "KAFKA_REMOTE_LOG_GAP"]
     assert [g[0] for g in gaps] == [13], "where the uncovered offsets start"
     assert "offsets 13..19" in gaps[0][1], "the uncovered range"
+
+
+def test_the_cli_options_state_remote_storage(tmp_path: Path) -> None:
+    """`ls --remote-storage` and `replay --remote-storage`, where no metadata log says."""
+    import json
+
+    from tests.toolkit.test_cli import run_replog
+    b1, b2 = remote_pair(tmp_path)
+    done = run_replog("ls", str(b1.parent), "--remote-storage", "--format", "json")
+    row = next(r for r in json.loads(done.stdout) if r["topic"] == "t")
+    assert (row["log_start_offset"], row["local_log_start_offset"]) == (LOG_START, LOCAL_START), "ls"
+    assert row["remote_storage"]["source"] == "option", "ls says the value was stated"
+    done = run_replog("replay", f"b1={b1}", f"b2={b2}", "--leader", "b1", "--remote-storage", "--format", "json")
+    out = json.loads(done.stdout)
+    assert out["profile"]["settings"][REMOTE]["source"] == "option", "replay says the value was stated"
+    assert [r["lost"]["records"] for r in out["replicas"]] == [0, 0], "nothing lost"
