@@ -98,6 +98,18 @@ CODES: dict[str, Code] = {
     "KAFKA_EPOCHS_DECREASING": Code(E, "partition leader epochs decrease along the log"),
     "KAFKA_HW_ABOVE_LEO": Code(E, "high watermark checkpoint is above the log end offset"),
     "KAFKA_LSO_ABOVE_HW": Code(E, "log start offset is above the high watermark"),
+    "KAFKA_REMOTE_LOG_SNAPSHOT_INVALID": Code(W, "a partition's remote_log_snapshot (the remote-log metadata cache of "
+                                                 "Kafka 3.0-3.7) cannot be read as Kafka reads it: those brokers "
+                                                 "fail reading it; 3.8 and later ignore the file"),
+    "KAFKA_REMOTE_LOG_SNAPSHOT_SEGMENT": Code(W, "a segment in a partition's remote_log_snapshot is impossible (end "
+                                                 "before start, or a leader epoch outside it)"),
+    "KAFKA_REMOTE_LOG_RANGE": Code(I, "tiered storage: the log start is below the first local segment; the records "
+                                      "between are held in remote storage, not lost (remote.storage.enable)"),
+    "KAFKA_REMOTE_LOG_GAP": Code(W, "tiered storage: offsets between the log start and the local log start are in no "
+                                    "remote segment __remote_log_metadata names; a consumer gets no data there"),
+    "KAFKA_LOG_START_BELOW_LOCAL": Code(W, "the checkpointed log start is below the first local segment and whether "
+                                           "the topic has remote storage is not known: with it the records between "
+                                           "are in remote storage, without it the broker raises the log start"),
     "KAFKA_RECOVERY_POINT_ABOVE_LEO": Code(W, "recovery point is above the log end offset"),
     "KAFKA_PARTITION_NOT_IN_CHECKPOINT": Code(W, "a partition on disk missing from a broker checkpoint"),
     "KAFKA_CHECKPOINT_WITHOUT_PARTITION": Code(W, "a checkpoint entry for a partition not on disk"),

@@ -30,6 +30,7 @@ class FileKind(StrEnum):
     KAFKA_META_PROPERTIES = "kafka-meta-properties"
     KAFKA_QUORUM_STATE = "kafka-quorum-state"
     KAFKA_CLEAN_SHUTDOWN = "kafka-clean-shutdown"
+    KAFKA_REMOTE_LOG_SNAPSHOT = "kafka-remote-log-snapshot"
     ROCKETMQ_COMMITLOG = "rocketmq-commitlog"
     ROCKETMQ_CONSUMEQUEUE = "rocketmq-consumequeue"
     ROCKETMQ_INDEX = "rocketmq-index"
@@ -54,6 +55,7 @@ _NAMED = {names.LEADER_EPOCH_CHECKPOINT: FileKind.KAFKA_EPOCH_CHECKPOINT,
           names.META_PROPERTIES: FileKind.KAFKA_META_PROPERTIES,
           names.QUORUM_STATE: FileKind.KAFKA_QUORUM_STATE,
           names.CLEAN_SHUTDOWN: FileKind.KAFKA_CLEAN_SHUTDOWN,
+          names.REMOTE_LOG_SNAPSHOT: FileKind.KAFKA_REMOTE_LOG_SNAPSHOT,
           names.BOOTSTRAP_CHECKPOINT: FileKind.KAFKA_KRAFT_SNAPSHOT,
           "epochFileCheckpoint": FileKind.ROCKETMQ_EPOCH}
 

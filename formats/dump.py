@@ -119,6 +119,7 @@ def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | N
         FileKind.KAFKA_META_PROPERTIES: lambda p, o, _: k.metadata_entry(p),
         FileKind.KAFKA_QUORUM_STATE: lambda p, o, _: k.metadata_entry(p),
         FileKind.KAFKA_CLEAN_SHUTDOWN: lambda p, o, _: k.metadata_entry(p),
+        FileKind.KAFKA_REMOTE_LOG_SNAPSHOT: lambda p, o, _: k.remote_log_snapshot_entries(p),
         FileKind.ROCKETMQ_COMMITLOG: lambda p, o, _: r.commitlog_entries(p, o.value_decoder, o.records),
         FileKind.ROCKETMQ_CONSUMEQUEUE: lambda p, o, _: r.consumequeue_entries(p),
         FileKind.ROCKETMQ_INDEX: lambda p, o, _: r.index_file_entries(p),

@@ -115,3 +115,18 @@ def metadata_entry(path: Path) -> Iterator[Entry]:
     else:
         cs = clean_shutdown.parse_clean_shutdown(data)
         yield {"kind": "clean_shutdown", "path": str(path), "version": cs.version, "broker_epoch": cs.broker_epoch}
+
+
+def remote_log_snapshot_entries(path: Path) -> Iterator[Entry]:
+    """A `remote_log_snapshot`: its header, then one entry per remote segment it caches (none for an empty file)."""
+    from replog.formats.kafka.remote_log_snapshot import iter_entries, parse_header
+    data = read_small(path)
+    if not data:
+        yield {"kind": "remote_log_snapshot", "path": str(path), "empty": True}
+        return
+    h = parse_header(data)
+    yield {"kind": "remote_log_snapshot", "path": str(path), "empty": False, "version": h.version,
+           "metadata_partition": h.metadata_partition, "metadata_partition_offset": h.metadata_partition_offset,
+           "entries": h.entries}
+    for pos, segment in iter_entries(data):
+        yield {"kind": "remote_log_segment", "path": str(path), "position": pos, **segment}

@@ -219,15 +219,18 @@ def ls(
     broker_version: BrokerVersionOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
+    remote_storage: RemoteStorageOpt = None,
 ) -> None:
     """Overview: one row per partition with segments, offsets, high watermark, epochs and flags.
+
+    Kafka: remote.storage.enable comes from the KRaft metadata log in the log dir, else --remote-storage.
 
     Example: replog ls /var/kafka-logs
     """
     from replog.toolkit.commands import run_ls
 
     _confine([path], follow_symlinks)
-    raise typer.Exit(run_ls(path, fmt, broker_version))
+    raise typer.Exit(run_ls(path, fmt, broker_version, remote_storage))
 
 
 @app.command(cls=ReplogCommand)
@@ -329,6 +332,11 @@ CleanupPolicyOpt = Annotated[str | None, typer.Option(
     "--cleanup-policy", metavar="compact|delete",
     help="Kafka: the topic's cleanup.policy (default: from --metadata when it records one). With compact, "
     "replicas are compared by the records the log cleaner keeps below their cleaner points")]
+RemoteStorageOpt = Annotated[bool | None, typer.Option(
+    "--remote-storage/--no-remote-storage",
+    help="Kafka: the topic's remote.storage.enable (tiered storage, KIP-405) where no metadata log says (else "
+    "Kafka's default, off). With it the log start stays the checkpointed one, below the first local segment: "
+    "the records between are in remote storage, not lost")]
 OffsetsOpt = Annotated[list[Path] | None, typer.Option(
     "--offsets", metavar="LOGDIR", exists=True, file_okay=False,
     help="a broker log dir holding __consumer_offsets (and __transaction_state); repeatable. The replicas' "
@@ -361,6 +369,7 @@ def replay(
     ] = False,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
+    remote_storage: RemoteStorageOpt = None,
 ) -> None:
     """Replay the replication protocol offline between replicas of one partition.
 
@@ -385,7 +394,7 @@ def replay(
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html, export_lost)
     given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr,
-                          cleanup_policy)
+                          cleanup_policy, remote_storage)
     if what_if and (leader is not None or export_lost is not None):
         raise typer.BadParameter("--what-if replays behind every replica: it takes no --leader or --export-lost")
     raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt, given, offsets, what_if))
@@ -417,6 +426,7 @@ def repair(
     cleanup_policy: CleanupPolicyOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
+    remote_storage: RemoteStorageOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
 
@@ -432,7 +442,7 @@ def repair(
     from replog.toolkit.commands import ReplayOptions, run_repair, run_repair_in_place
 
     given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr,
-                          cleanup_policy)
+                          cleanup_policy, remote_storage)
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, out, backup, html)
     if in_place:
         if backup is None or out is not None or html is not None:
@@ -464,6 +474,7 @@ def impact(
     cleanup_policy: CleanupPolicyOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
+    remote_storage: RemoteStorageOpt = None,
 ) -> None:
     """What a replay's truncation means for consumer groups, producers and transactions.
 
@@ -485,7 +496,7 @@ def impact(
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html)
     given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr,
-                          cleanup_policy)
+                          cleanup_policy, remote_storage)
     raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt, given))
 
 

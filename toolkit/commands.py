@@ -99,7 +99,8 @@ def write_lines(lines: Iterable[str | tuple[memoryview, ...]], out: TextIO | Non
         writer.close()
 
 
-def run_ls(path: Any, fmt: Format | None, broker_version: str | None = None) -> int:
+def run_ls(path: Any, fmt: Format | None, broker_version: str | None = None,
+           remote_storage: bool | None = None) -> int:
     """One row per partition of every Kafka log dir or partition dir under PATH (found as doctor finds
     them), or the overview of the RocketMQ store there. A partition that cannot be read is a row
     marked with its problem; exit 1 when any row (or a log dir's checkpoint) has an error finding."""
@@ -120,8 +121,11 @@ def run_ls(path: Any, fmt: Format | None, broker_version: str | None = None) -> 
         return run_ls_store(stores[0], fmt, broker_version)
     if broker_version is not None:
         raise typer.BadParameter(f"--broker-version is for RocketMQ stores; {path} holds none")
+    from replog.recovery.kafka.profile import stated
+    from replog.recovery.kafka.tiered import tier_summaries
     with work_progress("ls") as progress:
         parts, dir_findings = summarize_roots(roots, Tally.of(progress, [root for _, root in roots], ".log"))
+    tier_summaries(parts, stated(remote_storage=remote_storage))
     for f in dir_findings:
         stderr_note(escape(f"{f.severity.value} {f.code} {f.path}: {f.message}"))
     rows = ls_rows(parts)
@@ -143,6 +147,7 @@ class ReplayOptions:
     min_insync_replicas: int | None = None
     elr: bool | None = None
     cleanup_policy: str | None = None
+    remote_storage: bool | None = None
 
     def for_kafka(self) -> dict[str, Any]:
         from replog.recovery.kafka.profile import stated
@@ -152,11 +157,12 @@ class ReplayOptions:
         return {"metadata": None if self.metadata is None else str(self.metadata),
                 "partition_state": None if self.partition_state is None else str(self.partition_state),
                 "running": list(self.running),
-                "assumed": stated(self.min_insync_replicas, self.elr, self.cleanup_policy)}
+                "assumed": stated(self.min_insync_replicas, self.elr, self.cleanup_policy, self.remote_storage)}
 
     def for_rocketmq(self) -> str | None:
         if (self.metadata is not None or self.partition_state is not None or self.running
-                or self.min_insync_replicas is not None or self.elr is not None or self.cleanup_policy is not None):
+                or self.min_insync_replicas is not None or self.elr is not None or self.cleanup_policy is not None
+                or self.remote_storage is not None):
             raise typer.BadParameter("--metadata, --partition-state, --running, --min-insync-replicas, --elr and "
                                      "--cleanup-policy are for Kafka replicas; these are RocketMQ stores")
         return self.broker_version

@@ -19,7 +19,9 @@ def _problems(part: PartitionSummary) -> list[dict[str, Any]]:
 
 LS_ROW = Shape("path", "topic", "partition", "state", Field("segments", lambda p: len(p.segments)), "bytes",
                "log_start_offset", "log_end_offset", "high_watermark", "recovery_point", "latest_epoch",
-               "first_timestamp", "max_timestamp", Field("flags", flags), Field("problems", _problems))
+               "first_timestamp", "max_timestamp", Field("flags", flags), Field("problems", _problems),
+               Field("local_log_start_offset", "local_start"),
+               Field("remote_storage", lambda p: p.remote_storage.to_dict() if p.remote_storage is not None else None))
 
 
 def _hw_style(r: dict[str, Any]) -> str | None:
@@ -33,6 +35,8 @@ LS_COLUMNS = Columns(
     Column("segs", "segments", justify="right", drop=1),
     Column("bytes", "bytes", thousands, justify="right"),
     Column("start", "log_start_offset", justify="right"),
+    Column("local start", lambda r: r["local_log_start_offset"] if r["local_log_start_offset"] != r["log_start_offset"]
+           else "", justify="right", drop=1),
     Column("end", "log_end_offset", justify="right"),
     Column("hw", "high_watermark", justify="right", style=_hw_style),
     Column("epoch", "latest_epoch", justify="right"),

@@ -45,6 +45,7 @@ ROOT_FILE_NAMES = frozenset({META_PROPERTIES, CLEAN_SHUTDOWN, LOCK_FILE, BOOTSTR
 CHECKPOINT_TMP_SUFFIX = ".tmp"
 
 METADATA_TOPIC = "__cluster_metadata"
+REMOTE_LOG_SNAPSHOT = "remote_log_snapshot"   # a partition's remote-log metadata cache, Kafka 3.0-3.7
 REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"  # tiered storage's `RemoteIndexCache.DIR_NAME`
 # dirs of a log dir that `LogManager.loadLogs` does not load as partitions (the raft layer owns the metadata log)
 SKIPPED_DIR_NAMES = frozenset({f"{METADATA_TOPIC}-0", REMOTE_INDEX_CACHE_DIR})

@@ -17,7 +17,8 @@ from replog.formats.fileio import EntryType, entry_stat, unreadable
 from replog.formats.kafka import names
 from replog.formats.kafka.names import SegmentFileName
 
-KNOWN_PARTITION_FILES = frozenset({names.LEADER_EPOCH_CHECKPOINT, names.PARTITION_METADATA, names.QUORUM_STATE})
+KNOWN_PARTITION_FILES = frozenset({names.LEADER_EPOCH_CHECKPOINT, names.PARTITION_METADATA, names.QUORUM_STATE,
+                                   names.REMOTE_LOG_SNAPSHOT})
 
 
 @dataclass

@@ -30,6 +30,7 @@ from replog.recovery.kafka.checks_broker import PartitionOffsets
 from replog.recovery.kafka.logdir import BrokerCheckpoints, use_fast_walk
 from replog.recovery.kafka.producer_state import ProducerState
 from replog.recovery.kafka.segment_pass import RecordedWalk, SegmentResult, Walked
+from replog.recovery.kafka.tiered import log_start_findings, profile_beside, remote_log_snapshot_findings
 from replog.recovery.kafka.transactions import hanging_findings, txn_view
 from replog.recovery.kafka.txn_coordinator import log_dir_coordinator
 
@@ -53,6 +54,7 @@ def check_log_dir(ev: Evidence, log_dir: Path) -> tuple[list[Finding], list[Part
             parts.append(offsets)
             found += more
     found += checks_broker.check_membership(parts, cps, log_dir)
+    found += log_start_findings(parts, cps, log_dir, profile_beside(log_dir))
     return found, parts
 
 
@@ -65,6 +67,8 @@ def check_partition_with_parent(ev: Evidence, pdir: Path) -> tuple[list[Finding]
         cps = checks_broker.read_checkpoints(ev, parent)
         found += cps.findings
     offsets, more = check_partition(ev, pdir, cps, parent)
+    if cps is not None:
+        more += log_start_findings([offsets], cps, parent, profile_beside(parent))
     return found + more, [offsets]
 
 
@@ -235,6 +239,12 @@ def _metadata_files(ev: Evidence, pdir: Path) -> list[Finding]:
         path = pdir / name
         if is_regular(path):
             out += ev.check_parses(path, parse)
+    snapshot = pdir / names.REMOTE_LOG_SNAPSHOT
+    if is_regular(snapshot):
+        try:
+            out += remote_log_snapshot_findings(ev.read_small(snapshot), str(snapshot))
+        except UnreadableInput as e:
+            out.append(from_unreadable(e, str(snapshot)))
     return out
 
 
@@ -264,6 +274,8 @@ def check_file(ev: Evidence, path: Path) -> list[Finding]:
         if parser is not None:
             parser(ev.read_small(path))
             return []
+        if kind is FileKind.KAFKA_REMOTE_LOG_SNAPSHOT:
+            return remote_log_snapshot_findings(ev.read_small(path), str(path))
         if kind in (FileKind.KAFKA_META_PROPERTIES, FileKind.KAFKA_CLEAN_SHUTDOWN):
             return [f for f in checks_broker.check_root_files(ev, path.parent) if f.path == str(path)]
     except FormatError as e:

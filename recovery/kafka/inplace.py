@@ -230,7 +230,8 @@ def _stage(result: ReplayResult, backup: Path, journal: dict[str, Any]) -> None:
     """Step 2: every staging dir is written before any swap (fetched batches come from the leader's originals)."""
     for entry, r in zip(journal["replicas"], result.replicas, strict=True):
         write_partition_runs(Path(entry["path"] + STAGING_SUFFIX), byte_runs(r.final.log),
-                             topic_id=r.final.topic_id, epochs=r.final.epochs, start_offset=r.final.log_start_offset)
+                             topic_id=r.final.topic_id, epochs=r.final.epochs, start_offset=r.final.local_start,
+                             tiered=r.final.local_log_start_offset is not None)
     journal["state"] = "staged"
     _save(backup, journal)
 

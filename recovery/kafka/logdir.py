@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from replog.formats.discovery import DirKind, is_partition_dir
 from replog.formats.errors import FormatError, NotRegularFile, UnreadableInput
@@ -58,6 +58,14 @@ class PartitionSummary:
     recovery_point: int | None = None
     epoch_checkpoint: list[EpochEntry] | None = None
     findings: list[Finding] = field(default_factory=list)
+    log_start_checkpointed: int | None = None    # its log-start-offset-checkpoint entry
+    local_log_start_offset: int | None = None    # below the log start's records: in remote storage (`tiered`)
+    remote_storage: Any = None                   # the profile's remote.storage.enable `Setting`, once applied
+
+    @property
+    def local_start(self) -> int:
+        """Where its local segments start (`UnifiedLog.localLogStartOffset`)."""
+        return self.log_start_offset if self.local_log_start_offset is None else self.local_log_start_offset
 
     @property
     def bytes(self) -> int:
@@ -327,6 +335,7 @@ def _derive_offsets(part: PartitionSummary, cps: BrokerCheckpoints) -> None:
     tp = (part.topic, part.partition)
     first_base = part.segments[0].base_offset if part.segments else 0
     lso_cp = (cps.log_start_offsets or {}).get(tp)
+    part.log_start_checkpointed = lso_cp
     part.log_start_offset = max(lso_cp or 0, first_base)
     last = part.segments[-1] if part.segments else None
     if last is None:

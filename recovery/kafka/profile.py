@@ -20,7 +20,7 @@ elections, in the same walk:
   stated by an option, else Kafka's default.
 
 Each value says where it came from: `metadata` (read), `option` (stated by the
-user: `--min-insync-replicas`, `--elr/--no-elr`), `default` (assumed: Kafka's
+user: `--min-insync-replicas`, `--elr/--no-elr`, `--remote-storage/--no-remote-storage`), `default` (assumed: Kafka's
 default). An option that contradicts what the log says is a usage error.
 """
 from __future__ import annotations
@@ -171,9 +171,11 @@ class ProfileApplier(MetadataApplier):
 
 
 def stated(min_insync_replicas: int | None = None, elr: bool | None = None,
-           cleanup_policy: str | None = None) -> dict[str, str]:
+           cleanup_policy: str | None = None, remote_storage: bool | None = None) -> dict[str, str]:
     """The options as profile values (`ClusterProfile.assumed`)."""
     out: dict[str, str] = {}
+    if remote_storage is not None:
+        out[REMOTE] = "true" if remote_storage else "false"
     if cleanup_policy is not None:
         out[CLEANUP] = cleanup_policy
     if min_insync_replicas is not None:

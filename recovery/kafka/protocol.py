@@ -55,7 +55,7 @@ def truncate(rep: Replica, offset: int, outcome: FollowerOutcome, log: Transcrip
     if offset >= rep.log_end_offset:
         rep.epochs.truncate_from_end(rep.log_end_offset)
         return
-    if offset < rep.log_start_offset or (rep.log and offset < rep.log.first_offset):
+    if offset < rep.local_start or (rep.log and offset < rep.log.first_offset):
         truncate_fully(rep, offset, outcome, log, reason)
         return
     removed = rep.log.cut_at(offset)
@@ -82,7 +82,7 @@ def truncate_fully(rep: Replica, start: int, outcome: FollowerOutcome, log: Tran
     rep.log = ReplicaLog()
     rep.truncated_end = None
     rep.epochs.clear()
-    rep.log_start_offset = start
+    rep.log_start_offset, rep.local_log_start_offset = start, None
     rep.high_watermark = rep.recovery_point = start
     outcome.holes = []
     outcome.truncated_to = start if outcome.truncated_to is None else min(outcome.truncated_to, start)
@@ -122,6 +122,9 @@ def fetch(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript
                 leader_log_start_offset=leader.log_start_offset, leader_log_end_offset=leader.log_end_offset)
         _out_of_range(leader, f, outcome, log)
         offset = f.log_end_offset
+    if leader.log_start_offset <= offset < leader.local_start:
+        _from_tiered_storage(leader, f, outcome, log)
+        offset = f.log_end_offset
     new = leader.log.from_offset(offset)
     if new and append_offset(new) < offset and not _restart_at_batch(f, new, outcome, log):
         _fail(f, offset, new.first_offset, outcome, log)
@@ -154,7 +157,7 @@ def append_offset(batches: ReplicaLog) -> int:
 def _restart_at_batch(f: Replica, new: ReplicaLog, outcome: FollowerOutcome, log: Transcript) -> bool:
     """`Partition.doAppendRecordsToFollowerOrFutureReplica`: an empty follower log (log end = log start)
     handed a batch that straddles its log end restarts at the batch's first offset and appends it."""
-    if f.log_end_offset != f.log_start_offset:
+    if f.log_end_offset != f.local_start:
         return False
     truncate_fully(f, new.first_offset, outcome, log, "the leader's first batch straddles the empty log's start")
     return True
@@ -175,6 +178,33 @@ def _out_of_range(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Tr
         truncate(f, leader.log_end_offset, outcome, log, "leader's log end offset (OFFSET_OUT_OF_RANGE)")
     elif leader.log_start_offset > f.log_end_offset:
         truncate_fully(f, leader.log_start_offset, outcome, log, "leader's log start offset (OFFSET_OUT_OF_RANGE)")
+
+
+def _from_tiered_storage(leader: Replica, f: Replica, outcome: FollowerOutcome, log: Transcript) -> None:
+    """A fetch at or above the leader's log start but below its local log start (tiered storage, KIP-405).
+
+    The leader answers OFFSET_MOVED_TO_TIERED_STORAGE (apache/kafka core/src/main/scala/kafka/server/
+    ReplicaManager.scala `handleOffsetOutOfRangeError`, branch 3.9: a follower's fetch with `logStartOffset <=
+    offset < localLogStartOffset`). The follower builds its state from remote storage instead of fetching the
+    records (core/src/main/java/kafka/server/TierStateMachine.java `start` -> `buildRemoteLogAuxState`, 3.9; the
+    same class on trunk/4.x): it asks the leader's earliest local offset, truncates fully and starts at it
+    (`truncateFullyAndStartAt`), takes the leader's log start (`maybeIncrementLogStartOffset`) and local log
+    start (`maybeIncrementLocalLogStartOffset`), and restores the leader-epoch entries and the producer
+    snapshot that remote storage keeps for the segment ending there. The records below stay in remote
+    storage: the follower holds them there, not locally, and loses none of them."""
+    start = leader.local_start
+    log.add("response", leader.name, api="Fetch", to=f.name, error="OFFSET_MOVED_TO_TIERED_STORAGE",
+            leader_log_start_offset=leader.log_start_offset, leader_local_log_start_offset=start)
+    kept = outcome.removed.copy()     # the follower's batches all end below `start` (its fetch offset is below
+    truncate_fully(f, start, outcome, log, "leader's local log start offset (OFFSET_MOVED_TO_TIERED_STORAGE): "
+                                           "the state below it is built from remote storage")
+    outcome.removed = kept            # it): the leader's remote storage holds them, none is lost
+    f.log_start_offset, f.local_log_start_offset = leader.log_start_offset, start
+    for epoch, first in leader.epochs.entries:
+        if first < start:
+            f.epochs.assign(epoch, first)
+    log.add("remote_aux_state", f.name, log_start_offset=f.log_start_offset, local_log_start_offset=start,
+            epochs=[list(e) for e in f.epochs.entries])
 
 
 def advance_leader_hw(leader: Replica, followers: list[Replica], log: Transcript, min_isr: int = 1) -> None:

@@ -61,8 +61,13 @@ def write_replica(final: Replica, out_dir: Path, segment_bytes: int = DEFAULT_SE
     writer's own pass over them) when its offsets only grow."""
     part = out_dir / names.partition_dir_name(final.topic, final.partition)
     fingerprint = Fingerprint()
+    # Segments start at the local log start; the log-start checkpoint keeps the log start, below it when the
+    # topic has remote storage (`tiered`): a raised one would make the broker delete the remote segments below it
+    # (apache/kafka core/src/main/java/kafka/log/remote/RemoteLogManager.java, 3.9: the expiration task
+    # deletes every remote segment that `isSegmentBreachByLogStartOffset`).
     write_partition_runs(part, byte_runs(final.log), segment_bytes=segment_bytes, topic_id=final.topic_id,
-                         epochs=final.epochs, start_offset=final.log_start_offset, observe=fingerprint.feed)
+                         epochs=final.epochs, start_offset=final.local_start, observe=fingerprint.feed,
+                         tiered=final.local_log_start_offset is not None)
     tp = (final.topic, final.partition)
     atomic_write(out_dir / names.REPLICATION_OFFSET_CHECKPOINT,
                  checkpoint.build_offset_checkpoint({tp: final.high_watermark}))

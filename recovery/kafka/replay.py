@@ -41,6 +41,7 @@ from replog.recovery.kafka.profile import CLEANUP, UNCLEAN, ClusterProfile, Prof
 from replog.recovery.kafka.protocol import EPOCH, HW, FollowerOutcome, replay
 from replog.recovery.kafka.replica import Replica, default_name, load_replicas
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
+from replog.recovery.kafka.tiered import tiered_replicas
 from replog.recovery.naming import parse_named, replica_names
 from replog.recovery.progress import Progress, Tally
 from replog.recovery.transcript import Transcript
@@ -109,6 +110,9 @@ REPLICA_RESULT = Shape(
     Field("clean_shutdown", "replica.clean_shutdown"), Field("from_checkpoints", "replica.from_checkpoints"),
     Field("cleaner_offset", "replica.cleaner_offset"),
     Field("compaction_difference", lambda r: r.compaction.to_dict() if r.compaction is not None else None),
+    # Tiered storage: below the local log start the records are held in remote storage (`tiered`)
+    Field("local_log_start_offset_before", "replica.local_start"),
+    Field("local_log_start_offset_after", "final.local_start"),
 )
 
 
@@ -236,6 +240,7 @@ def run_replay(replicas: Sequence[Replica], leader: str | None = None, protocol:
     if protocol not in (EPOCH, HW):
         raise ReplogError(f"unknown protocol {protocol!r} for Kafka: use epoch or hw")
     cleanup_policy = profile.known(replicas[0].topic, CLEANUP) if replicas else None
+    replicas = tiered_replicas(list(replicas), profile)
     names = [r.name for r in replicas]
     if len(set(names)) != len(names):
         raise ReplogError(f"replica names must be unique: {names}")

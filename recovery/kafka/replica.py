@@ -104,6 +104,15 @@ class Replica:
     last_segment_base: int | None = None     # the active segment's base offset: no cleaner ever passes it
     epoch_checkpointed: bool = False         # its epochs come from its leader-epoch-checkpoint (the broker's)
     cleaning_signs_end: int | None = None    # past the last batch the cleaner visibly rewrote (`CleaningSigns`)
+    log_start_checkpointed: int | None = None   # its log-start-offset-checkpoint entry (None: no entry)
+    # Tiered storage (KIP-405): where its local segments start when the log start is below them (the records
+    # between are held in remote storage); None when the partition has no remote storage (`tiered`).
+    local_log_start_offset: int | None = None
+
+    @property
+    def local_start(self) -> int:
+        """Where its local log starts: `UnifiedLog.localLogStartOffset`, the log start without remote storage."""
+        return self.log_start_offset if self.local_log_start_offset is None else self.local_log_start_offset
 
     def cleaned_below(self, policy: str | None = None) -> int:
         """Below which offset its cleaner may have rewritten its batches (`compaction.cleaner_point`)."""
@@ -122,8 +131,8 @@ class Replica:
 
     @property
     def kept_end(self) -> int:
-        """Where the kept batches end (the log start when there are none)."""
-        return self.log.last_offset + 1 if self.log else self.log_start_offset
+        """Where the kept batches end (the local log start when there are none)."""
+        return self.log.last_offset + 1 if self.log else self.local_start
 
     @property
     def log_end_offset(self) -> int:
@@ -142,7 +151,9 @@ class Replica:
                        clean_shutdown=self.clean_shutdown, checkpointed=self.checkpointed,
                        cleaner_offset=self.cleaner_offset, cleaner_checkpointed=self.cleaner_checkpointed,
                        last_segment_base=self.last_segment_base, epoch_checkpointed=self.epoch_checkpointed,
-                       cleaning_signs_end=self.cleaning_signs_end)
+                       cleaning_signs_end=self.cleaning_signs_end,
+                       log_start_checkpointed=self.log_start_checkpointed,
+                       local_log_start_offset=self.local_log_start_offset)
 
 
 def default_name(path: Path) -> str:
@@ -168,7 +179,8 @@ def load_replica(path: str | os.PathLike[str], name: str | None = None, *,
     cps = read_broker_checkpoints(p.parent)
     rep.findings.extend(cps.findings)
     tp = (rep.topic, rep.partition)
-    lso_cp = (cps.log_start_offsets or {}).get(tp, 0)
+    rep.log_start_checkpointed = (cps.log_start_offsets or {}).get(tp)
+    lso_cp = rep.log_start_checkpointed or 0
     rep.log_start_offset = max(lso_cp, first_segment_base if first_segment_base is not None else lso_cp)
     rep.cleaner_checkpointed = cps.cleaner_offsets is not None
     rep.cleaner_offset = (cps.cleaner_offsets or {}).get(tp)

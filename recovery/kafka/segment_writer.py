@@ -202,6 +202,7 @@ class _Partition:
         self.out, self.result, self.observe = out, result, observe
         self.segment_bytes, self.start_offset, self.interval = segment_bytes, start_offset, interval
         self.epochs, self.producers = EpochCache(), ProducerState()
+        self.tiered = False          # keep the epoch entries below the first segment (`_with_remote_entries`)
         self.roll_state = np.zeros(3, dtype=np.int64)
         self.segment: SegmentWriter | None = None
         self.method = METHODS[0]
@@ -264,6 +265,8 @@ class _Partition:
         # entry the batches contradict is never copied into an output.
         leo = self.result.log_end_offset
         self.result.epochs = self.epochs if epochs is None else self.epochs.with_entries_from(epochs, leo)
+        if self.tiered:
+            self.result.epochs = _with_remote_entries(self.result.epochs, epochs, self.start_offset)
         self._put(names.LEADER_EPOCH_CHECKPOINT, checkpoint.build_leader_epoch_checkpoint(self.result.epochs.entries))
         if topic_id is not None:
             self._put(names.PARTITION_METADATA, build_partition_metadata(PartitionMetadata(0, topic_id)))
@@ -284,11 +287,24 @@ class _Partition:
             (self.out / name).unlink(missing_ok=True)
 
 
+def _with_remote_entries(written: EpochCache, epochs: EpochCache | None, start: int) -> EpochCache:
+    """`written` behind `epochs`' entries below the first segment (`start`), for a partition with remote storage
+    (`write_partition_runs(tiered=True)`): its epoch cache starts at the log start, below the local segments (it
+    keeps the cache from
+    the log start: LogLoader `truncateFromStartAsyncFlush(logStartOffsetCheckpoint)`), and the brokers' remote log
+    manager deletes every remote segment whose epochs the leader's cache does not hold (apache/kafka core/src/main/
+    java/kafka/log/remote/RemoteLogManager.java `isRemoteSegmentWithinLeaderEpochs`, 3.9): dropping them would
+    delete the remote data."""
+    below = [e for e in (epochs.entries if epochs is not None else []) if e.start_offset < start]
+    return EpochCache(below).with_entries_from(written, start) if below else written
+
+
 def write_partition_runs(out_dir: str | os.PathLike[str], runs: Iterable[ByteRun], *,
                          segment_bytes: int = DEFAULT_SEGMENT_BYTES, topic_id: str | None = None,
                          epochs: EpochCache | None = None, start_offset: int = 0,
                          interval: int = INDEX_INTERVAL_BYTES,
-                         observe: Callable[[BatchBlock], None] | None = None) -> WrittenPartition:
+                         observe: Callable[[BatchBlock], None] | None = None,
+                         tiered: bool = False) -> WrittenPartition:
     """Write the batches of `runs`, in order, as a partition dir under `out_dir` (created; empty or new).
 
     The epoch checkpoint comes from the batches; `epochs` (the replica's cache) adds only its entries at
@@ -300,6 +316,7 @@ def write_partition_runs(out_dir: str | os.PathLike[str], runs: Iterable[ByteRun
     out.mkdir(parents=True, exist_ok=True)
     result = WrittenPartition(str(out), log_end_offset=start_offset)
     partition = _Partition(out, result, segment_bytes, start_offset, interval, observe)
+    partition.tiered = tiered
     try:
         with _Sources() as sources:
             for run in runs:

@@ -31,6 +31,12 @@ ROCKETMQ_VERSIONS = ("4.9.7", "5.3.3")
 # RocketMQ 4.9 logs through logback-classic (the broker POM's), 5.x through its own shaded logback.
 BINDINGS = ("rocketmq-logback-classic", "slf4j-reload4j", "log4j-slf4j-impl",
              "log4j-slf4j2-impl", "slf4j-log4j12", "logback-classic")
+# The kafka-storage test jar holding `LocalTieredStorage` (tiered storage on the local file system), per lab version:
+# Maven Central has 3.9.1's and 4.0.2's (`mvn dependency:get ...:kafka-storage:<v>:jar:test`), not 4.4.0's; the
+# newest published one, 4.3.0's, does not load in a 4.4.0 broker (NoClassDefFoundError
+# org/apache/kafka/common/utils/LogContext: 4.4.0 moved that class), so 4.4.0 has no tiered lab.
+TIERED_TEST_JAR = {"3.9.1": "3.9.1", "4.0.2": "4.0.2"}
+LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 
 
 def cache_root() -> Path:
@@ -137,6 +143,32 @@ def rocketmq_resolve(version: str) -> Path:
     return lib
 
 
+def tiered_jar(version: str) -> Path:
+    """The kafka-storage test jar (`LocalTieredStorage`) for a lab version, resolved once through the pom's
+    `tiered` profile into kafka-<version>/tiered/. Only that jar: its classes need nothing the broker's class
+    path lacks (with `dir` configured, `LocalTieredStorage.configure` never touches the clients' test utils)."""
+    tiered = TIERED_TEST_JAR.get(version)
+    if tiered is None:
+        raise RuntimeError(f"kafka {version}: no kafka-storage test jar is known for it (TIERED_TEST_JAR)")
+    folder = resolve(version) / "tiered"
+    jar = folder / f"kafka-storage-{tiered}-test.jar"
+    if jar.is_file():
+        return jar
+    scratch = Path(tempfile.mkdtemp(prefix=".tiered-", dir=folder.parent))
+    try:
+        _mvn(version, "-Ptiered", f"-Dtiered.version={tiered}", "dependency:copy-dependencies",
+             "-DincludeArtifactIds=kafka-storage", "-DincludeClassifiers=test", "-DexcludeTransitive=true",
+             f"-DoutputDirectory={scratch}")
+        got = scratch / jar.name
+        if not got.is_file():
+            raise RuntimeError(f"kafka {version}: {jar.name} not resolved (found {sorted(os.listdir(scratch))})")
+        folder.mkdir(exist_ok=True)
+        os.replace(got, jar)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return jar
+
+
 def main(argv: list[str]) -> int:
     problem = tools_problem()
     if problem:
@@ -147,6 +179,8 @@ def main(argv: list[str]) -> int:
     for version in kafka if argv else VERSIONS:
         lib = resolve(version)
         print(f"kafka {version}: {lib}")
+        if version in TIERED_TEST_JAR:
+            print(f"kafka {version}: {tiered_jar(version)} (LocalTieredStorage)")
     for version in rocketmq if argv else ROCKETMQ_VERSIONS:
         lib = rocketmq_resolve(version)
         print(f"rocketmq {version}: {lib}")

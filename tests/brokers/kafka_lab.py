@@ -225,6 +225,7 @@ class ClusterSpec:
     controllers: int = 1                      # KRaft: 1 (c1) or 3 voters (c1, c5, c6; static controller.quorum.voters)
     brokers: tuple[int, ...] = BROKER_IDS     # the broker ids the cluster has
     controller_config: dict[str, str] = field(default_factory=dict)   # on top of every controller's settings
+    extra_jars: tuple[str, ...] = ()          # jars after the version's class path (a RemoteStorageManager, say)
 
     @property
     def protocol(self) -> str:
@@ -242,7 +243,7 @@ class Cluster:
     def __init__(self, spec: ClusterSpec, root: Path) -> None:
         self.spec = spec
         self.root = root
-        self.cp = classpath(spec.version)
+        self.cp = ":".join([classpath(spec.version), *spec.extra_jars])
         self.cluster_id = cluster_id()
         self.log4j = self._write_logging()
         self.control = self._control_node()

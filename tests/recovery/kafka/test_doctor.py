@@ -48,8 +48,9 @@ def test_clean_log_dir_has_no_findings_and_hashes_every_input(tmp_path: Path) ->
 
 
 def test_files_no_check_reads_are_in_the_manifest_and_reported_once(tmp_path: Path) -> None:
-    """Tiered storage's files (a partition's `remote_log_snapshot`, the log dir's `remote-log-index-cache/`) are read
-    by no check: they are hashed for the evidence manifest all the same, and each is reported once."""
+    """Tiered storage's `remote-log-index-cache/` is read by no check: hashed for the evidence manifest all the
+    same, and reported once. A partition's `remote_log_snapshot` is read (and checked): in the manifest, named only
+    by its own check."""
     import hashlib
     pdir, _ = build_log_dir(tmp_path)
     snapshot = pdir / "remote_log_snapshot"
@@ -59,10 +60,29 @@ def test_files_no_check_reads_are_in_the_manifest_and_reported_once(tmp_path: Pa
     cached.write_bytes(bytes(16))
     report = diagnose([tmp_path])
     listed = {i["path"]: i["sha256"] for i in report.inputs}
-    for path in (snapshot, cached):
+    for path, codes in ((snapshot, ["KAFKA_REMOTE_LOG_SNAPSHOT_INVALID"]), (cached, ["UNKNOWN_FILE"])):
         assert listed.get(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest(), f"{path.name}: manifest"
         named = [f.code for f in report.findings if f.path == str(path)]
-        assert named == ["UNKNOWN_FILE"], f"{path.name}: findings naming it"
+        assert named == codes, f"{path.name}: findings naming it"
+
+
+def test_a_remote_log_snapshot_is_read_and_checked(tmp_path: Path) -> None:
+    """An empty `remote_log_snapshot` (3.7 creates one) and a valid one: read, in the manifest, no finding; one
+    caching an impossible segment (end before start): KAFKA_REMOTE_LOG_SNAPSHOT_SEGMENT."""
+    from replog.formats.kafka.remote_log_snapshot import build_remote_log_snapshot
+    pdir, _ = build_log_dir(tmp_path)
+    snapshot = pdir / names.REMOTE_LOG_SNAPSHOT
+    seg = {"segmentId": b"\x01" * 16, "startOffset": 0, "endOffset": 9, "brokerId": 1, "maxTimestampMs": 1,
+           "eventTimestampMs": 1, "segmentLeaderEpochs": [{"leaderEpoch": 0, "offset": 0}],
+           "segmentSizeInBytes": 100, "customMetadata": None, "remoteLogSegmentState": 1}
+    for data, codes in ((b"", []), (build_remote_log_snapshot(0, 5, [seg]), []),
+                        (build_remote_log_snapshot(0, 5, [seg | {"endOffset": -3}]),
+                         ["KAFKA_REMOTE_LOG_SNAPSHOT_SEGMENT"])):
+        snapshot.write_bytes(data)
+        report = diagnose([tmp_path])
+        assert str(snapshot) in {i["path"] for i in report.inputs}, "in the manifest"
+        assert [f.code for f in report.findings if f.path == str(snapshot)] == codes, f"findings for {data[:20]!r}"
+        assert [f.code for f in diagnose([snapshot]).findings] == codes, "the file given alone"
 
 
 def test_partition_dir_and_single_file_dispatch(tmp_path: Path) -> None:
