@@ -53,7 +53,7 @@ def ls_row(log_dir: Path) -> dict[str, Any]:
     return next(r for r in rows if r["topic"] == TOPIC)
 
 
-@pytest.mark.parametrize("spec", cases("4.0.2-kraft", without=NOT_TIERED))
+@pytest.mark.parametrize("spec", cases(without=NOT_TIERED))
 def test_tiered_log_start_agrees_with_the_brokers(spec: ClusterSpec, tmp_path: Path) -> None:
     """Scenario T-a: the log start (3, DeleteRecords) stays below the local log start (every old segment in
     remote storage only). ls, doctor, replay and impact of the copies against ListOffsets, the consumer and the
