@@ -51,8 +51,6 @@ def replica_set_row(topic: str, partition: int, replicas: list[dict[str, Any]], 
             found = first_difference_keys([reaching(keys[k][0], at)], [reaching(keys[lead][0], at)], start)
             found, up_to = compacted_comparison(found, r, reps[lead], topic, partition)
             compacted = up_to if compacted is None or (up_to is not None and up_to > compacted) else compacted
-        if found is None and k != lead and r["log_end_offset"] > reps[lead]["log_end_offset"]:
-            found = reps[lead]["log_end_offset"]  # the same records, and more: cut at the leader's log end
         r.update(_facts_at(found, *keys[k], r["high_watermark"]))
     row = assemble_replica_set(topic, partition, reps, cluster=cluster, topic_id=topic_id)
     row["compacted_up_to"] = compacted
