@@ -13,6 +13,7 @@ the real kafka-dump-log (`--deep-iteration --print-data-log`), cleaner points fr
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -49,9 +50,8 @@ FENCED_AFTER = 12.0
 
 def compaction_spec(spec: ClusterSpec) -> ClusterSpec:
     """`spec` with an eager cleaner on every broker and broker 4's cleaner off."""
-    return ClusterSpec(spec.version, spec.mode, spec.ibp, spec.elr,
-                       spec.broker_config | {"log.cleaner.backoff.ms": "500"},
-                       spec.broker_overrides | {4: {"log.cleaner.enable": "false"}})
+    return dataclasses.replace(spec, broker_config=spec.broker_config | {"log.cleaner.backoff.ms": "500"},
+                               broker_overrides=spec.broker_overrides | {4: {"log.cleaner.enable": "false"}})
 
 
 def produce_round(cluster: Cluster, round_no: int, acks: int | str = "all", keys: list[bytes] = KEYS) -> None:

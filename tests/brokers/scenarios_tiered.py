@@ -13,6 +13,7 @@ log lines, and the files LocalTieredStorage keeps under its directory.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from dataclasses import dataclass, field
@@ -47,9 +48,9 @@ def tiered_spec(spec: ClusterSpec, remote_root: Path) -> ClusterSpec:
               "log.flush.start.offset.checkpoint.interval.ms": "1000"}
     # The KRaft controller validates a topic's remote.storage.enable against its own setting
     # (`ControllerConfigurationValidator` -> `LogConfig.validate`): it needs the system switch too.
-    return ClusterSpec(spec.version, spec.mode, spec.ibp, spec.elr, spec.broker_config | config,
-                       spec.broker_overrides, (*spec.extra_jars, str(tiered_jar(spec.version))),
-                       spec.controller_config | {"remote.log.storage.system.enable": "true"})
+    return dataclasses.replace(spec, broker_config=spec.broker_config | config,
+                               extra_jars=(*spec.extra_jars, str(tiered_jar(spec.version))),
+                               controller_config=spec.controller_config | {"remote.log.storage.system.enable": "true"})
 
 
 @dataclass
