@@ -42,8 +42,11 @@ run: $(VENV)/.installed-run java
 	@echo "report pages: $(PAGES)/*.html"
 
 # --durations: the slowest tests at the end of the run, to keep the whole under its 30 minutes.
+# Two workers (pytest-xdist): the broker lab's clusters wait on their JVMs most of the time, so the rest of the suite
+# runs beside them; the lab and the Spark sessions each stay on one worker (tests/conftest.py, xdist_group).
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed-test java brokers chromium lint
-	$(PY) -m pytest --durations=25
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 # The broker lab's jars (tests/brokers/pom.xml), resolved once from Maven Central into ~/.cache/replog/brokers/.
 # Without Maven or Java this says so and goes on: the lab's tests then skip, or fail under CI=true.

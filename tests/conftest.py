@@ -13,6 +13,20 @@ def _order(config: pytest.Config) -> str | None:
     return None
 
 
+# Groups that must stay on one worker under `pytest -n` (make test): the broker lab's clusters run one at a time (a
+# second cluster beside the first would double the JVMs on the machine's cores and their free-port picking is per
+# process), and the Spark sessions, standalone master and worker run one at a time for the same reason.
+_SERIAL_GROUPS = ("brokers", "spark")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = next((name for name in _SERIAL_GROUPS if item.get_closest_marker(name)), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
     return _order(config)
 
