@@ -5,12 +5,15 @@ log line when the share partition cannot move its start offset.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from tests.brokers import dumplog
 from tests.brokers.scenarios import TOPIC
 from tests.brokers.scenarios_share import GROUP, acknowledged_then_truncated, share_spec, start_offset
+from tests.brokers.test_dump_log_differential import REPLOG
 from tests.brokers.test_kafka_replay import replog_json, run_scenario
 
 pytestmark = pytest.mark.brokers
@@ -38,3 +41,16 @@ def test_a_truncation_below_the_start_offset_skips_the_records_written_there(tmp
     assert described is not None and described >= 20, f"kafka-share-groups --offsets:\n{out.describe}"
     assert "is not greater than the start offset" in out.leader_output, \
         "the share partition leader keeps its start offset (SharePartition.updateCacheAndOffsets)"
+    _group_records_decode_as_kafka_dump_log_does(out.copy)
+
+
+def _group_records_decode_as_kafka_dump_log_does(copy: Path) -> None:
+    """The share group's own `__consumer_offsets` records (types 10-15, KIP-932) as the real 4.4.0 kafka-dump-log
+    `--offsets-decoder` prints them, line for line against `replog dump --format dump-log`."""
+    files = sorted(str(p.relative_to(copy)) for p in copy.glob("b*/__consumer_offsets-*/*.log") if p.stat().st_size)
+    assert files, "premise: the group coordinator wrote __consumer_offsets"
+    cases = dumplog.compare("4.4.0", copy, files, ("--offsets-decoder",), "offsets", REPLOG)
+    share_lines = [line for c in cases for line in c.real or [] if re.search(r'key: {"type":"1[0-5]"', line)]
+    assert share_lines, f"premise: kafka-dump-log printed share group records: {[c.real for c in cases][:2]}"
+    differ = [c for c in cases if not c.identical]
+    assert not differ, "\n".join(f"{c.file}\n{c.diff()}" for c in differ[:4])

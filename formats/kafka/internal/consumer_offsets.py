@@ -3,7 +3,8 @@
 Key and value are each an int16 version followed by a message body. The key
 version says what the record is (group-coordinator `*Key.json`):
 0-1 offset commit, 2 classic group metadata, 3-8 consumer groups (KIP-848),
-9-15 share groups (KIP-932, still evolving: key decoded, value kept raw).
+9-15 share groups (KIP-932), 16 regular expressions and 17-23 Streams groups (KIP-1071); the values of 3-23
+are in `group_values`.
 A null value is a tombstone (kafka-dump-log prints ``<DELETE>``).
 Output follows kafka-dump-log's ``--offsets-decoder`` JSON:
 ``{"key": {"type", "version", "data"}, "value": {"version", "data"} | None}``.
@@ -14,13 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from replog.formats.errors import FormatError
+from replog.formats.kafka.internal.group_values import GROUP_VALUES
 from replog.formats.kafka.internal.protocol import (
     BYTES,
-    INT8,
     INT32,
     INT64,
     STRING,
-    UUID,
     Array,
     Field,
     Message,
@@ -66,48 +66,6 @@ GROUP_METADATA_VALUE = Message("GroupMetadataValue", (
     Field("members", Array(MEMBER_METADATA)),
 ), valid="0-4", flexible="4+")
 
-_TOPIC_PARTITIONS = Struct("TopicPartitions", (Field("topicId", UUID), Field("partitions", Array(INT32))))
-
-
-def _kip848(name: str, *fields: Field) -> Message:
-    return Message(name, tuple(fields), valid="0", flexible="0+")
-
-
-CONSUMER_GROUP_VALUES = {
-    3: _kip848("ConsumerGroupMetadataValue", Field("epoch", INT32)),
-    4: _kip848("ConsumerGroupPartitionMetadataValue", Field("topics", Array(Struct("TopicMetadata", (
-        Field("topicId", UUID), Field("topicName", STRING), Field("numPartitions", INT32),
-        Field("partitionMetadata", Array(Struct("PartitionMetadata", (
-            Field("partition", INT32), Field("racks", Array(STRING)))))),
-    ))))),
-    5: _kip848(
-        "ConsumerGroupMemberMetadataValue",
-        Field("instanceId", STRING, nullable="0+"),
-        Field("rackId", STRING, nullable="0+"),
-        Field("clientId", STRING),
-        Field("clientHost", STRING),
-        Field("subscribedTopicNames", Array(STRING)),
-        Field("subscribedTopicRegex", STRING, nullable="0+"),
-        Field("rebalanceTimeoutMs", INT32, default=-1),
-        Field("serverAssignor", STRING, nullable="0+"),
-        Field("classicMemberMetadata", Struct("ClassicMemberMetadata", (
-            Field("sessionTimeoutMs", INT32),
-            Field("supportedProtocols", Array(Struct("ClassicProtocol", (
-                Field("name", STRING), Field("metadata", BYTES))))),
-        )), nullable="0+", tag=0, default=None),
-    ),
-    6: _kip848("ConsumerGroupTargetAssignmentMetadataValue", Field("assignmentEpoch", INT32)),
-    7: _kip848("ConsumerGroupTargetAssignmentMemberValue", Field("topicPartitions", Array(_TOPIC_PARTITIONS))),
-    8: _kip848(
-        "ConsumerGroupCurrentMemberAssignmentValue",
-        Field("memberEpoch", INT32),
-        Field("previousMemberEpoch", INT32),
-        Field("state", INT8),
-        Field("assignedPartitions", Array(_TOPIC_PARTITIONS)),
-        Field("partitionsPendingRevocation", Array(_TOPIC_PARTITIONS)),
-    ),
-}
-
 # key version → (type name, key fields)
 KEY_TYPES: dict[int, tuple[str, tuple[Field, ...]]] = {
     0: ("offset_commit", OFFSET_COMMIT_KEY.fields),
@@ -127,8 +85,7 @@ KEY_TYPES: dict[int, tuple[str, tuple[Field, ...]]] = {
     14: ("share_group_current_member_assignment", _MEMBER_KEY),
     15: ("share_group_state_partition_metadata", _GROUP_KEY),
     # 4.x (KIP-848 regular expressions, KIP-1071 Streams groups): record type ids and key fields of
-    # group-coordinator `generated/CoordinatorRecordType` and `*Key` in the 4.4.0 jar (18 and 24 unused);
-    # their values stay raw here
+    # group-coordinator `generated/CoordinatorRecordType` and `*Key` in the 4.4.0 jar (18 and 24 unused)
     16: ("consumer_group_regular_expression", (*_GROUP_KEY, Field("regularExpression", STRING))),
     17: ("streams_group_metadata", _GROUP_KEY),
     19: ("streams_group_member_metadata", _MEMBER_KEY),
@@ -201,7 +158,7 @@ def _value_schema(key_version: int) -> Message | None:
         return OFFSET_COMMIT_VALUE
     if key_version == 2:
         return GROUP_METADATA_VALUE
-    return CONSUMER_GROUP_VALUES.get(key_version)
+    return GROUP_VALUES.get(key_version)
 
 
 def _with_tail(out: dict, buf: bytes, end: int) -> dict:

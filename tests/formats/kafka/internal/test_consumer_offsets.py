@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from replog.formats.errors import FormatError
 from replog.formats.kafka.internal.consumer_offsets import (
     CONSUMER_ASSIGNMENT,
-    CONSUMER_GROUP_VALUES,
     CONSUMER_SUBSCRIPTION,
     GROUP_METADATA_VALUE,
     KEY_TYPES,
@@ -27,6 +26,7 @@ from replog.formats.kafka.internal.consumer_offsets import (
     encode_offset_commit_value,
     encode_value,
 )
+from replog.formats.kafka.internal.group_values import GROUP_VALUES
 from replog.formats.kafka.internal.protocol import Message
 from replog.formats.kafka.segment import SegmentWalk, batch_records
 from tests.formats.kafka.internal.test_protocol import message_values, struct_values
@@ -56,12 +56,12 @@ def group_metadata_values(draw, version: int) -> dict:
 
 @st.composite
 def records(draw) -> tuple[int, dict, int, dict]:
-    key_version = draw(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 8]))
+    key_version = draw(st.sampled_from([0, 1, 2, *sorted(GROUP_VALUES)]))
     key = draw(_key_data(key_version))
     if key_version == 2:
         version = draw(st.integers(0, 4))
         return key_version, key, version, draw(group_metadata_values(version))
-    schema = OFFSET_COMMIT_VALUE if key_version < 2 else CONSUMER_GROUP_VALUES[key_version]
+    schema = OFFSET_COMMIT_VALUE if key_version < 2 else GROUP_VALUES[key_version]
     version = draw(st.integers(0, 4)) if key_version < 2 else 0
     return key_version, key, version, draw(message_values(schema, version))
 
@@ -135,14 +135,51 @@ def test_newer_subscription_version_read_as_highest_known() -> None:
     assert out["value"]["data"]["members"][0]["subscription"] == sub
 
 
+def _compact(s: str) -> bytes:
+    """A flexible-version string: uvarint length + 1, then the bytes (all lengths here are below 127)."""
+    return bytes([len(s) + 1]) + s.encode()
+
+
+def test_4x_group_record_values_decode_from_hand_packed_bytes() -> None:
+    """Values of types 16, 17 and 23 packed by hand from the 4.4.0 jar's `*Value.json` (flexible version 0: compact
+    arrays and strings, an empty tagged-field section after each struct)."""
+    regex = struct.pack(">h", 0) + b"\x03" + _compact("orders-1") + _compact("orders-2") \
+        + struct.pack(">qq", 7, 1_700_000_000_000) + b"\x00"
+    out = decode_consumer_offsets(struct.pack(">h", 16) + struct.pack(">h", 1) + b"g" + struct.pack(">h", 2) + b"o.",
+                                  regex)
+    assert out["value"] == {"version": 0, "data": {"topics": ["orders-1", "orders-2"], "version": 7,
+                                                   "timestamp": 1_700_000_000_000}}, out
+    tagged = b"\x01" + b"\x00" + b"\x04" + struct.pack(">i", 5)  # one tagged field: tag 0, size 4, int32 5
+    meta = struct.pack(">h", 0) + struct.pack(">iq", 3, -2) + tagged
+    out = decode_consumer_offsets(struct.pack(">h", 17) + struct.pack(">h", 3) + b"app", meta)
+    data = out["value"]["data"]
+    assert (data["epoch"], data["metadataHash"], data["validatedTopologyEpoch"]) == (3, -2, 5), data
+    assert data["lastAssignmentConfigs"] is None, data
+    changelog = _compact("app-store-changelog") + struct.pack(">ih", 0, 3) + b"\x02" + _compact("k") \
+        + _compact("v") + b"\x00" + b"\x00"
+    copartition = b"\x02" + b"\x02" + struct.pack(">h", 0) + b"\x01" + b"\x01" + b"\x00"
+    sub = _compact("0") + b"\x02" + _compact("in") + b"\x01" + b"\x02" + changelog + b"\x01" + b"\x01" \
+        + copartition + b"\x00"
+    topology = struct.pack(">h", 0) + struct.pack(">i", 4) + b"\x02" + sub + b"\x00"
+    out = decode_consumer_offsets(struct.pack(">h", 23) + struct.pack(">h", 3) + b"app", topology)
+    (subtopology,) = out["value"]["data"]["subtopologies"]
+    assert subtopology["sourceTopics"] == ["in"], subtopology
+    assert subtopology["stateChangelogTopics"] == [{"name": "app-store-changelog", "partitions": 0,
+                                                    "replicationFactor": 3,
+                                                    "topicConfigs": [{"key": "k", "value": "v"}]}], subtopology
+    assert subtopology["copartitionGroups"] == [{"sourceTopics": [0], "sourceTopicRegex": [],
+                                                 "repartitionSourceTopics": []}], subtopology
+    assert "trailingBytes" not in out["value"], out
+
+
 def test_unknown_versions_are_raw_not_errors() -> None:
     assert decode_consumer_offsets(b"\x00\x63abc", b"\x00\x00xy") == {
         "key": {"type": "unknown", "version": 99, "raw": "616263"}, "value": {"version": 0, "raw": "7879"}}
     key = encode_offset_commit_key("g", "t", 0)
     assert decode_consumer_offsets(key, b"\x00\x09\x01")["value"] == {"version": 9, "raw": "01"}
-    share_key = b"\x00\x0b\x00\x01g"
+    share_key = b"\x00\x09\x00\x01g"  # ShareGroupPartitionMetadata: no value schema in 4.4
     assert decode_consumer_offsets(share_key, b"\x00\x00\x01\x02") == {
-        "key": {"type": "share_group_metadata", "version": 11, "data": {"groupId": "g"}},
+        "key": {"type": "share_group_partition_metadata", "version": 9, "data": {"groupId": "g"}},
         "value": {"version": 0, "raw": "0102"}}
 
 
@@ -249,6 +286,6 @@ def test_4x_group_record_keys_decode() -> None:
     assert member["key"]["data"] == {"groupId": "app", "memberId": "m-1"}, member
     topology = decode_consumer_offsets(struct.pack(">h", 23) + text("app"), b"\x00\x00\x01")
     assert topology["key"]["type"] == "streams_group_topology", topology
-    assert topology["value"] == {"version": 0, "raw": "01"}, "Streams values stay raw"
+    assert topology["value"]["raw"] == "01", "a value too short for its schema stays raw"
     for unused in (18, 24):
         assert decode_consumer_offsets(struct.pack(">h", unused) + text("g"), None)["key"]["type"] == "unknown", unused
