@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.errors import FormatError, ReplogError, UnreadableInput
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding
 from replog.formats.rocketmq import commitlog as cl
@@ -226,6 +226,16 @@ def _read_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tuple[str,
                 state.max_physic_offset = max(state.max_physic_offset, e.commitlog_offset + e.size)
         out[(topic, qid)] = state
     return out
+
+
+def require_file_queues(model: StoreModel, command: str) -> None:
+    """`recover` and `repair` write file consume queues (`consumequeue/<topic>/<queue>/`); a
+    `storeType=defaultRocksDB` broker reads its queues from the RocksDB database at that very path, so such an
+    output would be wrong for it: refused, by name, rather than written."""
+    if model.layout.rocksdb:
+        raise ReplogError(f"{model.path}: {command} writes file consume queues, but this store keeps them in RocksDB "
+                          "(storeType=defaultRocksDB), which replog reads but does not write; doctor, ls, replay "
+                          "and impact read it")
 
 
 def _read_rocksdb_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tuple[str, int], QueueState]:

@@ -68,9 +68,8 @@ def test_rocksdb_store_matches_broker(run: RocksRun) -> None:
     assert model.layout.store_type == "defaultRocksDB", "store type detected"
     for q in range(QUEUES):
         state = model.queues[(TOPIC, q)]
-        assert (state.min_offset, state.kv_max_offset) == run.inspection.queues[(TOPIC, q)], \
-            f"{TOPIC}/{q}: replog's range {(state.min_offset, state.kv_max_offset)}, the broker's " \
-            f"{run.inspection.queues[(TOPIC, q)]}"
+        ours_range, broker_range = (state.min_offset, state.kv_max_offset), run.inspection.queues[(TOPIC, q)]
+        assert ours_range == broker_range, f"{TOPIC}/{q}: replog's range {ours_range}, the broker's {broker_range}"
 
     rc, doctor = replog_json("doctor", str(store))
     bad = [f for f in doctor["findings"] if f["severity"] != "info" or "no consume-queue entry" in f["message"]]

@@ -161,3 +161,14 @@ def test_ls_names_the_store_type(tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert doc["store"]["store_type"] == "defaultRocksDB", f"ls names the store type: {doc['store']}"
     assert [r["cq_max_offset"] for r in doc["queues"]] == [4, 4], f"queue ends from RocksDB: {doc['queues']}"
+
+
+def test_recover_refuses_a_rocksdb_store(tmp_path: Path) -> None:
+    """recover writes file consume queues, which a defaultRocksDB broker does not read: refused by name."""
+    root, _ = rocks_store(tmp_path / "store")
+    before = tree_digest(root)
+    done = run_replog("recover", str(root), "--out", str(tmp_path / "out"))
+    assert done.returncode == 2, f"recover on a RocksDB store exits 2, not {done.returncode}: {done.stderr}"
+    assert "storeType=defaultRocksDB" in done.stderr, f"the reason is said: {done.stderr}"
+    assert not (tmp_path / "out").exists(), "nothing written"
+    assert tree_digest(root) == before, "the input did not change"
