@@ -10,6 +10,7 @@ persists offsets and closes the RocksDB stores). The stopped store is what replo
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,3 +55,41 @@ def rocksdb_broker(root: Path) -> RocksRun:
         c.stop("n0")
         log = c.brokers["n0"].out.read_text(errors="replace")
         return RocksRun(c.store("n0"), inspection, prog, committed, log)
+
+
+@dataclass
+class RocksCrash:
+    crashed: Path                                       # the store as the kill left it (replog reads it in place)
+    restarted: Inspection                               # what a broker started on a copy of it serves
+    progress: dict[tuple[str, int], tuple[int, int]]    # the group's offsets that broker reports
+    committed: dict[tuple[str, int], int]
+    log: str
+
+
+def rocksdb_crash(root: Path) -> RocksCrash:
+    """Premise: a defaultRocksDB broker takes MESSAGES messages, a group commits offsets, the broker persists them
+    (`flushConsumerOffsetInterval`, 5 s by default; we wait 12 s), takes MESSAGES more and is killed (SIGKILL:
+    the consume-queue writes skip the WAL, `AbstractRocksDBStorage#initWriteOptions`, so units still in the
+    memtable are gone). The killed store is copied; a broker of the same version starts on another copy with a new
+    name server, dispatches, and reports its units and the group's offsets; nothing is sent to it."""
+    with running_rocketmq(RmqSpec(VERSION, broker_config=ROCKSDB), root / "first") as c:
+        c.create_topic(TOPIC, QUEUES)
+        c.send(TOPIC, tuple(range(QUEUES)), 0, MESSAGES, 200)
+        c.wait_dispatched("n0")
+        out = c.java_source("RmqCommit.java", "consume", c.namesrv_addr, CONSUMER, TOPIC, GROUP,
+                            ",".join(map(str, range(QUEUES))), str(CONSUMED))
+        committed = {(t, int(q)): int(o) for t, q, o in re.findall(r"^COMMIT (\S+) (\d+) (\d+)$", out, re.M)}
+        time.sleep(12)
+        c.send(TOPIC, tuple(range(QUEUES)), MESSAGES, MESSAGES, 200)
+        c.brokers["n0"].kill()
+        crashed = c.copy_store("n0", root / "crashed")
+        restart_from = c.copy_store("n0", root / "restart-from")
+    with running_rocketmq(RmqSpec(VERSION, broker_config=ROCKSDB), root / "second", start=False) as c:
+        c.start_namesrv()
+        c.use_store("n0", restart_from)
+        c.start_broker("n0")
+        c.wait_dispatched("n0")
+        restarted = c.inspect("n0", {TOPIC: QUEUES})
+        prog = progress(c.java_source("RmqCommit.java", "progress", c.namesrv_addr, CONSUMER))
+        log = c.brokers["n0"].out.read_text(errors="replace")
+    return RocksCrash(crashed, restarted, prog, committed, log)

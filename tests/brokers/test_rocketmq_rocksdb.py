@@ -20,7 +20,7 @@ import pytest
 from replog.formats.rocketmq.rocksdb_store import RocksCQUnit, cq_entries
 from replog.recovery.rocketmq.impact import read_offsets
 from replog.recovery.rocketmq.store_model import load_store
-from tests.brokers.rocketmq_rocksdb import CONSUMER, QUEUES, TOPIC, RocksRun, rocksdb_broker
+from tests.brokers.rocketmq_rocksdb import CONSUMER, QUEUES, TOPIC, RocksRun, rocksdb_broker, rocksdb_crash
 from tests.toolkit.test_cli import run_replog
 
 pytestmark = pytest.mark.brokers
@@ -91,3 +91,37 @@ def test_rocksdb_store_matches_broker(run: RocksRun) -> None:
     assert committed == run.committed, f"the broker reports the offsets the consumer committed: {run.committed}"
 
     assert tree(store) == before, "no byte or file of the store changed while replog read it"
+
+
+@pytest.mark.brokers_full
+def test_rocksdb_crash_matches_restarted_broker(tmp_path: Path) -> None:
+    """After a kill, the units on disk are a prefix of what a restarted broker serves, the messages replog finds in
+    the recovered log are exactly those units (the broker dispatches the rest at start, doctor says so and no
+    error), and the offsets replog reads are the ones the restarted broker reports."""
+    crash = rocksdb_crash(tmp_path)
+    before = tree(crash.crashed)
+    model = load_store(crash.crashed)
+    served = {key: [(i, off, size) for i, off, size, _ in units] for key, units in crash.restarted.units.items()}
+    heads = {key: [(m.queue_offset, m.physical_offset, m.size) for m in msgs]
+             for key, msgs in model.queue_heads().items() if key[0] == TOPIC}
+    assert heads == served, f"replog's recovered queues {heads}, the restarted broker's {served}"
+    on_disk: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+    for u in cq_entries(crash.crashed / "consumequeue"):
+        assert isinstance(u, RocksCQUnit), f"a CQ pair replog could not decode: {u}"
+        if u.topic == TOPIC:
+            on_disk.setdefault((u.topic, u.queue_id), []).append((u.queue_offset, u.commitlog_offset, u.size))
+    for key, units in on_disk.items():
+        assert units == served[key][:len(units)], f"{key}: units on disk {units} are not a prefix of the served"
+    rc, doctor = replog_json("doctor", str(crash.crashed))
+    cq = [f for f in doctor["findings"] if f["code"].startswith("ROCKETMQ_CQ")]
+    errors = [f for f in cq if f["severity"] != "info"]
+    assert not errors, f"doctor on the killed RocksDB store, its consume queues: {errors}"
+    missing = sum(len(served[k]) - len(on_disk.get(k, [])) for k in served)
+    told = sum(f.get("details", {}).get("messages", 0) if "details" in f else 0 for f in cq)
+    behind = [f["message"] for f in cq if "no consume-queue entry yet" in f["message"]]
+    assert bool(behind) == (missing > 0), f"{missing} units the broker dispatched at start; doctor said {behind} {told}"
+    offsets, source = read_offsets(model, [])
+    ours = {(TOPIC, q): o for q, o in offsets.get((TOPIC, CONSUMER), {}).items()}
+    theirs = {(TOPIC, q): c for (_, q), (_, c) in crash.progress.items()}
+    assert ours == theirs, f"offsets: replog {ours} ({source}), the restarted broker {theirs}"
+    assert tree(crash.crashed) == before, "no byte or file of the store changed while replog read it"
