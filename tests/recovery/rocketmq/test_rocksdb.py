@@ -172,3 +172,15 @@ def test_recover_refuses_a_rocksdb_store(tmp_path: Path) -> None:
     assert "storeType=defaultRocksDB" in done.stderr, f"the reason is said: {done.stderr}"
     assert not (tmp_path / "out").exists(), "nothing written"
     assert tree_digest(root) == before, "the input did not change"
+
+
+def test_manifest_names_the_store_type(tmp_path: Path) -> None:
+    root, _ = rocks_store(tmp_path / "store")
+    manifest = tmp_path / "manifest.json"
+    done = run_replog("doctor", str(root), "--manifest", str(manifest), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(manifest.read_text())
+    assert doc.get("stores") == [{"path": str(root), "system": "rocketmq", "store_type": "defaultRocksDB"}], \
+        f"the manifest names the store and its type: {doc.get('stores')}"
+    hashed = {Path(i["path"]).name for i in doc["inputs"] if Path(i["path"]).parent == root / "consumequeue"}
+    assert {"CURRENT", "IDENTITY"} <= hashed, f"the database's files are hashed in the manifest: {hashed}"
