@@ -184,3 +184,28 @@ def test_manifest_names_the_store_type(tmp_path: Path) -> None:
         f"the manifest names the store and its type: {doc.get('stores')}"
     hashed = {Path(i["path"]).name for i in doc["inputs"] if Path(i["path"]).parent == root / "consumequeue"}
     assert {"CURRENT", "IDENTITY"} <= hashed, f"the database's files are hashed in the manifest: {hashed}"
+
+
+def test_unopenable_offsets_database_cannot_be_verified(tmp_path: Path) -> None:
+    root, _ = rocks_store(tmp_path / "store")
+    consumer_offsets(root, {"orders@billing": {"0": 3}})
+    (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"orders@billing":{0:1}}}')
+    for sst in (root / "config" / "consumerOffsets").glob("MANIFEST-*"):
+        sst.write_bytes(b"\0" * 64)
+    with pytest.raises(UnreadableInput, match="cannot be verified"):
+        read_offsets(load_store(root), [])
+
+
+def test_the_binding_writes_into_a_directory_it_opens_read_only(tmp_path: Path) -> None:
+    """Why replog opens a private copy: rocksdict 0.3.29's read-only open adds `rocksdict-config.json` to the
+    directory it opens. When a version stops doing so this fails, and the copy could go."""
+    from rocksdict import AccessType
+
+    root, _ = rocks_store(tmp_path / "store")
+    d = root / "consumequeue"
+    before = tree_digest(d)
+    db = Rdict(str(d), options=Options(raw_mode=True), access_type=AccessType.read_only(False),
+               column_families={"offset": Options(raw_mode=True)})
+    db.close()
+    added = set(tree_digest(d)) - set(before)
+    assert added == {"rocksdict-config.json"}, f"what the binding's read-only open wrote: {added}"
