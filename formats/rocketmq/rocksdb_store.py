@@ -180,21 +180,24 @@ def _family(db: Any, name: str) -> Any:
         return None
 
 
-def cq_entries(d: Path) -> Iterator[RocksCQUnit | str]:
-    """Every unit of a RocksDB consume-queue store in key order (topic length, topic, queue, queue offset), or a
-    message per pair the broker could not read."""
-    with open_copy(d) as db:
-        for k, v in db.items():
+class ConsumeQueueDB:
+    """An opened copy of a RocksDB consume-queue store: its units and its offset table."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+
+    def units(self) -> Iterator[RocksCQUnit | str]:
+        """Every unit in key order (topic length, topic, queue, queue offset), or a message per pair the broker
+        could not read."""
+        for k, v in self.db.items():
             yield decode_cq(bytes(k), bytes(v))
 
-
-def queue_offsets(d: Path) -> tuple[list[QueueOffset], int | None, list[str]]:
-    """(max/min entries of the `offset` family, the dispatch checkpoint's physical offset, malformed pairs)."""
-    entries: list[QueueOffset] = []
-    problems: list[str] = []
-    checkpoint = None
-    with open_copy(d) as db:
-        cf = _family(db, OFFSET_CF)
+    def offsets(self) -> tuple[list[QueueOffset], int | None, list[str]]:
+        """(max/min entries of the `offset` family, the dispatch checkpoint's physical offset, malformed pairs)."""
+        entries: list[QueueOffset] = []
+        problems: list[str] = []
+        checkpoint = None
+        cf = _family(self.db, OFFSET_CF)
         for k, v in (cf.items() if cf is not None else ()):
             got = decode_offset(bytes(k), bytes(v))
             if isinstance(got, QueueOffset):
@@ -203,7 +206,20 @@ def queue_offsets(d: Path) -> tuple[list[QueueOffset], int | None, list[str]]:
                 checkpoint = got
             else:
                 problems.append(got)
-    return entries, checkpoint, problems
+        return entries, checkpoint, problems
+
+
+@contextmanager
+def consume_queue_db(d: Path) -> Iterator[ConsumeQueueDB]:
+    """One private copy of `d`, opened read-only, for as many passes as the caller makes."""
+    with open_copy(d) as db:
+        yield ConsumeQueueDB(db)
+
+
+def cq_entries(d: Path) -> Iterator[RocksCQUnit | str]:
+    """`ConsumeQueueDB.units` of a fresh copy of `d`."""
+    with consume_queue_db(d) as cq:
+        yield from cq.units()
 
 
 @dataclass

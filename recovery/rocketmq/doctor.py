@@ -33,10 +33,10 @@ from replog.formats.rocketmq.index_file import (
 )
 from replog.formats.rocketmq.rocksdb_store import (
     CONSUMEQUEUE,
+    ConsumeQueueDB,
     RocksCQUnit,
-    cq_entries,
+    consume_queue_db,
     db_files,
-    queue_offsets,
     read_config_db,
 )
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
@@ -144,10 +144,16 @@ def rocksdb_queue_findings(model: StoreModel) -> Iterator[Finding]:
     yield finding("ROCKETMQ_ROCKSDB_STORE", str(d), message=f"storeType=defaultRocksDB: consume queues in the RocksDB "
                   f"database {d}" + (f", config in {', '.join(sorted(model.layout.config_dbs))} databases"
                                      if model.layout.config_dbs else "") + "; read from a private copy")
+    with consume_queue_db(d) as cq:
+        yield from _unit_findings(model, d, cq)
+        yield from _offset_table_findings(model, d, cq)
+
+
+def _unit_findings(model: StoreModel, d: Path, cq: ConsumeQueueDB) -> Iterator[Finding]:
     by_off = model.by_offset()
     stale = {m.physical_offset for m in model.beyond}
     last: dict[tuple[str, int], int] = {}
-    for u in cq_entries(d):
+    for u in cq.units():
         if not isinstance(u, RocksCQUnit):
             yield finding("ROCKETMQ_CQ_INVALID", str(d), message=f"a pair the broker cannot read: {u}")
             continue
@@ -167,12 +173,11 @@ def rocksdb_queue_findings(model: StoreModel) -> Iterator[Finding]:
         if problem:
             yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", str(d), offset=u.queue_offset,
                           message=f"{u.topic}/{u.queue_id}: {problem}", commitlog_offset=u.commitlog_offset)
-    yield from _offset_table_findings(model, d)
 
 
-def _offset_table_findings(model: StoreModel, d: Path) -> Iterator[Finding]:
+def _offset_table_findings(model: StoreModel, d: Path, cq: ConsumeQueueDB) -> Iterator[Finding]:
     """The broker serves a queue's max offset from the offset table's "max" entry (+1), not from the units."""
-    _, _, problems = queue_offsets(d)
+    _, _, problems = cq.offsets()
     for p in problems:
         yield finding("ROCKETMQ_CQ_INVALID", str(d), message=f"offset table: {p}")
     for (topic, qid), q in sorted(model.queues.items()):

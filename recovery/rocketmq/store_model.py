@@ -24,7 +24,7 @@ from replog.formats.rocketmq.commitlog_walk import walk_commitlog
 from replog.formats.rocketmq.consumequeue import read_entries
 from replog.formats.rocketmq.epoch_file import EpochEntry, read_epoch_file
 from replog.formats.rocketmq.index_file import message_keys
-from replog.formats.rocketmq.rocksdb_store import CONSUMEQUEUE, RocksCQUnit, cq_entries, db_files, queue_offsets
+from replog.formats.rocketmq.rocksdb_store import CONSUMEQUEUE, RocksCQUnit, consume_queue_db, db_files
 from replog.formats.rocketmq.store import StoreLayout, detect_store
 from replog.recovery.progress import Tally
 from replog.recovery.rocketmq.recovery_rule import NEWEST, RecoveryRule, start_index
@@ -247,16 +247,17 @@ def _read_rocksdb_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tu
     files_read += db_files(d)
     out: dict[tuple[str, int], QueueState] = {}
     try:
-        for u in cq_entries(d):
-            if not isinstance(u, RocksCQUnit) or u.commitlog_offset < 0 or u.size <= 0:
-                continue
-            state = out.get((u.topic, u.queue_id)) or out.setdefault((u.topic, u.queue_id),
-                                                                       QueueState(u.topic, u.queue_id, [], 0))
-            if state.min_offset is None:
-                state.min_offset = u.queue_offset
-            state.max_offset = u.queue_offset + 1
-            state.max_physic_offset = max(state.max_physic_offset, u.commitlog_offset + u.size)
-        entries, _, _ = queue_offsets(d)
+        with consume_queue_db(d) as cq:
+            for u in cq.units():
+                if not isinstance(u, RocksCQUnit) or u.commitlog_offset < 0 or u.size <= 0:
+                    continue
+                state = out.get((u.topic, u.queue_id)) or out.setdefault((u.topic, u.queue_id),
+                                                                           QueueState(u.topic, u.queue_id, [], 0))
+                if state.min_offset is None:
+                    state.min_offset = u.queue_offset
+                state.max_offset = u.queue_offset + 1
+                state.max_physic_offset = max(state.max_physic_offset, u.commitlog_offset + u.size)
+            entries, _, _ = cq.offsets()
     except UnreadableInput as err:
         raise UnreadableInput(f"{layout.root}: consume queues in RocksDB (storeType=defaultRocksDB) cannot be "
                               f"verified: {err}") from None
