@@ -139,6 +139,8 @@ CODES: dict[str, Code] = {
     "ROCKETMQ_FILE_GAP": Code(E, "consecutive mapped files are not contiguous"),
     "ROCKETMQ_CQ_ENTRY_MISMATCH": Code(E, "consume queue entry does not point at a matching message"),
     "ROCKETMQ_CQ_INVALID": Code(E, "consume queue file malformed"),
+    "ROCKETMQ_ROCKSDB_STORE": Code(I, "the store keeps its consume queues (and config) in RocksDB "
+                                      "(storeType=defaultRocksDB); replog read a private copy of each database"),
     "ROCKETMQ_INDEX_INVALID": Code(E, "index file header, slots or entries malformed"),
     "ROCKETMQ_CHECKPOINT_INVALID": Code(E, "checkpoint file malformed"),
     "ROCKETMQ_CHECKPOINT_AHEAD": Code(W, "checkpoint timestamps are later than the data they cover"),

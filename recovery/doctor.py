@@ -31,6 +31,7 @@ class DoctorReport:
     inputs: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     partitions: list[PartitionOffsets] = field(default_factory=list)  # Kafka partitions checked
+    stores: list[dict[str, str]] = field(default_factory=list)        # RocketMQ stores: path, store_type (manifest)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -74,6 +75,8 @@ def _diagnose(ev: Evidence, paths: list[Path]) -> DoctorReport:
         p = Path(path)
         if entry_type(p) is EntryType.DIRECTORY:
             for kind, root in roots_under(p):
+                if kind is DirKind.ROCKETMQ_STORE:
+                    report.stores.append(_store_entry(root))
                 found, parts = _DIR_CHECKS[kind](ev, root)
                 report.findings += found
                 report.partitions += parts
@@ -110,6 +113,13 @@ def _unread_files(ev: Evidence, paths: list[Path], findings: list[Finding]) -> l
                     out.append(finding("UNKNOWN_FILE", str(path),
                                        message="no check reads this file; hashed for the evidence manifest"))
     return out
+
+
+def _store_entry(root: Path) -> dict[str, str]:
+    """What the evidence manifest says of a RocketMQ store: where, and its `storeType` (file consume queues, or
+    RocksDB databases that need their own reader)."""
+    from replog.formats.rocketmq.rocksdb_store import store_type
+    return {"path": str(root), "system": "rocketmq", "store_type": store_type(root)}
 
 
 def _store(ev: Evidence, root: Path) -> tuple[list[Finding], list[PartitionOffsets]]:

@@ -121,13 +121,16 @@ def tool_version() -> str:
         return "unknown"
 
 
-def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path]) -> None:
-    """The digest of every input (SHA-256, or the `--hash` chosen), tool version, UTC time and command line;
-    written atomically."""
+def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path],
+                   stores: list[dict[str, str]] | None = None) -> None:
+    """The digest of every input (SHA-256, or the `--hash` chosen), tool version, UTC time and command line, and
+    the RocketMQ stores among the inputs with their store type; written atomically."""
     target = prepare_file_output(target, roots)
-    doc = {"tool": "replog", "version": tool_version(),
-           "created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-           "command_line": list(sys.argv), "inputs": inputs}
+    doc: dict[str, Any] = {"tool": "replog", "version": tool_version(),
+                           "created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                           "command_line": list(sys.argv), "inputs": inputs}
+    if stores:
+        doc["stores"] = stores
     atomic_write(target, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
 
 
@@ -148,7 +151,7 @@ def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any, html: Path | 
     with work_progress("doctor") as progress:
         report = diagnose(list(paths), progress, algorithm)
     if manifest is not None:
-        write_manifest(manifest, report.inputs, list(paths))
+        write_manifest(manifest, report.inputs, list(paths), report.stores)
     doc = report.to_dict()
     if html is not None:
         from replog.toolkit.doctor_page import render_doctor

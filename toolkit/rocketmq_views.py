@@ -36,7 +36,8 @@ def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]
         })
     cp = model.checkpoint
     totals = {
-        "path": model.path, "system": "rocketmq", "file_size": model.file_size, "files": len(model.files),
+        "path": model.path, "system": "rocketmq", "store_type": model.layout.store_type,
+        "file_size": model.file_size, "files": len(model.files),
         "min_offset": model.min_offset, "max_offset": model.max_offset,
         "dirty_tail_bytes": max(0, model.walk_end - model.max_offset), "messages": len(model.messages),
         "queues": len(rows), "topics": len({r["topic"] for r in rows}),
@@ -80,7 +81,8 @@ def run_ls_store(path: Any, fmt: Format | None, broker_version: str | None = Non
 
 
 def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Console) -> None:
-    console.print(QUEUE_COLUMNS.table(rows, f"{totals['path']} (RocketMQ store)"))
+    kind = "" if totals["store_type"] == "default" else f", storeType={totals['store_type']}: queues from RocksDB"
+    console.print(QUEUE_COLUMNS.table(rows, f"{totals['path']} (RocketMQ store{kind})"))
     flags = []
     if totals["abort_present"]:
         flags.append("[yellow]abort present (unclean shutdown)[/]")

@@ -3,7 +3,9 @@
 Layout (docs/reference/rocketmq.md §1): `commitlog/` (20-digit files), `consumequeue/<topic>/<queueId>/`,
 `index/` (17-digit local-time names), `checkpoint` (4 KiB), `abort`, `lock`,
 `config/*.json`, `epochFileCheckpoint`, `brokerIdentity`. A DLedger commit log
-(`commitlog/dledger-*`) is recognised but is a different format.
+(`commitlog/dledger-*`) is recognised but is a different format. With `storeType=defaultRocksDB` (5.x)
+`consumequeue/` is a RocksDB database and `config/consumerOffsets|topics|subscriptionGroups/` are too
+(`rocksdb_store`, §14).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from replog.formats.fileio import is_regular, open_regular
 from replog.formats.rocketmq.abort import ABORT, ABORT_BAK, LOCK
 from replog.formats.rocketmq.checkpoint import FILE_SIZE as CHECKPOINT_SIZE
 from replog.formats.rocketmq.commitlog import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
+from replog.formats.rocketmq.rocksdb_store import STORE_TYPE_DEFAULT, config_dbs, store_type
 
 _OFFSET_NAME = re.compile(r"^\d{20}$")
 _INDEX_NAME = re.compile(r"^\d{17}$")
@@ -46,6 +49,12 @@ class StoreLayout:
     epoch_file: Path | None = None
     broker_identity: Path | None = None
     dledger: bool = False
+    store_type: str = STORE_TYPE_DEFAULT          # "defaultRocksDB" when consumequeue/ is a RocksDB database
+    config_dbs: dict[str, Path] = field(default_factory=dict)   # RocksDB config stores by dir name
+
+    @property
+    def rocksdb(self) -> bool:
+        return self.store_type != STORE_TYPE_DEFAULT
 
     @property
     def commitlog_dir(self) -> Path:
@@ -111,6 +120,8 @@ def scan_store(root: str | os.PathLike[str]) -> StoreLayout:
         epoch_file=_opt(r / EPOCH_FILE),
         broker_identity=_opt(r / BROKER_IDENTITY),
         dledger=cl.is_dir() and any(p.is_dir() and p.name.startswith("dledger-") for p in cl.iterdir()),
+        store_type=store_type(r),
+        config_dbs=config_dbs(r),
     )
 
 
@@ -138,6 +149,7 @@ def detect_store(path: str | os.PathLike[str]) -> StoreLayout | None:
         return layout
     cp = layout.checkpoint
     if cp is not None and cp.stat().st_size == CHECKPOINT_SIZE and (
-            _empty_commitlog(r, layout) or layout.consume_queues or layout.index_files or layout.config_files):
+            _empty_commitlog(r, layout) or layout.consume_queues or layout.index_files or layout.config_files
+            or layout.rocksdb):
         return layout  # a checkpoint beside an empty commitlog/ is a store too: a freshly started slave
     return None

@@ -31,6 +31,14 @@ from replog.formats.rocketmq.index_file import (
     IndexFile,
     index_key_hash,
 )
+from replog.formats.rocketmq.rocksdb_store import (
+    CONSUMEQUEUE,
+    ConsumeQueueDB,
+    RocksCQUnit,
+    consume_queue_db,
+    db_files,
+    read_config_db,
+)
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 
 _SEARCH_LIMIT = 1 << 20   # index files up to this size get their slot count searched for
@@ -60,6 +68,9 @@ def diagnose_store(path: str | os.PathLike[str], *, hash_slot_num: int | None = 
     for p in model.layout.config_files:
         read.append(p)
         out += config_findings(p)
+    for d in model.layout.config_dbs.values():
+        read += db_files(d)
+        out += config_db_findings(d)
     seen: set[Path] = set()
     files = [p for p in read if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
     return out, files
@@ -107,12 +118,83 @@ def _entry_problem(e: CQEntry, m: MessageRef | None, topic: str, qid: int) -> st
     return None
 
 
+def _unit_problem(u: RocksCQUnit, m: MessageRef | None) -> str | None:
+    """A RocksDB unit is a file unit plus the message's store time (`RocksDBConsumeQueueTable` value)."""
+    problem = _entry_problem(CQEntry(u.queue_offset, u.commitlog_offset, u.size, u.tags_code, 0), m, u.topic,
+                             u.queue_id)
+    if problem is None and m is not None and m.store_timestamp != u.store_timestamp:
+        return f"store time {u.store_timestamp} but the message was stored at {m.store_timestamp}"
+    return problem
+
+
+def _past_end(model: StoreModel, path: str, position: int | None, topic: str, qid: int, queue_offset: int,
+              commitlog_offset: int, stale: bool) -> Finding:
+    return finding("ROCKETMQ_CQ_ENTRY_MISMATCH", path, position=position, offset=queue_offset,
+                   severity=Severity.WARNING,
+                   message=f"{topic}/{qid}: entry points at {commitlog_offset}, at or past the recovered log end "
+                           f"{model.max_offset}; the broker drops it" + (" (a stale message is still there)"
+                                                                         if stale else ""))
+
+
+def rocksdb_queue_findings(model: StoreModel) -> Iterator[Finding]:
+    """A `storeType=defaultRocksDB` store: every unit of `consumequeue/` (the database) against the message it
+    names, units of a queue contiguous (`RocksDBConsumeQueueTable#rangeQuery` stops at the first missing key),
+    and the offset table's max/min entries against the units (`RocksDBConsumeQueueOffsetTable`)."""
+    d = model.layout.root / CONSUMEQUEUE
+    yield finding("ROCKETMQ_ROCKSDB_STORE", str(d), message=f"storeType=defaultRocksDB: consume queues in the RocksDB "
+                  f"database {d}" + (f", config in {', '.join(sorted(model.layout.config_dbs))} databases"
+                                     if model.layout.config_dbs else "") + "; read from a private copy")
+    with consume_queue_db(d) as cq:
+        yield from _unit_findings(model, d, cq)
+        yield from _offset_table_findings(model, d, cq)
+
+
+def _unit_findings(model: StoreModel, d: Path, cq: ConsumeQueueDB) -> Iterator[Finding]:
+    by_off = model.by_offset()
+    stale = {m.physical_offset for m in model.beyond}
+    last: dict[tuple[str, int], int] = {}
+    for u in cq.units():
+        if not isinstance(u, RocksCQUnit):
+            yield finding("ROCKETMQ_CQ_INVALID", str(d), message=f"a pair the broker cannot read: {u}")
+            continue
+        key = (u.topic, u.queue_id)
+        if key in last and u.queue_offset != last[key] + 1:
+            yield finding("ROCKETMQ_CQ_INVALID", str(d), offset=u.queue_offset,
+                          message=f"{u.topic}/{u.queue_id}: unit {u.queue_offset} follows {last[key]}; the broker's "
+                                  "range reads stop at the missing key", topic=u.topic, queue_id=u.queue_id)
+        last[key] = u.queue_offset
+        if u.commitlog_offset < model.min_offset:
+            continue
+        if u.commitlog_offset >= model.max_offset:
+            yield _past_end(model, str(d), None, u.topic, u.queue_id, u.queue_offset, u.commitlog_offset,
+                            u.commitlog_offset in stale)
+            continue
+        problem = _unit_problem(u, by_off.get(u.commitlog_offset))
+        if problem:
+            yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", str(d), offset=u.queue_offset,
+                          message=f"{u.topic}/{u.queue_id}: {problem}", commitlog_offset=u.commitlog_offset)
+
+
+def _offset_table_findings(model: StoreModel, d: Path, cq: ConsumeQueueDB) -> Iterator[Finding]:
+    """The broker serves a queue's max offset from the offset table's "max" entry (+1), not from the units."""
+    _, _, problems = cq.offsets()
+    for p in problems:
+        yield finding("ROCKETMQ_CQ_INVALID", str(d), message=f"offset table: {p}")
+    for (topic, qid), q in sorted(model.queues.items()):
+        if q.kv_max_offset is not None and q.kv_max_offset != q.max_offset:
+            yield finding("ROCKETMQ_CQ_INVALID", str(d), offset=q.kv_max_offset,
+                          message=f"{topic}/{qid}: the offset table's max says the queue ends at {q.kv_max_offset} "
+                                  f"but its units end at {q.max_offset}", topic=topic, queue_id=qid)
+
+
 def consume_queue_findings(model: StoreModel) -> Iterator[Finding]:
     """Walk every queue; each entry must point at a matching message inside the recovered log."""
     by_off = model.by_offset()
     stale = {m.physical_offset: m for m in model.beyond}
     heads = model.queue_heads()
-    for (topic, qid), state in model.queues.items():
+    if model.layout.rocksdb:
+        yield from rocksdb_queue_findings(model)
+    for (topic, qid), state in ((k, v) for k, v in model.queues.items() if v.files):
         d = model.layout.root / "consumequeue" / topic / str(qid)
         for item in walk_consumequeue(state.files, file_size=state.file_size or None):
             if isinstance(item, Finding):
@@ -123,11 +205,8 @@ def consume_queue_findings(model: StoreModel) -> Iterator[Finding]:
                 continue
             path = str(d / file_name(e.queue_offset * CQ_STORE_UNIT_SIZE - e.position))
             if e.commitlog_offset >= model.max_offset:
-                yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", path, position=e.position, offset=e.queue_offset,
-                              severity=Severity.WARNING,
-                              message=f"{topic}/{qid}: entry points at {e.commitlog_offset}, at or past the "
-                                      f"recovered log end {model.max_offset}; the broker drops it"
-                                      + (" (a stale message is still there)" if e.commitlog_offset in stale else ""))
+                yield _past_end(model, path, e.position, topic, qid, e.queue_offset, e.commitlog_offset,
+                                e.commitlog_offset in stale)
                 continue
             problem = _entry_problem(e, by_off.get(e.commitlog_offset), topic, qid)
             if problem:
@@ -320,6 +399,19 @@ def epoch_findings(model: StoreModel) -> tuple[list[Finding], list[Path]]:
                                message=f"epoch {e.epoch} starts at {e.start_offset}, past the log end "
                                        f"{model.max_offset}"))
     return out, read
+
+
+def config_db_findings(d: Path) -> Iterator[Finding]:
+    """A RocksDB config store (`ConfigRocksDBStorage`): it must open, and every value must be the JSON the
+    broker's `decode*` parses."""
+    try:
+        cfg = read_config_db(d)
+    except UnreadableInput as e:
+        yield finding("ROCKETMQ_CONFIG_INVALID", str(d), severity=Severity.ERROR,
+                      message=f"cannot be verified: {e}")
+        return
+    for p in cfg.problems:
+        yield finding("ROCKETMQ_CONFIG_INVALID", str(d), message=p)
 
 
 def config_findings(path: Path) -> Iterator[Finding]:

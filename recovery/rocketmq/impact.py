@@ -11,6 +11,14 @@ OFFSET_OVERFLOW_BADLY and the broker moves it back to the max (`DefaultMessageSt
 from where the lost ones began to that max are never consumed. A group between the first lost queue
 offset and the max consumed lost messages too, and nothing moves it: it goes on from its offset.
 
+With `storeType=defaultRocksDB` (5.x) consumer offsets, topics and subscription groups live in RocksDB
+(`config/consumerOffsets|topics|subscriptionGroups/`, docs/reference/rocketmq.md §14) and the JSON files are
+stale copies at best. The broker loads the database, then reads the JSON only when its dataVersion counter is
+greater than the database's `kvDataVersion` counter (`RocksDBConsumerOffsetManager#merge`,
+`RocksDBTopicConfigManager#merge`, tag rocketmq-all-5.3.3): consumer offsets are then replaced by the JSON's
+(`ConsumerOffsetManager#decode` sets the table), topics and groups overlaid (`decode` puts all). replog reads
+what the broker would: a database it cannot open makes the offsets unverifiable (`UnreadableInput`).
+
 The slave's metadata sync (`SlaveSynchronize.syncAll`) copies topics, consumer offsets, delay offsets
 and subscription groups from the master: topics and subscription groups only on the slave are deleted,
 consumer offsets only on the slave are kept (`putAll`), the delay offset file is replaced whole.
@@ -22,6 +30,7 @@ from typing import Any
 
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.rocketmq.config_json import load_config
+from replog.formats.rocketmq.rocksdb_store import CONFIG_DBS, offset_table, read_config_db
 from replog.formats.shape import Field, Shape
 from replog.recovery.rocketmq.ha_result import HAReplayResult, ReplicaOutcome
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
@@ -127,7 +136,21 @@ def read_offsets(store: StoreModel, skipped: list[str]) -> tuple[dict[tuple[str,
     return out, source
 
 
+_DB_OF = {json_name: db for db, json_name in CONFIG_DBS.items()}
+
+
 def _table(store: StoreModel, name: str, skipped: list[str]) -> tuple[dict[Any, Any] | None, str | None]:
+    db = store.layout.config_dbs.get(_DB_OF.get(name, ""))
+    if db is not None:
+        return _kv_table(store, name, db, skipped)
+    doc, used = _json_doc(store, name, skipped)
+    if doc is None:
+        return None, None
+    table = doc.get(SYNCED[name][0])
+    return (table if isinstance(table, dict) else {}), used
+
+
+def _json_doc(store: StoreModel, name: str, skipped: list[str]) -> tuple[dict[str, Any] | None, str | None]:
     path = store.layout.root / "config" / name
     if not path.exists() and not path.with_name(name + ".bak").exists():
         return None, None
@@ -136,8 +159,35 @@ def _table(store: StoreModel, name: str, skipped: list[str]) -> tuple[dict[Any, 
     except (FormatError, UnreadableInput) as e:
         skipped.append(f"{path}: {e}")
         return None, None
-    table = doc.get(SYNCED[name][0]) if isinstance(doc, dict) else None
-    return (table if isinstance(table, dict) else {}), str(used)
+    return (doc if isinstance(doc, dict) else {}), str(used)
+
+
+def _counter(doc: dict[str, Any]) -> int:
+    version = doc.get("dataVersion")
+    counter = version.get("counter") if isinstance(version, dict) else None
+    return counter if isinstance(counter, int) else 0
+
+
+def _kv_table(store: StoreModel, name: str, db: Any, skipped: list[str]) -> tuple[dict[Any, Any], str]:
+    """The table the broker loads from a RocksDB config store, with the JSON merged in only when the JSON's
+    dataVersion counter is greater (module docstring); the JSON otherwise is stale and ignored."""
+    try:
+        cfg = read_config_db(db)
+    except UnreadableInput as e:
+        raise UnreadableInput(f"{db}: {name} kept in RocksDB cannot be verified: {e}") from None
+    skipped += [f"{db}: {p}" for p in cfg.problems]
+    table: dict[Any, Any] = ({k: {str(q): o for q, o in v.items()} for k, v in offset_table(cfg).items()}
+                             if name == "consumerOffset.json" else dict(cfg.table))
+    doc, used = _json_doc(store, name, skipped)
+    if doc is None or _counter(doc) <= cfg.counter:
+        if doc is not None:
+            skipped.append(f"{used}: stale (dataVersion counter {_counter(doc)} <= the RocksDB store's "
+                           f"{cfg.counter}); the broker reads {db}")
+        return table, str(db)
+    json_table = doc.get(SYNCED[name][0])
+    json_table = json_table if isinstance(json_table, dict) else {}
+    merged = json_table if name == "consumerOffset.json" else table | json_table
+    return merged, f"{used} (its dataVersion counter {_counter(doc)} > {cfg.counter} of {db}: the broker loads it)"
 
 
 def classify(q: QueueImpact, lost_in_queue: list[int]) -> None:

@@ -28,7 +28,7 @@ from replog.formats.rocketmq.index_file import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZ
 from replog.recovery.outputs import claimed_output, mark_complete
 from replog.recovery.rocketmq.queue_recovery import Queue, recover_queues
 from replog.recovery.rocketmq.recovery_rule import rule_for
-from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
+from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store, require_file_queues
 
 _CHUNK = 8 << 20
 
@@ -229,9 +229,10 @@ def recover_store(store: str | os.PathLike[str], out: str | os.PathLike[str], *,
     """
     from replog.recovery.rocketmq.doctor import diagnose_store
 
-    before, _ = diagnose_store(store)
     rule = rule_for(broker_version)
     model = load_store(store, rule=rule)
+    require_file_queues(model, "recover")
+    before, _ = diagnose_store(store)
     end = model.max_offset
     truncated = end < model.walk_end
     epochs = [e for e in model.epochs if not truncated or e.start_offset < end]

@@ -20,7 +20,7 @@ from replog.recovery.outputs import claimed_output, mark_complete
 from replog.recovery.rocketmq.doctor import diagnose_store
 from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
 from replog.recovery.rocketmq.recover import Piece, prefix_pieces, write_store
-from replog.recovery.rocketmq.store_model import StoreModel, load_store
+from replog.recovery.rocketmq.store_model import StoreModel, load_store, require_file_queues
 
 _CHUNK = 8 << 20
 
@@ -91,6 +91,8 @@ def _write_one(root: Path, r: ReplicaOutcome, master: StoreModel) -> tuple[Path,
 
 def repair_stores(result: HAReplayResult, out: str | os.PathLike[str], *, force: bool = False) -> list[RepairedStore]:
     """Write every store of the replay under `out/NAME/` and prove the result."""
+    for r in result.replicas:
+        require_file_queues(r.model, "repair")
     with claimed_output(out, [r.model.path for r in result.replicas], force) as root:
         return _write_and_prove(result, root)
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replog.formats.errors import FormatError, UnreadableInput
+from replog.formats.errors import FormatError, ReplogError, UnreadableInput
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding
 from replog.formats.rocketmq import commitlog as cl
@@ -24,6 +24,7 @@ from replog.formats.rocketmq.commitlog_walk import walk_commitlog
 from replog.formats.rocketmq.consumequeue import read_entries
 from replog.formats.rocketmq.epoch_file import EpochEntry, read_epoch_file
 from replog.formats.rocketmq.index_file import message_keys
+from replog.formats.rocketmq.rocksdb_store import CONSUMEQUEUE, RocksCQUnit, consume_queue_db, db_files
 from replog.formats.rocketmq.store import StoreLayout, detect_store
 from replog.recovery.progress import Tally
 from replog.recovery.rocketmq.recovery_rule import NEWEST, RecoveryRule, start_index
@@ -102,6 +103,8 @@ class QueueState:
     min_offset: int | None = None      # first real (non-pre-blank) queue offset
     max_offset: int = 0                # next queue offset (logical end / 20)
     max_physic_offset: int = 0         # offset + size of the last valid entry
+    kv_max_offset: int | None = None   # RocksDB stores: the offset table's "max" entry + 1 (what the broker serves)
+    kv_min_offset: int | None = None   # RocksDB stores: the offset table's "min" entry
 
 
 @dataclass
@@ -225,6 +228,48 @@ def _read_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tuple[str,
     return out
 
 
+def require_file_queues(model: StoreModel, command: str) -> None:
+    """`recover` and `repair` write file consume queues (`consumequeue/<topic>/<queue>/`); a
+    `storeType=defaultRocksDB` broker reads its queues from the RocksDB database at that very path, so such an
+    output would be wrong for it: refused, by name, rather than written."""
+    if model.layout.rocksdb:
+        raise ReplogError(f"{model.path}: {command} writes file consume queues, but this store keeps them in RocksDB "
+                          "(storeType=defaultRocksDB), which replog reads but does not write; doctor, ls, replay "
+                          "and impact read it")
+
+
+def _read_rocksdb_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tuple[str, int], QueueState]:
+    """The queues of a `storeType=defaultRocksDB` store from its `consumequeue/` database: units in key order
+    (queue offsets ascending per queue), then the offset table (`RocksDBConsumeQueueOffsetTable`: the "max" entry
+    is the last unit's queue offset, so the queue's next offset is one more; `getMaxCqOffset`). A database the
+    binding cannot open makes the whole store unverifiable: `UnreadableInput`, never "no entry yet"."""
+    d = layout.root / CONSUMEQUEUE
+    files_read += db_files(d)
+    out: dict[tuple[str, int], QueueState] = {}
+    try:
+        with consume_queue_db(d) as cq:
+            for u in cq.units():
+                if not isinstance(u, RocksCQUnit) or u.commitlog_offset < 0 or u.size <= 0:
+                    continue
+                state = out.get((u.topic, u.queue_id)) or out.setdefault((u.topic, u.queue_id),
+                                                                           QueueState(u.topic, u.queue_id, [], 0))
+                if state.min_offset is None:
+                    state.min_offset = u.queue_offset
+                state.max_offset = u.queue_offset + 1
+                state.max_physic_offset = max(state.max_physic_offset, u.commitlog_offset + u.size)
+            entries, _, _ = cq.offsets()
+    except UnreadableInput as err:
+        raise UnreadableInput(f"{layout.root}: consume queues in RocksDB (storeType=defaultRocksDB) cannot be "
+                              f"verified: {err}") from None
+    for o in entries:
+        if o.kind == "max":
+            out.setdefault((o.topic, o.queue_id), QueueState(o.topic, o.queue_id, [], 0)).kv_max_offset = \
+                o.queue_offset + 1
+        elif (o.topic, o.queue_id) in out:
+            out[(o.topic, o.queue_id)].kv_min_offset = o.queue_offset
+    return out
+
+
 def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnormal: bool | None = None,
                tally: Tally | None = None, rule: RecoveryRule = NEWEST) -> StoreModel:
     """Model of the store under `path`; raises `UnreadableInput` when it is not a RocketMQ store.
@@ -255,7 +300,7 @@ def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnorma
     files_read += [p for p in (layout.abort, layout.abort_bak) if p is not None]
     if abnormal is None:
         abnormal = abort.present
-    queues = _read_queues(layout, files_read)
+    queues = _read_rocksdb_queues(layout, files_read) if layout.rocksdb else _read_queues(layout, files_read)
     start_idx = start_index(files, cp, abnormal, rule, max((q.max_physic_offset for q in queues.values()), default=0))
     max_offset = recovery_scan(files, start_idx)
     messages: list[MessageRef] = []
