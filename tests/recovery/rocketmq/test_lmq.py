@@ -1,0 +1,74 @@
+"""LMQ multi-dispatch (`recovery.rocketmq.lmq`) on stores written byte by byte (`independent`): the rules of
+`LmqDispatch`, `ConsumeQueue#multiDispatchLmqQueue` and `LmqConsumerOffsetManager` (apache/rocketmq 5.3.3)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from replog.recovery.rocketmq.doctor import diagnose_store
+from replog.recovery.rocketmq.impact import read_offsets
+from replog.recovery.rocketmq.lmq import lmq_targets
+from replog.recovery.rocketmq.store_model import load_store
+from tests.recovery.rocketmq.independent import Sent, Store, write_queue
+
+DISPATCH = {"a": "%LMQ%a", "ab": "%LMQ%a,%LMQ%b"}
+
+
+def test_targets_follow_the_brokers_rules() -> None:
+    props = {"INNER_MULTI_DISPATCH": "%LMQ%a,%LMQ%b", "INNER_MULTI_QUEUE_OFFSET": "4,7"}
+    assert lmq_targets("T", props) == (("%LMQ%a", 4), ("%LMQ%b", 7)), "both LMQ units"
+    assert lmq_targets("%RETRY%g", props) == (), "retry topics are not multi-dispatched"
+    assert lmq_targets("rmq_sys_x", props) == (), "system topics are not multi-dispatched"
+    assert lmq_targets("T", {**props, "INNER_MULTI_QUEUE_OFFSET": "4"}) == (), "lists of unequal length: none"
+    assert lmq_targets("T", {"INNER_MULTI_DISPATCH": "%LMQ%a"}) == (), "no offsets (enableLmq off): none"
+    mixed = {"INNER_MULTI_DISPATCH": "plain,%LMQ%a/x,%LMQ%c", "INNER_MULTI_QUEUE_OFFSET": "null,1,2"}
+    assert lmq_targets("T", mixed) == (("%LMQ%c", 2),), "non-LMQ names and names with a separator are skipped"
+
+
+def lmq_store(tmp_path: Path, *, bad_unit: bool = False) -> Path:
+    """Four messages on T/0, each dispatched to %LMQ%a, every other one to %LMQ%b, with the units the dispatcher
+    writes (queue id 0, the offsets of INNER_MULTI_QUEUE_OFFSET); `bad_unit` moves one %LMQ%b unit's offset."""
+    st = Store(file_size=4096)
+    lmq: dict[str, list[Sent]] = {"%LMQ%a": [], "%LMQ%b": []}
+    for i in range(4):
+        names = DISPATCH["ab" if i % 2 == 0 else "a"].split(",")
+        offsets = [len(lmq[n]) for n in names]
+        s = st.append("T", 0, f"m{i}".encode(), props={"INNER_MULTI_DISPATCH": ",".join(names),
+                                                      "INNER_MULTI_QUEUE_OFFSET": ",".join(map(str, offsets))})
+        for name, offset in zip(names, offsets, strict=True):
+            lmq[name].append(Sent(name, 0, offset, s.offset, s.size, s.store_ts, s.tags))
+    root = st.write(tmp_path / "store")
+    if bad_unit:
+        lmq["%LMQ%b"][1].offset = lmq["%LMQ%a"][1].offset
+        lmq["%LMQ%b"][1].size = lmq["%LMQ%a"][1].size
+    for name, sents in lmq.items():
+        write_queue(root, name, 0, sents, 2000)
+    return root
+
+
+def test_lmq_units_verify(tmp_path: Path) -> None:
+    root = lmq_store(tmp_path)
+    findings, _ = diagnose_store(root)
+    assert [f for f in findings if f.code.startswith("ROCKETMQ_CQ") or f.code == "ROCKETMQ_QUEUE_OFFSET_GAP"] == [], \
+        f"LMQ units point at the messages that name them: {findings}"
+    heads = load_store(root).lmq_heads()
+    assert [o for o, _ in heads[("%LMQ%b", 0)]] == [0, 1], "%LMQ%b gets every other message"
+
+
+def test_a_unit_its_message_does_not_name_is_an_error(tmp_path: Path) -> None:
+    findings, _ = diagnose_store(lmq_store(tmp_path, bad_unit=True))
+    bad = [f for f in findings if f.code == "ROCKETMQ_CQ_ENTRY_MISMATCH" and f.severity == "error"]
+    assert len(bad) == 1, f"one %LMQ%b unit points at a message dispatched to %LMQ%a only: {findings}"
+    assert "%LMQ%b" in bad[0].path, f"the finding names the LMQ queue: {bad[0].path}"
+
+
+def test_lmq_offsets_are_read(tmp_path: Path) -> None:
+    root = lmq_store(tmp_path)
+    (root / "config").mkdir()
+    (root / "config" / "lmqConsumerOffset.json").write_text(json.dumps(
+        {"offsetTable": {"T@g": {"0": 2}}, "lmqOffsetTable": {"%LMQ%a@%LMQ%a": 3}}))
+    skipped: list[str] = []
+    offsets, sources = read_offsets(load_store(root), skipped)
+    assert offsets == {("T", "g"): {0: 2}, ("%LMQ%a", "%LMQ%a"): {0: 3}}, f"both tables read: {offsets}"
+    assert sources == [str(root / "config" / "lmqConsumerOffset.json")], f"one source: {sources}"
+    assert skipped == [], f"nothing skipped: {skipped}"
