@@ -19,6 +19,7 @@ HALF_TOPIC, OP_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 LMQ_QUEUES = ("%LMQ%a", "%LMQ%b")
 LMQ_GROUP = "%LMQ%a"            # an LMQ group: its offset goes to lmqOffsetTable (LmqConsumerOffsetManager)
 LMQ_COMMITTED = 3
+LMQ_DROPPED = 2                 # LMQ units the damaged copy loses: the restarted broker's recovery re-dispatches them
 LMQ_MESSAGES, TRANSACTIONS, LATE_TRANSACTIONS = 8, 9, 3
 # enableLmq/enableMultiDispatch: CommitLog#multiDispatch and ConsumeQueue#multiDispatchLmqQueue run;
 # transactionCheckInterval 10 min: the check service does not re-put half messages while the scenario reads them.
@@ -45,7 +46,7 @@ QueueView = dict[tuple[str, int], list[Served]]
 class LmqTxnOutcome:
     """Copies taken after a clean stop, the damaged copy, and what the broker served before and after."""
     clean: Path                      # the store after a clean stop (checkpoint flushed, abort absent)
-    damaged: Path                    # the clean copy with the commit log cut at the last op message
+    damaged: Path                    # the clean copy: commit log cut at the last op message, %LMQ%a units dropped
     cut_at: int                      # commit-log offset of that cut
     before: QueueView                # served by the broker before the stop
     after: QueueView                 # served by a broker started on the damaged copy
@@ -100,12 +101,22 @@ def cut_commitlog(store: Path, offset: int) -> None:
     os.sync()
 
 
+def drop_lmq_units(store: Path, queue: str, count: int) -> None:
+    """Zero the last `count` units of an LMQ consume queue (its flush lagged the commit log's)."""
+    path = store / "consumequeue" / queue / "0" / f"{0:020d}"
+    data = bytearray(path.read_bytes())
+    written = next(i for i in range(0, len(data), 20) if not any(data[i:i + 20]))
+    data[written - 20 * count:written] = bytes(20 * count)
+    path.write_bytes(bytes(data))
+
+
 def lmq_and_transactions(root: Path, version: str = "5.3.3") -> LmqTxnOutcome:
     """Premise: one 5.3.3 master with enableLmq and enableMultiDispatch. LMQ messages (INNER_MULTI_DISPATCH to
     %LMQ%a, and %LMQ%b for every other one) are sent, an LMQ group's offset is committed, then transactions (every
     third rolled back) in two rounds, each waited for until its op batch is written; the broker is stopped cleanly
     (checkpoint and config files flushed, abort removed) and its store copied. The damaged copy cuts the commit
-    log at the last op message (a crash that lost the second op batch: abort present); a broker of the same
+    log at the last op message (a crash that lost the second op batch: abort present) and drops the last units of
+    %LMQ%a (its consume queue's flush lagged); a broker of the same
     version is started on it and read back, nothing sent to it (transactionCheckInterval 10 min: no check runs)."""
     spec = RmqSpec(version, broker_config=LMQ_TXN_CONFIG)
     with running_rocketmq(spec, root / "lab") as c:
@@ -128,6 +139,7 @@ def lmq_and_transactions(root: Path, version: str = "5.3.3") -> LmqTxnOutcome:
         damaged = c.copy_store("n0", root / "damaged")
         cut_at = max(s.physical_offset for s in before[(OP_TOPIC, 0)])
         cut_commitlog(damaged, cut_at)
+        drop_lmq_units(damaged, LMQ_QUEUES[0], LMQ_DROPPED)
         c.use_store("n0", damaged)
         c.start_broker("n0")
         c.wait_dispatched("n0")

@@ -8,6 +8,7 @@ from pathlib import Path
 from replog.recovery.rocketmq.doctor import diagnose_store
 from replog.recovery.rocketmq.impact import read_offsets
 from replog.recovery.rocketmq.lmq import lmq_targets
+from replog.recovery.rocketmq.queue_recovery import recover_queues
 from replog.recovery.rocketmq.store_model import load_store
 from tests.recovery.rocketmq.independent import Sent, Store, write_queue
 
@@ -72,3 +73,19 @@ def test_lmq_offsets_are_read(tmp_path: Path) -> None:
     assert offsets == {("T", "g"): {0: 2}, ("%LMQ%a", "%LMQ%a"): {0: 3}}, f"both tables read: {offsets}"
     assert sources == [str(root / "config" / "lmqConsumerOffset.json")], f"one source: {sources}"
     assert skipped == [], f"nothing skipped: {skipped}"
+
+
+def test_abnormal_recovery_redispatches_lmq_units(tmp_path: Path) -> None:
+    """`ConsumeQueue#putMessagePositionInfoWrapper` runs `multiDispatchLmqQueue` for each message the recovery
+    dispatches: a dropped LMQ unit comes back at the offset the message names."""
+    root = lmq_store(tmp_path)
+    (root / "abort").write_bytes(b"")
+    path = root / "consumequeue" / "%LMQ%a" / "0" / f"{0:020d}"
+    data = bytearray(path.read_bytes())
+    data[60:80] = bytes(20)                       # the last of its four units
+    path.write_bytes(bytes(data))
+    model = load_store(root)
+    queues = recover_queues(model, model.max_offset, 2000, legacy_reput=False)
+    got = [(o, size) for _, o, size in queues[("%LMQ%a", 0)].files[0].units(2000) if size > 0]
+    want = [(m.physical_offset, m.size) for _, m in model.lmq_heads()[("%LMQ%a", 0)]]
+    assert got == want, f"%LMQ%a after recovery: {got}, its messages: {want}"
