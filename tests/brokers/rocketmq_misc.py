@@ -53,20 +53,22 @@ class LmqTxnOutcome:
     half_offsets: list[int]          # the half messages' queue offsets (RMQ_SYS_TRANS_HALF_TOPIC/0)
 
 
-def view(c: RmqCluster, topic: str, queue: int) -> list[Served]:
-    out = c.java_source("RmqLmqTxn.java", "view", c.namesrv_addr, c.broker_addr("n0"), topic, str(queue))
-    served: dict[int, Served] = {}
-    for m in re.finditer(r"^MSG (\d+) (-?\d+) (\d+) (-?\d+) (-?\d+) (\S+) (\S+)$", out, re.M):
-        served[int(m[1])] = Served(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), m[6], m[7])
-    for m in re.finditer(r"^PROP (\d+) (\S+) (\S*)$", out, re.M):
-        served[int(m[1])].props[m[2]] = m[3]
-    return [served[i] for i in sorted(served)]
+def view(c: RmqCluster, queues: list[tuple[str, int]]) -> QueueView:
+    """What the broker serves in each queue (one JVM for all of them)."""
+    out = c.java_source("RmqLmqTxn.java", "view", c.namesrv_addr, c.broker_addr("n0"),
+                        ",".join(f"{t}:{q}" for t, q in queues))
+    served: dict[tuple[str, int], dict[int, Served]] = {q: {} for q in queues}
+    for m in re.finditer(r"^MSG (\S+) (\d+) (\d+) (-?\d+) (\d+) (-?\d+) (-?\d+) (\S+) (\S+)$", out, re.M):
+        served[(m[1], int(m[2]))][int(m[3])] = Served(int(m[3]), int(m[4]), int(m[5]), int(m[6]), int(m[7]), m[8],
+                                                     m[9])
+    for m in re.finditer(r"^PROP (\S+) (\d+) (\d+) (\S+) (\S*)$", out, re.M):
+        served[(m[1], int(m[2]))][int(m[3])].props[m[4]] = m[5]
+    return {q: [units[i] for i in sorted(units)] for q, units in served.items()}
 
 
 def view_all(c: RmqCluster) -> QueueView:
-    queues = [(LMQ_TOPIC, 0), (TXN_TOPIC, 0), (TXN_TOPIC, 1), (HALF_TOPIC, 0), (OP_TOPIC, 0),
-              *((q, 0) for q in LMQ_QUEUES)]
-    return {q: view(c, *q) for q in queues}
+    return view(c, [(LMQ_TOPIC, 0), (TXN_TOPIC, 0), (TXN_TOPIC, 1), (HALF_TOPIC, 0), (OP_TOPIC, 0),
+                    *((q, 0) for q in LMQ_QUEUES)])
 
 
 def removed_halves(served: list[Served]) -> set[int]:
@@ -79,7 +81,7 @@ def _wait_ops(c: RmqCluster, halves: int, timeout: float = 90) -> None:
     """Op messages are written in batches (`TransactionalOpBatchService`, every transactionOpBatchInterval):
     wait until they mark every half message."""
     deadline = time.monotonic() + timeout
-    while len(removed_halves(view(c, OP_TOPIC, 0))) < halves:
+    while len(removed_halves(view(c, [(OP_TOPIC, 0)])[(OP_TOPIC, 0)])) < halves:
         assert time.monotonic() < deadline, "the broker wrote no op message for some half messages"
         time.sleep(2)
 

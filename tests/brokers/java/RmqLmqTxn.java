@@ -6,10 +6,11 @@
 //                                            i % 3 == 2 (rolls back): "TXN <i> <COMMIT|ROLLBACK> <sendStatus> <msgId>"
 //   offset NAMESRV BROKER_ADDR GROUP TOPIC QUEUE OFFSET
 //                                            commits a consumer offset (UPDATE_CONSUMER_OFFSET, as a consumer does)
-//   view NAMESRV BROKER_ADDR TOPIC QUEUE     every consume-queue unit the broker serves (queryConsumeQueue) and the
-//                                            message it points at, read back by the broker (viewMessage):
-//                                            "MSG <index> <phyOffset> <size> <sysFlag> <preparedOffset> <tags> <body>"
-//                                            then "PROP <index> <key> <value>" for the properties named below
+//   view NAMESRV BROKER_ADDR TOPIC:QUEUE[,TOPIC:QUEUE...]
+//                                            every consume-queue unit the broker serves (queryConsumeQueue) and the
+//                                            message it points at, read back by the broker (viewMessage): "MSG <topic>
+//                                            <queue> <index> <phyOffset> <size> <sysFlag> <preparedOffset> <tags> <body>"
+//                                            then "PROP <topic> <queue> <index> <key> <value>" for the properties below
 // Usage: java -cp CP RmqLmqTxn.java MODE ARGS...
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -33,7 +34,7 @@ public class RmqLmqTxn {
             case "lmq": lmq(args[1], args[2], args[3], Integer.parseInt(args[4])); break;
             case "txn": txn(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4])); break;
             case "offset": offset(args); break;
-            case "view": view(args[1], args[2], args[3], Integer.parseInt(args[4])); break;
+            case "view": view(args[1], args[2], args[3]); break;
             default: throw new IllegalArgumentException(args[0]);
         }
     }
@@ -118,40 +119,47 @@ public class RmqLmqTxn {
         }
     }
 
-    static void view(String namesrv, String brokerAddr, String topic, int queue) throws Exception {
+    static void view(String namesrv, String brokerAddr, String queues) throws Exception {
         var admin = admin(namesrv);
         try {
-            var first = admin.queryConsumeQueue(brokerAddr, topic, queue, 0, 1, null);
-            if (first == null) {   // the broker creates a consume queue with its first unit
-                System.out.println("NOQUEUE " + topic + " " + queue);
-                return;
-            }
-            long index = first.getMinQueueIndex(), max = first.getMaxQueueIndex();
-            System.out.println("QUEUE " + topic + " " + queue + " " + index + " " + max);
-            String[] hostPort = brokerAddr.split(":");
-            var host = new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1]));
-            while (index < max) {
-                var units = admin.queryConsumeQueue(brokerAddr, topic, queue, index, 100000, null).getQueueData();
-                if (units == null || units.isEmpty()) {
-                    System.out.println("GAP " + index);
-                    index++;
-                    continue;
-                }
-                for (var u : units) {
-                    MessageExt m = admin.viewMessage(topic, MessageDecoder.createMessageId(host, u.getPhysicOffset()));
-                    String body = new String(m.getBody(), StandardCharsets.UTF_8).replace('\n', ' ').replace(' ', '_');
-                    System.out.println("MSG " + index + " " + u.getPhysicOffset() + " " + u.getPhysicSize() + " "
-                        + m.getSysFlag() + " " + m.getPreparedTransactionOffset() + " " + m.getTags() + " "
-                        + (body.isEmpty() ? "-" : body));
-                    for (String key : SHOWN) {
-                        String v = m.getProperty(key);
-                        if (v != null) System.out.println("PROP " + index + " " + key + " " + v);
-                    }
-                    index++;
-                }
+            for (String spec : queues.split(",")) {
+                int at = spec.lastIndexOf(':');
+                viewQueue(admin, brokerAddr, spec.substring(0, at), Integer.parseInt(spec.substring(at + 1)));
             }
         } finally {
             admin.shutdown();
+        }
+    }
+
+    static void viewQueue(DefaultMQAdminExt admin, String brokerAddr, String topic, int queue) throws Exception {
+        var first = admin.queryConsumeQueue(brokerAddr, topic, queue, 0, 1, null);
+        if (first == null) {   // the broker creates a consume queue with its first unit
+            System.out.println("NOQUEUE " + topic + " " + queue);
+            return;
+        }
+        long index = first.getMinQueueIndex(), max = first.getMaxQueueIndex();
+        System.out.println("QUEUE " + topic + " " + queue + " " + index + " " + max);
+        String[] hostPort = brokerAddr.split(":");
+        var host = new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1]));
+        while (index < max) {
+            var units = admin.queryConsumeQueue(brokerAddr, topic, queue, index, 100000, null).getQueueData();
+            if (units == null || units.isEmpty()) {
+                System.out.println("GAP " + index);
+                index++;
+                continue;
+            }
+            for (var u : units) {
+                MessageExt m = admin.viewMessage(topic, MessageDecoder.createMessageId(host, u.getPhysicOffset()));
+                String body = new String(m.getBody(), StandardCharsets.UTF_8).replace('\n', ' ').replace(' ', '_');
+                System.out.println("MSG " + topic + " " + queue + " " + index + " " + u.getPhysicOffset() + " "
+                    + u.getPhysicSize() + " " + m.getSysFlag() + " " + m.getPreparedTransactionOffset() + " " + m.getTags() + " "
+                    + (body.isEmpty() ? "-" : body));
+                for (String key : SHOWN) {
+                    String v = m.getProperty(key);
+                    if (v != null) System.out.println("PROP " + topic + " " + queue + " " + index + " " + key + " " + v);
+                }
+                index++;
+            }
         }
     }
 
