@@ -9,6 +9,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from replog.formats.discovery import FileKind, classify_file
+from replog.formats.dump_rocketmq import batch_consumequeue_entries
 from replog.formats.findings import Finding
 from replog.formats.rocketmq.batch_consumequeue import (
     BCQ_ENTRY,
@@ -82,3 +84,13 @@ def test_doctor_verifies_batch_units(tmp_path: Path) -> None:
 def test_doctor_reports_a_wrong_batch_size(tmp_path: Path) -> None:
     findings, _ = diagnose_store(batch_store(tmp_path, wrong_batch=True))
     assert [f.code for f in findings] == ["ROCKETMQ_CQ_ENTRY_MISMATCH"], f"batch size 3 for 2 messages: {findings}"
+
+
+def test_dump_classifies_and_lists_batch_units(tmp_path: Path) -> None:
+    d = tmp_path / "store" / "batchconsumequeue" / "B" / "0"
+    d.mkdir(parents=True)
+    path = d / f"{0:020d}"
+    path.write_bytes(unit(0, 100, 1, 2, 0, 3) + unit(100, 90, 1, 3, 3, 2) + bytes(UNIT_SIZE * 8))
+    assert classify_file(path) is FileKind.ROCKETMQ_BATCH_CONSUMEQUEUE, "named by its batchconsumequeue/ parent"
+    got = [(e["base_offset"], e["batch_size"]) for e in batch_consumequeue_entries(path)]
+    assert got == [(0, 3), (3, 2)], f"one batch_cq_entry per unit: {got}"
