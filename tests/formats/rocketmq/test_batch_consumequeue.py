@@ -94,3 +94,14 @@ def test_dump_classifies_and_lists_batch_units(tmp_path: Path) -> None:
     assert classify_file(path) is FileKind.ROCKETMQ_BATCH_CONSUMEQUEUE, "named by its batchconsumequeue/ parent"
     got = [(e["base_offset"], e["batch_size"]) for e in batch_consumequeue_entries(path)]
     assert got == [(0, 3), (3, 2)], f"one batch_cq_entry per unit: {got}"
+
+
+@given(st.binary(max_size=200))
+def test_any_bytes_give_units_or_findings(data: bytes) -> None:
+    """Bad input is a finding, never a traceback (a file of any length and content)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"{0:020d}"
+        path.write_bytes(data)
+        items = list(walk_batch_queue([path]))
+    assert all(isinstance(i, Finding) or i.is_valid for i in items), "only valid units and findings"

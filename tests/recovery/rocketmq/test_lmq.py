@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from replog.recovery.rocketmq.doctor import diagnose_store
 from replog.recovery.rocketmq.impact import read_offsets
 from replog.recovery.rocketmq.lmq import lmq_targets
@@ -89,3 +92,12 @@ def test_abnormal_recovery_redispatches_lmq_units(tmp_path: Path) -> None:
     got = [(o, size) for _, o, size in queues[("%LMQ%a", 0)].files[0].units(2000) if size > 0]
     want = [(m.physical_offset, m.size) for _, m in model.lmq_heads()[("%LMQ%a", 0)]]
     assert got == want, f"%LMQ%a after recovery: {got}, its messages: {want}"
+
+
+@given(st.lists(st.tuples(st.text("abcXYZ09_-", min_size=1, max_size=8), st.integers(0, 2**62)), min_size=1,
+                max_size=5))
+def test_targets_round_trip(units: list[tuple[str, int]]) -> None:
+    """What `LmqDispatch#wrapLmqDispatch` writes (names and offsets joined by ",") reads back unit by unit."""
+    props = {"INNER_MULTI_DISPATCH": ",".join(f"%LMQ%{n}" for n, _ in units),
+             "INNER_MULTI_QUEUE_OFFSET": ",".join(str(o) for _, o in units)}
+    assert lmq_targets("T", props) == tuple((f"%LMQ%{n}", o) for n, o in units), "every unit, in order"

@@ -57,3 +57,13 @@ def test_lost_ack_and_lost_checkpoint(tmp_path: Path) -> None:
     assert compare(full, no_ck) == [], "a fully acked checkpoint lost: nothing to revive"
     assert [(what, offsets) for _, what, offsets in compare(no_ack, no_ck)] == [(CHECKPOINT_LOST, (13,))], \
         "a checkpoint with 13 un-acked is lost: 13 is never revived"
+
+
+def test_malformed_revive_bodies_are_skipped(tmp_path: Path) -> None:
+    st = Store(file_size=8192)
+    st.append(REVIVE, 0, b"{not json", tags="ck")
+    st.append(REVIVE, 0, b"[1, 2]", tags="ack")
+    st.append(REVIVE, 0, json.dumps({"so": "x", "n": None, "t": "T", "c": "g"}).encode(), tags="ck")
+    cks = checkpoints(load_store(st.write(tmp_path / "s")).messages)
+    assert [(c.start_offset, c.offsets) for c in cks.values()] == [(0, ())], \
+        f"bad JSON skipped, wrong field types read as 0: {cks}"
