@@ -56,5 +56,6 @@ def lmq_targets(topic: str, properties: Mapping[str, str]) -> tuple[tuple[str, i
 
 
 def _is_long(text: str) -> bool:
-    body = text[1:] if text.startswith("-") else text
-    return body.isdigit() and len(body) < 19
+    """`Long.parseLong` accepts it: an optional sign, ASCII digits, within a Java long."""
+    body = text[1:] if text[:1] in "+-" else text
+    return body.isascii() and body.isdigit() and len(body) <= 19 and -(2**63) <= int(text) < 2**63

@@ -132,7 +132,12 @@ public class RmqLmqTxn {
     }
 
     static void viewQueue(DefaultMQAdminExt admin, String brokerAddr, String topic, int queue) throws Exception {
-        var first = admin.queryConsumeQueue(brokerAddr, topic, queue, 0, 1, null);
+        org.apache.rocketmq.remoting.protocol.body.QueryConsumeQueueResponseBody first;
+        try {
+            first = admin.queryConsumeQueue(brokerAddr, topic, queue, 0, 1, null);
+        } catch (org.apache.rocketmq.client.exception.MQClientException e) {
+            first = null;      // "<queue>@<topic> is not exist!"
+        }
         if (first == null) {   // the broker creates a consume queue with its first unit
             System.out.println("NOQUEUE " + topic + " " + queue);
             return;

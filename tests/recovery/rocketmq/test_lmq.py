@@ -12,8 +12,10 @@ from replog.recovery.rocketmq.doctor import diagnose_store
 from replog.recovery.rocketmq.impact import read_offsets
 from replog.recovery.rocketmq.lmq import lmq_targets
 from replog.recovery.rocketmq.queue_recovery import recover_queues
+from replog.recovery.rocketmq.recover import rebuild_consume_queues
 from replog.recovery.rocketmq.store_model import load_store
 from tests.recovery.rocketmq.independent import Sent, Store, write_queue
+from tests.recovery.rocketmq.independent import units as cq_units
 
 DISPATCH = {"a": "%LMQ%a", "ab": "%LMQ%a,%LMQ%b"}
 
@@ -101,3 +103,14 @@ def test_targets_round_trip(units: list[tuple[str, int]]) -> None:
     props = {"INNER_MULTI_DISPATCH": ",".join(f"%LMQ%{n}" for n, _ in units),
              "INNER_MULTI_QUEUE_OFFSET": ",".join(str(o) for _, o in units)}
     assert lmq_targets("T", props) == tuple((f"%LMQ%{n}", o) for n, o in units), "every unit, in order"
+
+
+def test_rebuilt_queues_carry_lmq_units(tmp_path: Path) -> None:
+    """HA repair's rebuild (`recover.rebuild_consume_queues`) writes the LMQ units a store with LMQ queues had."""
+    model = load_store(lmq_store(tmp_path))
+    out = tmp_path / "rebuilt"
+    rebuild_consume_queues(out, model.messages, 2000, multi_dispatch=True)
+    for name in ("%LMQ%a", "%LMQ%b"):
+        want = [(m.physical_offset, m.size) for _, m in model.lmq_heads()[(name, 0)]]
+        got = [(o, size) for o, size, _ in cq_units(out, name, 0)]
+        assert got == want, f"{name}: rebuilt {got}, its messages {want}"
