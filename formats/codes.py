@@ -147,6 +147,9 @@ CODES: dict[str, Code] = {
     "ROCKETMQ_ABORT_PRESENT": Code(W, "abort file present: the broker did not shut down cleanly"),
     "ROCKETMQ_EPOCH_FILE_INVALID": Code(E, "epoch file malformed or not monotonic"),
     "ROCKETMQ_CONFIG_INVALID": Code(W, "config json file malformed"),
+    "ROCKETMQ_FEATURE_NOT_CHECKED": Code(I, "store files of a broker feature replog names but does not check "
+                                            "(compaction, timers, tiered storage, RocksDB metadata); hashed for the "
+                                            "evidence manifest"),
 }
 
 

@@ -33,6 +33,7 @@ class FileKind(StrEnum):
     KAFKA_REMOTE_LOG_SNAPSHOT = "kafka-remote-log-snapshot"
     ROCKETMQ_COMMITLOG = "rocketmq-commitlog"
     ROCKETMQ_CONSUMEQUEUE = "rocketmq-consumequeue"
+    ROCKETMQ_BATCH_CONSUMEQUEUE = "rocketmq-batch-consumequeue"
     ROCKETMQ_INDEX = "rocketmq-index"
     ROCKETMQ_CHECKPOINT = "rocketmq-checkpoint"
     ROCKETMQ_EPOCH = "rocketmq-epoch-checkpoint"
@@ -83,6 +84,8 @@ def _classify_rocketmq(p: Path) -> FileKind:
             return FileKind.ROCKETMQ_COMMITLOG
         if len(parents) >= 3 and parents[2] == "consumequeue":
             return FileKind.ROCKETMQ_CONSUMEQUEUE
+        if len(parents) >= 3 and parents[2] == "batchconsumequeue":
+            return FileKind.ROCKETMQ_BATCH_CONSUMEQUEUE
     if parents[:1] == ["index"] and re.match(r"^[0-9]{17}$", p.name):
         return FileKind.ROCKETMQ_INDEX
     if p.name == "checkpoint":

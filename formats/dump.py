@@ -122,6 +122,7 @@ def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | N
         FileKind.KAFKA_REMOTE_LOG_SNAPSHOT: lambda p, o, _: k.remote_log_snapshot_entries(p),
         FileKind.ROCKETMQ_COMMITLOG: lambda p, o, _: r.commitlog_entries(p, o.value_decoder, o.records),
         FileKind.ROCKETMQ_CONSUMEQUEUE: lambda p, o, _: r.consumequeue_entries(p),
+        FileKind.ROCKETMQ_BATCH_CONSUMEQUEUE: lambda p, o, _: r.batch_consumequeue_entries(p),
         FileKind.ROCKETMQ_INDEX: lambda p, o, _: r.index_file_entries(p),
         FileKind.ROCKETMQ_CHECKPOINT: lambda p, o, _: r.store_file_entry(p),
         FileKind.ROCKETMQ_EPOCH: lambda p, o, _: r.store_file_entry(p),

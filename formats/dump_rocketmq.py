@@ -10,6 +10,7 @@ from replog.formats.fileio import file_size, mapped, read_small
 from replog.formats.findings import Finding
 from replog.formats.render import render_bytes
 from replog.formats.rocketmq import (
+    batch_consumequeue,
     checkpoint,
     commitlog,
     commitlog_walk,
@@ -60,6 +61,18 @@ def consumequeue_entries(path: Path) -> Iterator[Entry]:
             yield {"kind": "cq_entry", "path": str(path), "position": item.position,
                    "queue_offset": item.queue_offset, "physical_offset": item.commitlog_offset,
                    "size": item.size, "tags_code": item.tags_code}
+
+
+def batch_consumequeue_entries(path: Path) -> Iterator[Entry]:
+    """`batch_cq_entry` per 46-byte unit (`batch_consumequeue`), findings where the file is malformed."""
+    for item in batch_consumequeue.walk_batch_queue([path]):
+        if isinstance(item, Finding):
+            yield _finding(item)
+        else:
+            yield {"kind": "batch_cq_entry", "path": str(path), "position": item.position,
+                   "physical_offset": item.commitlog_offset, "size": item.size, "tags_code": item.tags_code,
+                   "store_timestamp": item.store_time, "base_offset": item.msg_base_offset,
+                   "batch_size": item.batch_size, "compacted_offset": item.compacted_offset}
 
 
 def index_file_entries(path: Path) -> Iterator[Entry]:

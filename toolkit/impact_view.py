@@ -67,6 +67,26 @@ ROCKETMQ_GROUP_COLUMNS = Columns(
     Column("never consumed", "messages_skipped", justify="right", drop=2),
 )
 
+ROCKETMQ_TXN_COLUMNS = Columns(
+    Column("store", "store", key=True),
+    Column("transaction", "transaction_id", key=True, drop=2),
+    Column("topic", "real_topic", drop=1),
+    Column("queue", "real_queue_id", justify="right", drop=1),
+    Column("half offsets", lambda r: ",".join(map(str, r["half_queue_offsets"])), justify="right"),
+    Column("before", "state_before"),
+    Column("after", "state_after", style="bold yellow"),
+)
+
+ROCKETMQ_POP_COLUMNS = Columns(
+    Column("store", "store", key=True),
+    Column("group", "group", key=True),
+    Column("topic", "topic", drop=1),
+    Column("queue", "queue_id", justify="right"),
+    Column("start", "start_offset", justify="right", drop=2),
+    Column("classification", "classification", style="bold red"),
+    Column("offsets", lambda r: ",".join(map(str, r["offsets"]))),
+)
+
 METADATA_COLUMNS = Columns(
     Column("file", "file", key=True),
     Column("entry", "key", key=True),
@@ -108,10 +128,18 @@ def _print_rocketmq(doc: dict[str, Any], console: Console) -> None:
                   f"group queues affected, {s['messages_consumed_lost']} messages consumed then gone")
     if doc["consumer_groups"]:
         console.print(ROCKETMQ_GROUP_COLUMNS.table(doc["consumer_groups"], "consumer offsets (config/consumerOffset"
-                                                                          ".json) against each queue after the replay"))
+                                                                          ".json, lmqConsumerOffset.json) against each "
+                                                                          "queue after the replay"))
     if doc["metadata_differences"]:
         console.print(METADATA_COLUMNS.table(doc["metadata_differences"],
                                              "master and slave metadata (what the slave's sync copies)"))
+    if doc.get("transactions"):
+        console.print(ROCKETMQ_TXN_COLUMNS.table(doc["transactions"], "transactions left open or changed"))
+        for state in sorted({t["state_after"] for t in doc["transactions"]}):
+            why = next(t["explanation"] for t in doc["transactions"] if t["state_after"] == state)
+            console.print(f"[dim]{state}: {escape(why)}[/]")
+    if doc.get("pop"):
+        console.print(ROCKETMQ_POP_COLUMNS.table(doc["pop"], "POP checkpoints whose acks or selves are lost"))
 
 
 def page_data(doc: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +149,9 @@ def page_data(doc: dict[str, Any]) -> dict[str, Any]:
 
     if doc.get("system") == "rocketmq":
         tables = [("Consumer offsets against each queue", ROCKETMQ_GROUP_COLUMNS, doc["consumer_groups"]),
-                  ("Master and slave metadata", METADATA_COLUMNS, doc["metadata_differences"])]
+                  ("Master and slave metadata", METADATA_COLUMNS, doc["metadata_differences"]),
+                  ("Transactions left open or changed", ROCKETMQ_TXN_COLUMNS, doc.get("transactions", [])),
+                  ("POP checkpoints affected", ROCKETMQ_POP_COLUMNS, doc.get("pop", []))]
         return {"summary": None, "notes": [],
                 "tables": [(title, table(columns, rows)) for title, columns, rows in tables if rows]}
     tables = [("Consumer groups", GROUP_COLUMNS, doc["consumer_groups"]),

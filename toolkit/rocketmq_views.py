@@ -186,11 +186,12 @@ def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | No
 
 
 def _impact_when_configured(result: HAReplayResult) -> dict[str, Any] | None:
-    """replay and repair carry the impact (as `impact` does) when a store holds its consumer offsets."""
+    """replay and repair carry the impact (as `impact` does) when a store holds its consumer offsets, or a
+    transaction or POP checkpoint it affects."""
     from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
 
     impact = analyze_rocketmq_impact(result)
-    return impact.to_dict() if impact.sources else None
+    return impact.to_dict() if impact.sources or impact.transactions or impact.pop else None
 
 
 def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,

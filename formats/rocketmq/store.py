@@ -28,6 +28,25 @@ _QUEUE_ID = re.compile(r"^\d+$")
 _MAGICS = {MAGIC_V1, MAGIC_V2, MAGIC_BLANK, 0}
 
 CHECKPOINT = "checkpoint"
+BATCH_CONSUME_QUEUE = "batchconsumequeue"   # StorePathConfigHelper#getStorePathBatchConsumeQueue
+# Store paths of features replog names but does not check (apache/rocketmq 5.3.3): path relative to the root ->
+# what it is and where the broker defines it. Their files are hashed for the manifest and reported once per path.
+FEATURES = {
+    "compaction": "compacted topics' store (compactionLog/, compactionCq/, position-checkpoint; "
+                  "store/kv/CompactionStore, CompactionPositionMgr)",
+    "timerwheel": "timer messages' wheel (store/timer/TimerMessageStore#getTimerWheelPath)",
+    "timerlog": "timer messages' log (store/timer/TimerMessageStore#getTimerLogPath)",
+    "config/timercheck": "timer checkpoint (store/timer/TimerCheckpoint)",
+    "config/timermetrics": "timer metrics (store/timer/TimerMetrics)",
+    "config/tieredStoreMetadata.json": "tiered storage metadata (tieredstore/metadata/DefaultMetadataStore)",
+    "config/rdb": "RocksDB-backed metadata (broker/config/v2/ConfigStorage)",
+    "config/topics": "RocksDB-backed topic config (broker/config/v1/RocksDBTopicConfigManager)",
+    "config/consumerOffsets": "RocksDB-backed consumer offsets (broker/config/v1/RocksDBConsumerOffsetManager)",
+    "config/subscriptionGroups": "RocksDB-backed subscription groups "
+                                 "(broker/config/v1/RocksDBSubscriptionGroupManager)",
+    "config/transactionMetrics": "half messages per topic (broker/transaction/TransactionMetrics)",
+    "transaction": "4.x transaction state table and redo log (StorePathConfigHelper#getTranStateTableStorePath)",
+}
 EPOCH_FILE = "epochFileCheckpoint"
 BROKER_IDENTITY = "brokerIdentity"
 
@@ -40,6 +59,7 @@ class StoreLayout:
     commitlog_files: list[Path] = field(default_factory=list)
     consume_queues: dict[tuple[str, int], list[Path]] = field(default_factory=dict)
     consume_queue_ext: dict[tuple[str, int], list[Path]] = field(default_factory=dict)
+    batch_consume_queues: dict[tuple[str, int], list[Path]] = field(default_factory=dict)
     index_files: list[Path] = field(default_factory=list)
     checkpoint: Path | None = None
     abort: Path | None = None
@@ -111,6 +131,7 @@ def scan_store(root: str | os.PathLike[str]) -> StoreLayout:
         commitlog_files=_files(cl, _OFFSET_NAME),
         consume_queues=_queues(r / "consumequeue"),
         consume_queue_ext=_queues(r / "consumequeue_ext"),
+        batch_consume_queues=_queues(r / BATCH_CONSUME_QUEUE),
         index_files=_files(r / "index", _INDEX_NAME),
         checkpoint=_opt(r / CHECKPOINT),
         abort=_opt(r / ABORT),

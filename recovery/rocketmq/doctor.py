@@ -39,6 +39,8 @@ from replog.formats.rocketmq.rocksdb_store import (
     db_files,
     read_config_db,
 )
+from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
+from replog.recovery.rocketmq.store_files import other_store_files
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 
 _SEARCH_LIMIT = 1 << 20   # index files up to this size get their slot count searched for
@@ -68,9 +70,16 @@ def diagnose_store(path: str | os.PathLike[str], *, hash_slot_num: int | None = 
     for p in model.layout.config_files:
         read.append(p)
         out += config_findings(p)
+        bak = p.with_name(p.name + ".bak")   # ConfigManager#load falls back to it
+        if bak.is_file():
+            read.append(bak)
+            out += config_findings(bak)
     for d in model.layout.config_dbs.values():
         read += db_files(d)
         out += config_db_findings(d)
+    other, other_read = other_store_files(model)
+    out += other
+    read += other_read
     seen: set[Path] = set()
     files = [p for p in read if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
     return out, files
@@ -94,14 +103,16 @@ def recovery_findings(model: StoreModel) -> Iterator[Finding]:
 
 
 def queue_offset_findings(model: StoreModel) -> Iterator[Finding]:
-    """Queue offsets of each queue must go up by one along the log."""
-    for (topic, qid), msgs in model.queue_heads().items():
-        for prev, m in pairwise(msgs):
-            if m.queue_offset != prev.queue_offset + 1:
+    """Queue offsets of each queue (LMQ queues too) must go up by one along the log."""
+    queues = {q: [(m.queue_offset, m) for m in msgs] for q, msgs in model.queue_heads().items()}
+    queues |= model.lmq_heads()   # LMQ offsets go up by one per message too (`LmqDispatch#updateLmqOffsets`)
+    for (topic, qid), units in queues.items():
+        for (before, prev), (at, m) in pairwise(units):
+            step = prev.batch_size if (topic, qid) == (prev.topic, prev.queue_id) else 1   # INNER_NUM offsets each
+            if at != before + step:
                 yield finding("ROCKETMQ_QUEUE_OFFSET_GAP", m.file, position=m.position, offset=m.physical_offset,
-                              message=f"{topic}/{qid}: queue offset {m.queue_offset} follows "
-                                      f"{prev.queue_offset} (expected {prev.queue_offset + 1})",
-                              topic=topic, queue_id=qid, expected=prev.queue_offset + 1, actual=m.queue_offset)
+                              message=f"{topic}/{qid}: queue offset {at} follows {before} (expected {before + step})",
+                              topic=topic, queue_id=qid, expected=before + step, actual=at)
 
 
 def _entry_problem(e: CQEntry, m: MessageRef | None, topic: str, qid: int) -> str | None:
@@ -109,9 +120,13 @@ def _entry_problem(e: CQEntry, m: MessageRef | None, topic: str, qid: int) -> st
         return f"no message starts at commitlog offset {e.commitlog_offset}"
     if m.size != e.size:
         return f"size {e.size} but the message at {e.commitlog_offset} is {m.size} bytes"
-    if (m.topic, m.queue_id) != (topic, qid):
+    if is_lmq(topic):   # a multi-dispatched unit: the message's INNER_MULTI_* properties name it (`lmq`)
+        if (topic, e.queue_offset) not in m.lmq or qid != LMQ_QUEUE_ID:
+            return (f"points at a message of {m.topic}/{m.queue_id} whose multi-dispatch "
+                    f"{[f'{n}@{o}' for n, o in m.lmq] or 'names no LMQ queue'} has no {topic}/{qid}@{e.queue_offset}")
+    elif (m.topic, m.queue_id) != (topic, qid):
         return f"points at a message of {m.topic}/{m.queue_id}"
-    if m.queue_offset != e.queue_offset:
+    elif m.queue_offset != e.queue_offset:
         return f"queue offset {e.queue_offset} but the message says {m.queue_offset}"
     if not is_ext_address(e.tags_code) and e.tags_code != m.cq_tags_code:
         return f"tag code {e.tags_code} but the message's tag code is {m.cq_tags_code}"
@@ -191,7 +206,11 @@ def consume_queue_findings(model: StoreModel) -> Iterator[Finding]:
     """Walk every queue; each entry must point at a matching message inside the recovered log."""
     by_off = model.by_offset()
     stale = {m.physical_offset: m for m in model.beyond}
-    heads = model.queue_heads()
+    heads: dict[tuple[str, int], list[tuple[int, MessageRef]]] = {
+        q: [(m.queue_offset, m) for m in msgs] for q, msgs in model.queue_heads().items()}
+    heads |= {q: units for q, units in model.lmq_heads().items() if q in model.queues}  # LMQ dirs on disk only
+    for q in model.layout.batch_consume_queues:   # a BatchCQ topic's units are in batchconsumequeue/ (batch_queue)
+        heads.pop(q, None)
     if model.layout.rocksdb:
         yield from rocksdb_queue_findings(model)
     for (topic, qid), state in ((k, v) for k, v in model.queues.items() if v.files):
@@ -212,14 +231,14 @@ def consume_queue_findings(model: StoreModel) -> Iterator[Finding]:
             if problem:
                 yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", path, position=e.position, offset=e.queue_offset,
                               message=f"{topic}/{qid}: {problem}", commitlog_offset=e.commitlog_offset)
-    for (topic, qid), msgs in heads.items():
+    for (topic, qid), units in heads.items():
         queue = model.queues.get((topic, qid))
-        behind = [m for m in msgs if queue is None or m.queue_offset >= queue.max_offset]
+        behind = [o for o, _ in units if queue is None or o >= queue.max_offset]
         if behind:
             yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", str(model.layout.root / "consumequeue" / topic / str(qid)),
-                          offset=behind[0].queue_offset, severity=Severity.INFO,
-                          message=f"{topic}/{qid}: {len(behind)} messages (queue offsets {behind[0].queue_offset}"
-                                  f"..{behind[-1].queue_offset}) have no consume-queue entry yet; the broker "
+                          offset=behind[0], severity=Severity.INFO,
+                          message=f"{topic}/{qid}: {len(behind)} messages (queue offsets {behind[0]}"
+                                  f"..{behind[-1]}) have no consume-queue entry yet; the broker "
                                   "dispatches them at start", messages=len(behind))
 
 

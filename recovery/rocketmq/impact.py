@@ -19,6 +19,11 @@ greater than the database's `kvDataVersion` counter (`RocksDBConsumerOffsetManag
 (`ConsumerOffsetManager#decode` sets the table), topics and groups overlaid (`decode` puts all). replog reads
 what the broker would: a database it cannot open makes the offsets unverifiable (`UnreadableInput`).
 
+LMQ queues (`lmq`) count as queues: a multi-dispatched message fills its LMQ queues too, and LMQ groups' offsets
+come from `config/lmqConsumerOffset.json`. `transactions` lists each transaction a store leaves open (op message
+lost, or never ended) or whose state the replay changes (`transactions`); `pop` each POP checkpoint whose acks or
+itself the replay loses (`pop`).
+
 The slave's metadata sync (`SlaveSynchronize.syncAll`) copies topics, consumer offsets, delay offsets
 and subscription groups from the master: topics and subscription groups only on the slave are deleted,
 consumer offsets only on the slave are kept (`putAll`), the delay offset file is replaced whole.
@@ -33,9 +38,13 @@ from replog.formats.rocketmq.config_json import load_config
 from replog.formats.rocketmq.rocksdb_store import CONFIG_DBS, offset_table, read_config_db
 from replog.formats.shape import Field, Shape
 from replog.recovery.rocketmq.ha_result import HAReplayResult, ReplicaOutcome
+from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID
+from replog.recovery.rocketmq.pop import POP_IMPACT, REVIVE_GROUP, PopImpact, checkpoints, pop_impact
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
+from replog.recovery.rocketmq.transactions import OPEN, TRANSACTION_IMPACT, TransactionImpact, transaction_impact
 
 UNAFFECTED, CONSUMED_LOST, AHEAD = "unaffected", "consumed_lost", "ahead_of_queue"
+LMQ_OFFSETS = "lmqConsumerOffset.json"
 Queue = tuple[str, int]
 # file -> (its table's member, what the sync does to an entry only the slave holds)
 SYNCED = {"topics.json": ("topicConfigTable", "deletes it"),
@@ -84,13 +93,17 @@ class RocketImpact:
     metadata: list[MetadataDifference] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    transactions: list[TransactionImpact] = field(default_factory=list)
+    pop: list[PopImpact] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, int]:
         return {"groups": len(self.groups),
                 "groups_affected": sum(1 for g in self.groups if g.classification != UNAFFECTED),
                 "messages_consumed_lost": sum(g.messages_consumed_lost for g in self.groups),
-                "metadata_differences": len(self.metadata)}
+                "metadata_differences": len(self.metadata),
+                "transactions_open": sum(1 for t in self.transactions if t.state_after in OPEN),
+                "pop_checkpoints_affected": len(self.pop)}
 
     def to_dict(self) -> dict[str, Any]:
         return ROCKET_IMPACT.dump(self)
@@ -99,16 +112,23 @@ class RocketImpact:
 ROCKET_IMPACT = Shape(Field("system", lambda _: "rocketmq"), Field("leader", "master"),
                       Field("consumer_groups", "groups", shape=QUEUE_IMPACT),
                       Field("metadata_differences", "metadata", shape=METADATA_DIFFERENCE),
-                      "summary", "sources", "skipped")
+                      "summary", "sources", "skipped",
+                      Field("transactions", shape=TRANSACTION_IMPACT), Field("pop", shape=POP_IMPACT))
+
+
+def queue_units(m: MessageRef) -> list[tuple[Queue, int]]:
+    """Every (queue, queue offset) a dispatched message fills: its own, then its LMQ queues (`lmq`)."""
+    if not m.dispatched:
+        return []
+    return [((m.topic, m.queue_id), m.queue_offset), *(((name, LMQ_QUEUE_ID), o) for name, o in m.lmq)]
 
 
 def queue_ends(messages: list[MessageRef]) -> dict[Queue, int]:
-    """The next queue offset of every queue the dispatched messages fill."""
+    """The next queue offset of every queue the dispatched messages fill (LMQ queues included)."""
     out: dict[Queue, int] = {}
     for m in messages:
-        if m.dispatched:
-            q = (m.topic, m.queue_id)
-            out[q] = max(out.get(q, 0), m.queue_offset + 1)
+        for q, offset in queue_units(m):
+            out[q] = max(out.get(q, 0), offset + 1)
     return out
 
 
@@ -125,39 +145,54 @@ def kept_messages(r: ReplicaOutcome, master: StoreModel) -> list[MessageRef]:
     return kept
 
 
-def read_offsets(store: StoreModel, skipped: list[str]) -> tuple[dict[tuple[str, str], dict[int, int]], str | None]:
-    """(topic, group) -> {queue id: committed offset} from the store's consumerOffset.json (or its .bak)."""
-    table, source = _table(store, "consumerOffset.json", skipped)
+def read_offsets(store: StoreModel, skipped: list[str]) -> tuple[dict[tuple[str, str], dict[int, int]], list[str]]:
+    """(topic, group) -> {queue id: committed offset} from the store's consumerOffset.json, then
+    lmqConsumerOffset.json (each with its .bak): its `offsetTable` (a broker with enableLmq keeps every group's
+    offsets there) and its `lmqOffsetTable` (LMQ groups, queue 0; `lmq` module docstring). The LMQ file is read
+    last: with enableLmq it is the one the broker writes."""
     out: dict[tuple[str, str], dict[int, int]] = {}
-    for key, queues in (table or {}).items():
-        topic, at, group = str(key).partition("@")
-        if at and isinstance(queues, dict):
-            out[(topic, group)] = {int(q): int(o) for q, o in queues.items() if isinstance(o, int)}
-    return out, source
+    sources = []
+    for name, member in (("consumerOffset.json", "offsetTable"), (LMQ_OFFSETS, "offsetTable"),
+                         (LMQ_OFFSETS, "lmqOffsetTable")):
+        table, source = _table(store, name, skipped, member)
+        if source is not None and source not in sources:
+            sources.append(source)
+        for key, queues in (table or {}).items():
+            topic, at, group = str(key).partition("@")
+            if not at:
+                continue
+            if isinstance(queues, dict):
+                out[(topic, group)] = {int(q): int(o) for q, o in queues.items() if isinstance(o, int)}
+            elif isinstance(queues, int) and not isinstance(queues, bool):
+                out[(topic, group)] = {LMQ_QUEUE_ID: queues}
+    return out, sources
 
 
 _DB_OF = {json_name: db for db, json_name in CONFIG_DBS.items()}
 
 
-def _table(store: StoreModel, name: str, skipped: list[str]) -> tuple[dict[Any, Any] | None, str | None]:
+def _table(store: StoreModel, name: str, skipped: list[str], member: str | None = None
+           ) -> tuple[dict[Any, Any] | None, str | None]:
     db = store.layout.config_dbs.get(_DB_OF.get(name, ""))
     if db is not None:
         return _kv_table(store, name, db, skipped)
-    doc, used = _json_doc(store, name, skipped)
+    doc, used = _json_doc(store, name, skipped, member)
     if doc is None:
         return None, None
-    table = doc.get(SYNCED[name][0])
+    table = doc.get(member or SYNCED[name][0])
     return (table if isinstance(table, dict) else {}), used
 
 
-def _json_doc(store: StoreModel, name: str, skipped: list[str]) -> tuple[dict[str, Any] | None, str | None]:
+def _json_doc(store: StoreModel, name: str, skipped: list[str], member: str | None = None
+              ) -> tuple[dict[str, Any] | None, str | None]:
     path = store.layout.root / "config" / name
     if not path.exists() and not path.with_name(name + ".bak").exists():
         return None, None
     try:
         doc, used = load_config(path)
     except (FormatError, UnreadableInput) as e:
-        skipped.append(f"{path}: {e}")
+        if member != "lmqOffsetTable":   # the same file's second member: its failure is already noted
+            skipped.append(f"{path}: {e}")
         return None, None
     return (doc if isinstance(doc, dict) else {}), str(used)
 
@@ -219,16 +254,21 @@ def analyze_rocketmq_impact(result: HAReplayResult) -> RocketImpact:
     master = next(r.model for r in result.replicas if r.model.name == result.master)
     out = RocketImpact(master.name)
     for r in result.replicas:
-        before, after = queue_ends(r.model.messages), queue_ends(kept_messages(r, master))
+        before, after = queue_ends(r.model.messages), queue_ends(kept_messages(r, master))  # LMQ queues too
         for (topic, qid), state in r.model.queues.items():   # queues whose messages are no longer in the log
             before.setdefault((topic, qid), state.max_offset)
             after.setdefault((topic, qid), min(state.max_offset, before[(topic, qid)]))
         lost: dict[Queue, list[int]] = {}
         for m in r.lost:
-            lost.setdefault((m.topic, m.queue_id), []).append(m.queue_offset)
-        offsets, source = read_offsets(r.model, out.skipped)
-        if source is not None:
-            out.sources.append(source)
+            for q, offset in queue_units(m):
+                lost.setdefault(q, []).append(offset)
+        offsets, sources = read_offsets(r.model, out.skipped)
+        out.sources += sources
+        kept = kept_messages(r, master)
+        out.transactions += transaction_impact(r.model.name, r.model.messages, kept)
+        revived = {(topic, q): o for (topic, group), queues in offsets.items() if group == REVIVE_GROUP
+                   for q, o in queues.items()}
+        out.pop += pop_impact(r.model.name, checkpoints(r.model.messages, revived), checkpoints(kept, revived))
         for (topic, group), queues in sorted(offsets.items()):
             for qid, committed in sorted(queues.items()):
                 q = (topic, qid)

@@ -14,7 +14,9 @@ scan's start file on. In order, as `DefaultMessageStore#recover` runs them:
    a message with offset + size at or below the queue's `maxPhysicOffset` is taken
    as already built; with a queue offset > 0 below the queue's end it is a repeat;
    otherwise its unit is appended at the queue's end, even when its queue offset
-   says elsewhere (the broker only logs "[BUG] logic queue order maybe wrong"). A
+   says elsewhere (the broker only logs "[BUG] logic queue order maybe wrong"). A multi-dispatched message then
+   puts one unit in each LMQ queue it names, the same way at the offset its property names
+   (`ConsumeQueue#multiDispatchLmqQueue`; replog assumes enableMultiDispatch when the store has LMQ queues). A
    queue's first file, created for a queue offset > 0, is filled with
    `fillPreBlank` units up to it. The unit's offset is the record's PHYSICALOFFSET
    field, as `checkMessageAndReturnSize` reads it.
@@ -43,6 +45,7 @@ from replog.formats.errors import UnreadableInput
 from replog.formats.fileio import atomic_write, mapped
 from replog.formats.rocketmq.commitlog import file_name
 from replog.formats.rocketmq.consumequeue import CQ_STORE_UNIT_SIZE, ENTRY, PRE_BLANK
+from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
 
 UNIT = CQ_STORE_UNIT_SIZE
@@ -121,9 +124,9 @@ class Queue:
         self.files = [f for f in self.files if f.start <= end]
         self.kept = sum(f.wrote for f in self.files) // UNIT
 
-    def put(self, m: MessageRef) -> None:
-        """Step 2, `putMessagePositionInfo` of one dispatched message."""
-        offset, cq_offset = m.offset_field, m.queue_offset
+    def put(self, m: MessageRef, queue_offset: int | None = None) -> None:
+        """Step 2, `putMessagePositionInfo` of one dispatched message (at `queue_offset` for an LMQ unit)."""
+        offset, cq_offset = m.offset_field, m.queue_offset if queue_offset is None else queue_offset
         if offset + m.size <= self.max_physic_offset:
             return
         expect = cq_offset * UNIT
@@ -181,13 +184,18 @@ def broker_queues(model: StoreModel, file_size: int) -> dict[tuple[str, int], Qu
     return out
 
 
-def _dispatch(queues: dict[tuple[str, int], Queue], messages: Iterable[MessageRef], file_size: int) -> None:
+def _dispatch(queues: dict[tuple[str, int], Queue], messages: Iterable[MessageRef], file_size: int,
+              multi_dispatch: bool = False) -> None:
+    """`putMessagePositionInfoWrapper` per message: its own unit, then (`multi_dispatch`) one unit per LMQ queue its
+    properties name, at the offset they name (`ConsumeQueue#multiDispatchLmqQueue`, `lmq`)."""
     for m in messages:
         if m.dispatched:
-            key = (m.topic, m.queue_id)
-            if key not in queues:
-                queues[key] = Queue(m.topic, m.queue_id, file_size)
-            queues[key].put(m)
+            for (topic, qid), queue_offset in ([((m.topic, m.queue_id), None)]
+                                               + ([((n, LMQ_QUEUE_ID), o) for n, o in m.lmq] if multi_dispatch
+                                                  else [])):
+                if (topic, qid) not in queues:
+                    queues[(topic, qid)] = Queue(topic, qid, file_size)
+                queues[(topic, qid)].put(m, queue_offset)
 
 
 def recover_queues(model: StoreModel, process_offset: int, file_size: int,
@@ -204,15 +212,16 @@ def recover_queues(model: StoreModel, process_offset: int, file_size: int,
     queues = broker_queues(model, file_size)
     queue_max = max((q.max_physic_offset for q in queues.values()), default=-1)
     kept = [m for m in model.messages if m.end <= process_offset and m.physical_offset >= model.scan_start]
+    multi = any(is_lmq(topic) for topic, _ in queues)   # LMQ queues on disk: the broker ran with enableMultiDispatch
     if model.abnormal:
-        _dispatch(queues, kept, file_size)
+        _dispatch(queues, kept, file_size, multi)
     elif not legacy_reput:
-        _dispatch(queues, (m for m in kept if m.physical_offset > queue_max), file_size)
+        _dispatch(queues, (m for m in kept if m.physical_offset > queue_max), file_size, multi)
     kept = [m for m in model.messages if m.end <= process_offset]
     if max((q.max_physic_offset for q in queues.values()), default=-1) >= process_offset:
         for q in queues.values():
             q.truncate_dirty(process_offset)
     if legacy_reput:
         start = max(max((q.max_physic_offset for q in queues.values()), default=0), model.min_offset)
-        _dispatch(queues, (m for m in kept if m.physical_offset >= start), file_size)
+        _dispatch(queues, (m for m in kept if m.physical_offset >= start), file_size, multi)
     return queues

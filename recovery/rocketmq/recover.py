@@ -26,6 +26,7 @@ from replog.formats.rocketmq.consumequeue import write_queue
 from replog.formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
 from replog.formats.rocketmq.index_file import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, IndexWriter
 from replog.recovery.outputs import claimed_output, mark_complete
+from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
 from replog.recovery.rocketmq.queue_recovery import Queue, recover_queues
 from replog.recovery.rocketmq.recovery_rule import rule_for
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store, require_file_queues
@@ -98,23 +99,27 @@ def cq_file_size(model: StoreModel) -> int:
     return max(set(sizes), key=sizes.count) if sizes else CQ_DEFAULT_FILE_SIZE
 
 
-def rebuild_consume_queues(root: Path, messages: list[MessageRef], file_size: int) -> int:
-    """Dispatch every NOT_TYPE/COMMIT message into its queue, like `putMessagePositionInfo`.
+def rebuild_consume_queues(root: Path, messages: list[MessageRef], file_size: int,
+                           multi_dispatch: bool = False) -> int:
+    """Dispatch every NOT_TYPE/COMMIT message into its queue, like `putMessagePositionInfo`, and with
+    `multi_dispatch` into each LMQ queue it names too (`ConsumeQueue#multiDispatchLmqQueue`, `lmq`).
 
     Entries are appended in log order; one whose queue offset is below the next
     expected is already built and skipped. A queue that starts above 0 gets pre-blank entries.
     """
-    queues: dict[tuple[str, int], list[MessageRef]] = {}
+    queues: dict[tuple[str, int], list[tuple[int, MessageRef]]] = {}
     for m in messages:
         if not m.dispatched:
             continue
-        q = queues.setdefault((m.topic, m.queue_id), [])
-        if q and m.queue_offset < q[-1].queue_offset + 1:
-            continue
-        q.append(m)
-    for (topic, qid), msgs in queues.items():
-        write_queue(root, topic, qid, [(m.physical_offset, m.size, m.cq_tags_code) for m in msgs],
-                    file_size=file_size, start_queue_offset=msgs[0].queue_offset)
+        lmq = [((name, LMQ_QUEUE_ID), offset) for name, offset in m.lmq] if multi_dispatch else []
+        for key, offset in [((m.topic, m.queue_id), m.queue_offset), *lmq]:
+            q = queues.setdefault(key, [])
+            if q and offset < q[-1][0] + 1:
+                continue
+            q.append((offset, m))
+    for (topic, qid), units in queues.items():
+        write_queue(root, topic, qid, [(m.physical_offset, m.size, m.cq_tags_code) for _, m in units],
+                    file_size=file_size, start_queue_offset=units[0][0])
     return len(queues)
 
 
@@ -188,7 +193,8 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     messages = [m for m in rebuilt.messages if m.end <= end]
     if queues is None:
         cq_source = source if source.queues or like is None else like
-        written_queues = rebuild_consume_queues(root, messages, cq_file_size(cq_source))
+        multi = any(is_lmq(topic) for topic, _ in cq_source.queues)   # the source ran with enableMultiDispatch
+        written_queues = rebuild_consume_queues(root, messages, cq_file_size(cq_source), multi)
     else:
         written_queues = sum(1 for q in queues.values() if q.write(root))
     geometry = index_geometry(source) or (index_geometry(like) if like is not None else None)

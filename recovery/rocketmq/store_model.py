@@ -27,6 +27,7 @@ from replog.formats.rocketmq.index_file import message_keys
 from replog.formats.rocketmq.rocksdb_store import CONSUMEQUEUE, RocksCQUnit, consume_queue_db, db_files
 from replog.formats.rocketmq.store import StoreLayout, detect_store
 from replog.recovery.progress import Tally
+from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, lmq_targets
 from replog.recovery.rocketmq.recovery_rule import NEWEST, RecoveryRule, start_index
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_" + "X" * 4  # the delay-queue topic; its name really ends in four X
@@ -57,6 +58,9 @@ class MessageRef:
     position: int
     offset_field: int              # the PHYSICALOFFSET field as stored
     delay_level: int = 0           # DELAY property (schedule topic)
+    prepared_offset: int = 0       # PREPARED TRANSACTION OFFSET field: a committed message's half message
+    lmq: tuple[tuple[str, int], ...] = ()     # LMQ queues (queue id 0) and queue offsets it is dispatched to
+    extra: tuple[tuple[str, str], ...] = ()   # what the system-topic rules read (`system_fields`)
 
     @property
     def end(self) -> int:
@@ -90,6 +94,16 @@ class MessageRef:
 
     def user_keys(self) -> list[str]:
         return [k.split("#", 1)[1] for k in self.keys]
+
+    @property
+    def batch_size(self) -> int:
+        """Queue offsets the record takes: INNER_NUM of an inner batch (BatchCQ topics), else 1."""
+        n = self.field("INNER_NUM")
+        return int(n) if n is not None and n.isdigit() and len(n) < 6 else 1
+
+    def field(self, name: str) -> str | None:
+        """A property (or "body") kept in `extra`, None when not kept."""
+        return next((v for k, v in self.extra if k == name), None)
 
 
 @dataclass
@@ -164,13 +178,50 @@ class StoreModel:
                 out[(m.topic, m.queue_id)].append(m)
         return out
 
+    def lmq_heads(self) -> dict[tuple[str, int], list[tuple[int, MessageRef]]]:
+        """(queue offset, message) per LMQ queue the dispatched messages' multi-dispatch fills, in log order."""
+        out: dict[tuple[str, int], list[tuple[int, MessageRef]]] = defaultdict(list)
+        for m in self.messages:
+            if m.dispatched:
+                for name, offset in m.lmq:
+                    out[(name, LMQ_QUEUE_ID)].append((offset, m))
+        return out
+
 
 def to_ref(msg: cl.Message, path: str) -> MessageRef:
     keys = tuple(message_keys(msg.topic, msg.properties)) if msg.kind == "message" else ()
     return MessageRef(msg.commitlog_offset, msg.size, msg.topic, msg.queue_id, msg.queue_offset, msg.body_crc,
                       msg.crc_valid, msg.store_timestamp, msg.born_timestamp, msg.sys_flag, msg.tags_code, keys,
                       zlib.crc32(msg.properties_raw), path, msg.position, msg.physical_offset,
-                      _delay_level(msg.properties.get("DELAY")))
+                      _delay_level(msg.properties.get("DELAY")), msg.prepared_transaction_offset,
+                      lmq_targets(msg.topic, msg.properties), system_fields(msg))
+
+
+# Properties each system topic's rules read (transactions: `TransactionalMessageBridge#parseHalfMessageInner`;
+# the bodies of op and revive messages: `TransactionalMessageServiceImpl#fillOpRemoveMap`, `PopReviveService`).
+HALF_TOPIC, OP_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+REVIVE_PREFIX = "rmq_sys_REVIVE_LOG_"        # PopAckConstants.REVIVE_TOPIC + cluster name
+_KEPT = {HALF_TOPIC: ("REAL_TOPIC", "REAL_QID", "UNIQ_KEY", "__transactionId__"), OP_TOPIC: ("TAGS",)}
+INNER_BATCH_FLAG = 0x80                      # MessageSysFlag.INNER_BATCH_FLAG: one record, INNER_NUM messages
+_BODY_LIMIT = 1 << 16                        # op bodies stop at transactionOpMsgMaxSize (4096); revive JSON is small
+
+
+def system_fields(msg: cl.Message) -> tuple[tuple[str, str], ...]:
+    """What the transaction and POP rules need of a half, op or revive message (nothing for other topics), and
+    the UNIQ_KEY of a committed transactional message."""
+    topic = msg.topic
+    if topic.startswith(REVIVE_PREFIX):
+        names: tuple[str, ...] = ("TAGS",)
+    elif msg.sys_flag & INNER_BATCH_FLAG:
+        names = ("INNER_NUM", "INNER_BASE")
+    else:
+        names = _KEPT.get(topic, ("UNIQ_KEY",) if msg.sys_flag & cl.TRANSACTION_MASK else ())
+    if not names:
+        return ()
+    out = tuple((k, msg.properties[k]) for k in names if k in msg.properties)
+    if topic == OP_TOPIC or topic.startswith(REVIVE_PREFIX):
+        out += (("body", msg.body[:_BODY_LIMIT].decode("utf-8", "replace")),)
+    return out
 
 
 def _delay_level(text: str | None) -> int:

@@ -36,14 +36,18 @@ def java_hash(text: str) -> int:
 
 
 def message(topic: str, queue_id: int, queue_offset: int, physical_offset: int, body: bytes, *,
-            store_ts: int, tags: str, keys: str | None = None) -> bytes:
-    props = f"TAGS\x01{tags}\x02" + (f"KEYS\x01{keys}\x02" if keys else "")
-    raw_topic, raw_props = topic.encode(), props.encode()
+            store_ts: int, tags: str, keys: str | None = None, props: dict[str, str] | None = None,
+            sys_flag: int = 0, prepared: int = 0) -> bytes:
+    """`props` are written after TAGS and KEYS (`MessageDecoder#messageProperties2String`: key 0x01 value 0x02);
+    `sys_flag` and `prepared` (PREPARED TRANSACTION OFFSET) as given."""
+    text = f"TAGS\x01{tags}\x02" + (f"KEYS\x01{keys}\x02" if keys else "") \
+        + "".join(f"{k}\x01{v}\x02" for k, v in (props or {}).items())
+    raw_topic, raw_props = topic.encode(), text.encode()
     total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + len(body) + 1 + len(raw_topic) + 2 \
         + len(raw_props)
     return (struct.pack(">iiiiiqqiq", total, MAGIC_V1, zlib.crc32(body) & 0x7FFFFFFF, queue_id, 0, queue_offset,
-                        physical_offset, 0, store_ts - 1) + BORN_HOST + struct.pack(">q", store_ts) + STORE_HOST
-            + struct.pack(">iqi", 0, 0, len(body)) + body + struct.pack(">b", len(raw_topic)) + raw_topic
+                        physical_offset, sys_flag, store_ts - 1) + BORN_HOST + struct.pack(">q", store_ts) + STORE_HOST
+            + struct.pack(">iqi", 0, prepared, len(body)) + body + struct.pack(">b", len(raw_topic)) + raw_topic
             + struct.pack(">h", len(raw_props)) + raw_props)
 
 
@@ -69,17 +73,22 @@ class Store:
     sent: list[Sent] = field(default_factory=list)
     end: int = 0
 
-    def append(self, topic: str, queue_id: int, body: bytes, tags: str = "TagA") -> Sent:
-        queue_offset = sum(1 for s in self.sent if (s.topic, s.queue_id) == (topic, queue_id))
+    def append(self, topic: str, queue_id: int, body: bytes, tags: str = "TagA", *,
+               props: dict[str, str] | None = None, sys_flag: int = 0, prepared: int = 0,
+               queue_offset: int | None = None) -> Sent:
+        """`queue_offset` None: the queue's next (one per message already sent to it)."""
+        if queue_offset is None:
+            queue_offset = sum(1 for s in self.sent if (s.topic, s.queue_id) == (topic, queue_id))
         ts = T0 + len(self.sent) * 1000
-        size = len(message(topic, queue_id, 0, 0, body, store_ts=ts, tags=tags))
+        size = len(message(topic, queue_id, 0, 0, body, store_ts=ts, tags=tags, props=props))
         start = self.end - self.end % self.file_size
         left = start + self.file_size - self.end
         if size + 8 > left:
             self._file(start)[self.end - start:self.end - start + 8] = struct.pack(">ii", left, MAGIC_BLANK)
             self.end = start + self.file_size
             start = self.end
-        data = message(topic, queue_id, queue_offset, self.end, body, store_ts=ts, tags=tags)
+        data = message(topic, queue_id, queue_offset, self.end, body, store_ts=ts, tags=tags, props=props,
+                       sys_flag=sys_flag, prepared=prepared)
         self._file(start)[self.end - start:self.end - start + size] = data
         sent = Sent(topic, queue_id, queue_offset, self.end, size, ts, tags)
         self.sent.append(sent)

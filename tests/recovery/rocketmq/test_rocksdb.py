@@ -137,9 +137,9 @@ def test_offsets_from_rocksdb_and_stale_json_ignored(tmp_path: Path) -> None:
     (root / "config" / "consumerOffset.json").write_text(
         '{"offsetTable":{"orders@billing":{0:1,1:1},"orders@old":{0:9}},"dataVersion":{"counter":3}}')
     skipped: list[str] = []
-    offsets, source = read_offsets(load_store(root), skipped)
+    offsets, sources = read_offsets(load_store(root), skipped)
     assert offsets == {("orders", "billing"): {0: 3, 1: 2}}, f"the RocksDB offsets, not the stale JSON: {offsets}"
-    assert source == str(root / "config" / "consumerOffsets"), f"the source is the database: {source}"
+    assert sources == [str(root / "config" / "consumerOffsets")], f"the source is the database: {sources}"
     assert any("stale" in s for s in skipped), f"the stale JSON is named: {skipped}"
 
 
@@ -149,9 +149,9 @@ def test_json_newer_than_the_database_is_what_the_broker_loads(tmp_path: Path) -
     consumer_offsets(root, {"orders@billing": {"0": 3}})          # no kvDataVersion: counter 0
     (root / "config" / "consumerOffset.json").write_text(
         '{"offsetTable":{"orders@audit":{0:4}},"dataVersion":{"counter":1}}')
-    offsets, source = read_offsets(load_store(root), [])
+    offsets, sources = read_offsets(load_store(root), [])
     assert offsets == {("orders", "audit"): {0: 4}}, f"the newer JSON replaces the database's table: {offsets}"
-    assert source is not None and "consumerOffset.json" in source, f"the JSON is the source: {source}"
+    assert len(sources) == 1 and "consumerOffset.json" in sources[0], f"the JSON is the source: {sources}"
 
 
 def test_ls_names_the_store_type(tmp_path: Path) -> None:
