@@ -145,6 +145,13 @@ CODES: dict[str, Code] = {
     "ROCKETMQ_ABORT_PRESENT": Code(W, "abort file present: the broker did not shut down cleanly"),
     "ROCKETMQ_EPOCH_FILE_INVALID": Code(E, "epoch file malformed or not monotonic"),
     "ROCKETMQ_CONFIG_INVALID": Code(W, "config json file malformed"),
+    "ROCKETMQ_DLEDGER_ENTRY_INVALID": Code(E, "DLedger entry header malformed: magic, size, body size or pos field "
+                                              "disagree with where the entry is, or its body is no message"),
+    "ROCKETMQ_DLEDGER_CONTINUITY": Code(E, "DLedger entries break the Raft log's order: an index not the previous "
+                                           "one + 1, a term below the previous entry's, or a committed index past "
+                                           "the last entry kept"),
+    "ROCKETMQ_DLEDGER_INDEX_MISMATCH": Code(E, "a DLedger index record disagrees with the data entry of its index "
+                                               "(magic, pos, size, index, term), is missing, or outlives the data"),
 }
 
 
