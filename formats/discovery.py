@@ -37,6 +37,9 @@ class FileKind(StrEnum):
     ROCKETMQ_CHECKPOINT = "rocketmq-checkpoint"
     ROCKETMQ_EPOCH = "rocketmq-epoch-checkpoint"
     ROCKETMQ_CONFIG = "rocketmq-config"
+    ROCKETMQ_DLEDGER_DATA = "rocketmq-dledger-data"
+    ROCKETMQ_DLEDGER_INDEX = "rocketmq-dledger-index"
+    ROCKETMQ_DLEDGER_PROPERTIES = "rocketmq-dledger-properties"
     UNKNOWN = "unknown"
 
 
@@ -78,6 +81,9 @@ def classify_file(path: str | os.PathLike[str]) -> FileKind:
 
 def _classify_rocketmq(p: Path) -> FileKind:
     parents = [q.name for q in p.parents][:4]
+    dledger = _classify_dledger(p, parents)
+    if dledger is not None:
+        return dledger
     if _DIGITS20.match(p.name):
         if parents[:1] == ["commitlog"]:
             return FileKind.ROCKETMQ_COMMITLOG
@@ -90,6 +96,15 @@ def _classify_rocketmq(p: Path) -> FileKind:
     if parents[:1] == ["config"] and p.name.endswith(".json"):
         return FileKind.ROCKETMQ_CONFIG
     return FileKind.UNKNOWN
+
+
+def _classify_dledger(p: Path, parents: list[str]) -> FileKind | None:
+    """Files of a `dledger-<selfId>` dir (`DLedgerConfig#getDefaultPath`): data/, index/, checkpoint, currterm."""
+    if _DIGITS20.match(p.name) and len(parents) >= 2 and parents[1].startswith("dledger-"):
+        return {"data": FileKind.ROCKETMQ_DLEDGER_DATA, "index": FileKind.ROCKETMQ_DLEDGER_INDEX}.get(parents[0])
+    if p.name in ("checkpoint", "currterm") and parents[:1] and parents[0].startswith("dledger-"):
+        return FileKind.ROCKETMQ_DLEDGER_PROPERTIES
+    return None
 
 
 def _is_dir(path: Path) -> bool:

@@ -59,7 +59,7 @@ INDEX_RECORD = cs.Struct(        # DLedgerEntryCoder#encodeIndex
     "term" / cs.Int64sb,
 )
 _HEADER = struct_of(ENTRY_HEADER)
-_INDEX = struct_of(INDEX_RECORD)
+INDEX_STRUCT = _INDEX = struct_of(INDEX_RECORD)
 _NAME = re.compile(r"^\d{20}$")
 
 
