@@ -1,5 +1,5 @@
 """DLedger commit log (RocketMQ 4.5-4.9 `enableDLegerCommitLog`, openmessaging/dledger 0.3.x): entries, index
-records, the Raft checkpoint and term files, the walker and a writer (docs/reference/rocketmq.md §9).
+records, the Raft checkpoint and term files, the walker and a writer (docs/reference/rocketmq.md §11).
 
 Layout of one peer (`DLedgerConfig#getDefaultPath`: `<storePathRootDir>/dledger-<selfId>`, the root given by
 `DLedgerCommitLog`'s constructor): `data/` mapped files named by their 20-digit start position, each a run of

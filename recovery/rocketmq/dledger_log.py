@@ -1,4 +1,4 @@
-"""A DLedger commit log read into the store model's terms (docs/reference/rocketmq.md §9).
+"""A DLedger commit log read into the store model's terms (docs/reference/rocketmq.md §11).
 
 Each entry's body is one commit-log message at `pos + 48`, the offset consume queues point at
 (`DLedgerCommitLog`'s append hook), so the store model's messages, queues and checks apply unchanged. What the

@@ -1,5 +1,5 @@
 """Offline replay of a DLedger group (RocketMQ 4.5-4.9 `enableDLegerCommitLog`): which peer leads and what each
-follower keeps, loses and fetches when the group runs again (docs/reference/rocketmq.md §9.5).
+follower keeps, loses and fetches when the group runs again (docs/reference/rocketmq.md §11.6).
 
 The rules are dledger 0.3.x's (openmessaging/dledger, tag dledger-all-0.3.1.2):
 - Election (`DLedgerLeaderElector#handleVote`): a peer grants its vote only to a candidate whose log is at least
