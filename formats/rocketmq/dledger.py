@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -279,17 +280,16 @@ class _IndexReader:
     """Index records by entry index, read through read-only maps of the `index/` files (opened as needed)."""
 
     def __init__(self, files: list[tuple[int, Path]]) -> None:
-        self.files = files
+        self.files = dict(files)
         self.size = _file_size(files)
-        self._open: dict[int, object] = {}
+        self._stack = ExitStack()
         self._maps: dict[int, memoryview | None] = {}
 
     def __enter__(self) -> _IndexReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for cm in self._open.values():
-            cm.__exit__(None, None, None)  # type: ignore[attr-defined]
+        self._stack.close()
 
     def record(self, index: int) -> IndexRecord | None:
         at = index * INDEX_UNIT_SIZE
@@ -301,13 +301,11 @@ class _IndexReader:
 
     def _map(self, start: int) -> memoryview | None:
         if start not in self._maps:
-            path = dict(self.files).get(start)
+            path = self.files.get(start)
             self._maps[start] = None
             if path is not None:
                 try:
-                    cm = mapped(path)
-                    self._maps[start] = cm.__enter__()
-                    self._open[start] = cm
+                    self._maps[start] = self._stack.enter_context(mapped(path))
                 except UnreadableInput:
                     pass
         return self._maps[start]

@@ -91,3 +91,12 @@ def test_classic_refuses_dledger_stores(tmp_path: Path) -> None:
     stores = [load_store(p, p.name) for p in group(tmp_path)]
     with pytest.raises(ReplogError, match="--protocol dledger"):
         replay_stores(stores, None, "classic")
+
+
+def test_repair_refuses_a_dledger_replay(tmp_path: Path) -> None:
+    from replog.recovery.rocketmq.repair import repair_stores
+
+    result = replay_dledger([load_store(p, p.name) for p in group(tmp_path)])
+    with pytest.raises(ReplogError, match="not DLedger logs"):
+        repair_stores(result, tmp_path / "out")
+    assert not (tmp_path / "out").exists(), "repair wrote something before refusing"
