@@ -9,12 +9,15 @@ change log lines (`DLedgerRoleChangeHandler`), the follower's truncation from it
 """
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.brokers.kafka_lab import wait_until
-from tests.brokers.rocketmq_lab import GROUP, Inspection, RmqCluster, RmqSpec, running_rocketmq
+from tests.brokers.rocketmq_lab import GROUP, JAVA_DIR, TOOL_JVM, Inspection, RmqCluster, RmqSpec, running_rocketmq
 
 TOPIC = "LabTopic"
 QUEUES = 2
@@ -36,16 +39,50 @@ class DLedgerOutcome:
     truncations: list[tuple[int, int]]      # (truncateIndex, pos) of the returning peer's [HandleDoTruncate]
     sent_ok: list[int]                      # sequence numbers the brokers acknowledged
     failed: list[int]                       # sequence numbers whose send failed (the leader lost its quorum)
+    held: dict[int, tuple[int, int, str]]   # the returning broker's message at each offset its CQs serve:
+    #                                         offset -> (queue id, queue offset, keys), by `viewMessage`
 
 
 def send(c: RmqCluster, first: int, count: int, attempts: int) -> tuple[list[int], list[int]]:
     """(acknowledged, failed) sequence numbers of `count` sends round-robin over the topic's queues (DLedgerSend)."""
     out = c.java_source("DLedgerSend.java", c.namesrv_addr, TOPIC, GROUP, ",".join(map(str, range(QUEUES))),
                         str(first), str(count), str(BODY), str(attempts))
+    return _results(out, count)
+
+
+def _results(out: str, count: int) -> tuple[list[int], list[int]]:
     ok = [int(m[1]) for m in re.finditer(r"^SENT (\d+) SEND_OK ", out, re.M)]
     failed = [int(m[1]) for m in re.finditer(r"^(?:FAIL|SENT) (\d+)\b(?! SEND_OK)", out, re.M)]
     assert len(ok) + len(failed) == count, f"{len(ok)} + {len(failed)} results for {count} sends:\n{out[-2000:]}"
     return ok, failed
+
+
+def send_after(c: RmqCluster, first: int, count: int, scene: Callable[[], object]) -> tuple[list[int], list[int]]:
+    """`send` of one attempt each, by a producer that already knows the route when `scene` runs (the leader steps
+    down some seconds after it loses its quorum: `DLedgerLeaderElector`, maxHeartBeatLeak x heartBeatTimeIntervalMs).
+    The producer runs as a child process, killed on every way out."""
+    go = c.root / f"go-{first}"
+    cmd = ["java", *TOOL_JVM, f"-Duser.home={c.root / 'tools'}", *c._logging(), "-cp", c.cp,
+           str(JAVA_DIR / "DLedgerSend.java"), c.namesrv_addr, TOPIC, GROUP, ",".join(map(str, range(QUEUES))),
+           str(first), str(count), str(BODY), "1", str(go)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+                            env={**os.environ, "ROCKETMQ_HOME": str(c.home)}, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.strip() == "READY":
+                break
+        assert lines and lines[-1].strip() == "READY", f"DLedgerSend never got the route:\n{''.join(lines)[-2000:]}"
+        scene()
+        go.touch()
+        out = proc.communicate(timeout=300)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    return _results(out, count)
 
 
 def _caught_up(c: RmqCluster, names: list[str], timeout: float = 120) -> dict[str, Inspection]:
@@ -93,12 +130,25 @@ def _rejoin(c: RmqCluster, root: Path, returning: str, old_leader: str, sent: li
     leader, term = c.dledger_leader()
     names = list(c.brokers)
     inspections = _caught_up(c, names)
+    held = held_messages(c, returning, inspections[returning])
     log = c.brokers[returning].output_since_start()
     truncations = [(int(i), int(p)) for i, p in _TRUNCATE.findall(log)]
     for name in reversed(names):
         c.stop(name)
     return DLedgerOutcome(copies, {n: c.store(n) for n in names}, returning, old_leader, leader, term,
-                          {n: i.max_offset for n, i in inspections.items()}, inspections, truncations, sent, failed)
+                          {n: i.max_offset for n, i in inspections.items()}, inspections, truncations, sent, failed,
+                          held)
+
+
+def held_messages(c: RmqCluster, name: str, inspection: Inspection) -> dict[int, tuple[int, int, str]]:
+    """Which message broker `name` holds at each offset its consume queues serve (DLedgerKeys: `viewMessage`
+    addressed to that broker), so a message at a reused offset is told apart from the one it replaced."""
+    offsets = sorted({off for units in inspection.units.values() for _, off, _, _ in units})
+    out = c.java_source("DLedgerKeys.java", c.namesrv_addr, c.broker_addr(name), TOPIC, ",".join(map(str, offsets)))
+    held = {int(o): (int(q), int(qo), keys) for o, q, qo, keys in
+            re.findall(r"^MSG (\d+) (\d+) (\d+) (\S*)$", out, re.M)}
+    assert len(held) == len(offsets), f"{name} answered for {len(held)} of {len(offsets)} offsets:\n{out[-2000:]}"
+    return held
 
 
 def leader_crash(root: Path, version: str = "4.9.7") -> DLedgerOutcome:
@@ -126,9 +176,7 @@ def uncommitted_tail(root: Path, version: str = "4.9.7") -> DLedgerOutcome:
         ok, failed = send(c, 0, 280, attempts=30)
         _caught_up(c, list(c.brokers))
         followers = [n for n in c.brokers if n != old]
-        for name in followers:
-            c.brokers[name].kill()
-        tail_ok, tail_failed = send(c, 280, 3, attempts=1)
+        tail_ok, tail_failed = send_after(c, 280, 3, lambda: [c.brokers[name].kill() for name in followers])
         c.brokers[old].kill()
         for name in followers:
             c.start_broker(name)

@@ -3,7 +3,7 @@
 // Sends N messages to one queue of a RocketMQ topic (or round-robin over a comma-separated list of queues), bodies
 // "seq-<n>" padded to a size, one line per message: "SENT <seq> <status> <queueOffset> <queue> <offsetMsgId>". Run with the source launcher against a 4.9 or 5.x client jar
 // (the types are the same; `var` keeps the 4.9/5.x package moves out of the source).
-// Usage: java -cp CP DLedgerSend.java NAMESRV TOPIC BROKER_NAME QUEUE FIRST COUNT BODY_BYTES [ATTEMPTS]
+// Usage: java -cp CP DLedgerSend.java NAMESRV TOPIC BROKER_NAME QUEUE FIRST COUNT BODY_BYTES [ATTEMPTS [GO_FILE]]
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -15,6 +15,7 @@ public class DLedgerSend {
         long first = Long.parseLong(args[4]);
         int count = Integer.parseInt(args[5]), bodyBytes = Integer.parseInt(args[6]);
         int attempts = args.length > 7 ? Integer.parseInt(args[7]) : 1;
+        java.io.File go = args.length > 8 ? new java.io.File(args[8]) : null;
         var producer = new DefaultMQProducer("replog-lab-producer");
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("replog-lab-" + System.nanoTime());
@@ -24,6 +25,11 @@ public class DLedgerSend {
         producer.start();
         try {
             waitForRoute(producer, topic);
+            if (go != null) {   // route known: say so, then send once the caller has set the scene (GO file)
+                System.out.println("READY");
+                System.out.flush();
+                while (!go.exists()) Thread.sleep(50);
+            }
             for (long seq = first; seq < first + count; seq++) {
                 int queue = Integer.parseInt(queues[(int) ((seq - first) % queues.length)]);
                 var mq = new MessageQueue(topic, brokerName, queue);
