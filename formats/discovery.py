@@ -144,15 +144,26 @@ def is_log_dir(path: str | os.PathLike[str]) -> bool:
 
 
 def is_rocketmq_store(path: str | os.PathLike[str]) -> bool:
-    """A store root: a `commitlog` dir of 20-digit files, or consumequeue with a checkpoint."""
+    """A store root: a `commitlog` dir of 20-digit files, consumequeue with a checkpoint, or a DLedger peer's
+    `dledger-<selfId>/data` dir (`DLedgerConfig#getDefaultPath`)."""
     p = Path(path)
     commitlog = p / "commitlog"
+    if _has_dledger_data(p):
+        return True
     if _is_dir(commitlog):
         try:
             return any(_DIGITS20.match(e) for e in os.listdir(commitlog)) or os.path.lexists(p / "checkpoint")
         except OSError:
             return False
     return _is_dir(p / "consumequeue") and entry_type(p / "checkpoint") is EntryType.REGULAR
+
+
+def _has_dledger_data(root: Path) -> bool:
+    try:
+        names = [e for e in os.listdir(root) if e.startswith("dledger-")] if _is_dir(root) else []
+    except OSError:
+        return False
+    return any(_is_dir(root / e / "data") for e in names)
 
 
 def classify_dir(path: str | os.PathLike[str]) -> DirKind:

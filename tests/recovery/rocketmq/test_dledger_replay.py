@@ -100,3 +100,21 @@ def test_repair_refuses_a_dledger_replay(tmp_path: Path) -> None:
     with pytest.raises(ReplogError, match="not DLedger logs"):
         repair_stores(result, tmp_path / "out")
     assert not (tmp_path / "out").exists(), "repair wrote something before refusing"
+
+
+def test_cli_ls_and_replay_name_the_dledger_store(tmp_path: Path) -> None:
+    import json
+
+    from tests.toolkit.test_cli import run_replog
+
+    paths = group(tmp_path)
+    ls = run_replog("ls", str(paths[0]), "--format", "json")
+    assert ls.returncode == 0, ls.stderr
+    store = json.loads(ls.stdout)["store"]
+    assert (store["dledger"]["peer"], store["dledger"]["committed_index"], store["messages"]) == ("n0", 4, 7), store
+    table = run_replog("ls", str(paths[0]), "--format", "table")
+    assert "DLedger peer n0: entries 0..6" in table.stdout, table.stdout[-500:]
+    done = run_replog("replay", *[f"{p.name}={p}" for p in paths], "--format", "json")
+    assert done.returncode == 1, f"replay exit {done.returncode} (n0 loses 2): {done.stderr[-500:]}"
+    result = json.loads(done.stdout)
+    assert (result["protocol"], result["leader"]) == ("dledger", "n2"), f"{result['protocol']} {result['leader']}"
