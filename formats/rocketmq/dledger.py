@@ -223,7 +223,7 @@ def walk_peer(peer: Peer, walk: Walk | None = None) -> Iterator[tuple[Entry, mem
         for start, path in files:
             try:
                 with mapped(path) as buf:
-                    for item in _walk_file(buf, start, str(path)):
+                    for item in _walk_file(buf, start, str(path), start == files[-1][0]):
                         if isinstance(item, Finding):
                             stopped = stopped or start >= scan_from
                             yield item
@@ -248,7 +248,7 @@ def walk_peer(peer: Peer, walk: Walk | None = None) -> Iterator[tuple[Entry, mem
                 yield from_unreadable(err, str(path))
 
 
-def _walk_file(buf: memoryview, start: int, path: str) -> Iterator[Entry | Finding]:
+def _walk_file(buf: memoryview, start: int, path: str, is_last: bool) -> Iterator[Entry | Finding]:
     position = 0
     while True:
         try:
@@ -257,9 +257,17 @@ def _walk_file(buf: memoryview, start: int, path: str) -> Iterator[Entry | Findi
             yield finding(err.code, path, position=err.position, offset=err.offset, message=err.message)
             return
         if entry is None:
+            if not is_last and not _blank_at(buf, position):
+                yield finding("ROCKETMQ_DLEDGER_ENTRY_INVALID", path, position=position, offset=start + position,
+                              message=f"data file ends at {start + position} without a BLANK before the last file: "
+                                      "the broker's recovery stops here (a zero size ends its scan)")
             return
         yield entry
         position += entry.size
+
+
+def _blank_at(buf: memoryview, position: int) -> bool:
+    return len(buf) - position >= 4 and int.from_bytes(buf[position:position + 4], "big", signed=True) == BLANK_MAGIC
 
 
 def _continuity(entry: Entry, prev: Entry | None, path: str) -> list[Finding]:

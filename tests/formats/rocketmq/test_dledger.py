@@ -174,3 +174,17 @@ def test_dump_reads_each_dledger_file(tmp_path: Path) -> None:
     assert [(e["index"], e["pos"]) for e in index] == [(e.index, e.pos) for e in w.entries], "index records"
     cp = [e for e in dump_file(root / dl.CHECKPOINT, DumpOptions()) if e["kind"] == "dledger_properties"]
     assert cp and cp[0]["properties"]["committedIndex"] == "4", f"checkpoint {cp}"
+
+
+def test_a_file_ending_in_zeros_before_the_last_stops_the_recovery(tmp_path: Path) -> None:
+    """`recover` goes to the next file only past a BLANK; a zero size ends its scan, whatever follows."""
+    root, w = peer_dir(tmp_path, 60)
+    first = root / dl.DATA / f"{0:020d}"
+    last_in_first = [e for e in w.entries if e.file_start == 0][-1]
+    _poke(first, last_in_first.position, ">i", 0)        # the last entry of file 0 wiped: magic ...
+    _poke(first, last_in_first.position + 4, ">i", 0)    # ... and size
+    _poke(first, last_in_first.end, ">i", 0)             # and the BLANK after it
+    entries, findings, state = walk(root)
+    assert [f.code for f in findings] == ["ROCKETMQ_DLEDGER_ENTRY_INVALID", "ROCKETMQ_DLEDGER_CONTINUITY"], findings
+    assert findings[0].position == last_in_first.position, "finding not where file 0's entries end"
+    assert state.recovered_end == w.entries[last_in_first.index - 1].end, f"recovery end {state.recovered_end}"
