@@ -140,8 +140,19 @@ def consume_queue_findings(model: StoreModel) -> Iterator[Finding]:
             yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", str(model.layout.root / "consumequeue" / topic / str(qid)),
                           offset=behind[0].queue_offset, severity=Severity.INFO,
                           message=f"{topic}/{qid}: {len(behind)} messages (queue offsets {behind[0].queue_offset}"
-                                  f"..{behind[-1].queue_offset}) have no consume-queue entry yet; the broker "
-                                  "dispatches them at start", messages=len(behind))
+                                  f"..{behind[-1].queue_offset}) have no consume-queue entry yet; "
+                                  + _dispatch_note(model, behind), messages=len(behind))
+
+
+def _dispatch_note(model: StoreModel, behind: list[MessageRef]) -> str:
+    """When the broker dispatches them: at start; on a DLedger store only up to the committed entry's end
+    (`DLedgerCommitLog#getData` returns nothing at or past `committedPos`), the rest once a leader commits it, if
+    no leader truncates it first (docs/reference/rocketmq.md §11.4, §11.6)."""
+    committed = model.dledger.committed_offset if model.dledger is not None else None
+    if model.dledger is None or committed is None or behind[-1].end <= committed:
+        return "the broker dispatches them at start"
+    return (f"they lie past the DLedger committed index {model.dledger.committed_index} (offset {committed}): "
+            "dispatched only once a leader commits them, lost if a leader's log does not hold them")
 
 
 def infer_hash_slot_num(buf: bytes | memoryview) -> int | None:

@@ -118,3 +118,11 @@ def test_cli_ls_and_replay_name_the_dledger_store(tmp_path: Path) -> None:
     assert done.returncode == 1, f"replay exit {done.returncode} (n0 loses 2): {done.stderr[-500:]}"
     result = json.loads(done.stdout)
     assert (result["protocol"], result["leader"]) == ("dledger", "n2"), f"{result['protocol']} {result['leader']}"
+
+
+def test_doctor_says_uncommitted_entries_wait_for_a_leader(tmp_path: Path) -> None:
+    """n0's entries past its committed index have no consume-queue units: the broker dispatches them only once
+    committed (DLedgerCommitLog#getData stops at committedPos), not at start."""
+    findings, _ = diagnose_store(group(tmp_path)[0])
+    notes = [f.message for f in findings if f.code == "ROCKETMQ_CQ_ENTRY_MISMATCH"]
+    assert notes and all("past the DLedger committed index 4" in n for n in notes), f"notes {notes}"
