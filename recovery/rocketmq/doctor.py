@@ -151,8 +151,9 @@ def _dispatch_note(model: StoreModel, behind: list[MessageRef]) -> str:
     committed = model.dledger.committed_offset if model.dledger is not None else None
     if model.dledger is None or committed is None or behind[-1].end <= committed:
         return "the broker dispatches them at start"
-    return (f"they lie past the DLedger committed index {model.dledger.committed_index} (offset {committed}): "
-            "dispatched only once a leader commits them, lost if a leader's log does not hold them")
+    past = sum(1 for m in behind if m.end > committed)
+    return (f"{past} of them lie past the DLedger committed index {model.dledger.committed_index} (offset "
+            f"{committed}): dispatched only once a leader commits them, lost if a leader's log does not hold them")
 
 
 def infer_hash_slot_num(buf: bytes | memoryview) -> int | None:
