@@ -60,6 +60,9 @@ def test_hand_laid_entry_is_read() -> None:
     e = dl.read_header(buf, 100)
     assert e is not None, "no entry read at 100"
     assert (e.index, e.term, e.pos, e.size, e.body_size) == (7, 3, 100, 48 + len(body), len(body)), f"fields {e}"
+    parsed = dl.ENTRY_HEADER.parse(raw)
+    assert (parsed.index, parsed.term, parsed.pos, parsed.body_size) == (e.index, e.term, e.pos, e.body_size), \
+        "the construct layout and the struct fast path disagree"
     msg = cl.read_message(buf, 100 + 48)
     assert msg.physical_offset == msg.commitlog_offset == e.message_offset, "message offset is not pos + 48"
 
