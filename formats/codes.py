@@ -150,6 +150,13 @@ CODES: dict[str, Code] = {
     "ROCKETMQ_FEATURE_NOT_CHECKED": Code(I, "store files of a broker feature replog names but does not check "
                                             "(compaction, timers, tiered storage, RocksDB metadata); hashed for the "
                                             "evidence manifest"),
+    "ROCKETMQ_DLEDGER_ENTRY_INVALID": Code(E, "DLedger entry header malformed: magic, size, body size or pos field "
+                                              "disagree with where the entry is, or its body is no message"),
+    "ROCKETMQ_DLEDGER_CONTINUITY": Code(E, "DLedger entries break the Raft log's order: an index not the previous "
+                                           "one + 1, a term below the previous entry's, or a committed index past "
+                                           "the last entry kept"),
+    "ROCKETMQ_DLEDGER_INDEX_MISMATCH": Code(E, "a DLedger index record disagrees with the data entry of its index "
+                                               "(magic, pos, size, index, term), is missing, or outlives the data"),
 }
 
 

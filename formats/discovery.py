@@ -38,6 +38,9 @@ class FileKind(StrEnum):
     ROCKETMQ_CHECKPOINT = "rocketmq-checkpoint"
     ROCKETMQ_EPOCH = "rocketmq-epoch-checkpoint"
     ROCKETMQ_CONFIG = "rocketmq-config"
+    ROCKETMQ_DLEDGER_DATA = "rocketmq-dledger-data"
+    ROCKETMQ_DLEDGER_INDEX = "rocketmq-dledger-index"
+    ROCKETMQ_DLEDGER_PROPERTIES = "rocketmq-dledger-properties"
     UNKNOWN = "unknown"
 
 
@@ -79,6 +82,9 @@ def classify_file(path: str | os.PathLike[str]) -> FileKind:
 
 def _classify_rocketmq(p: Path) -> FileKind:
     parents = [q.name for q in p.parents][:4]
+    dledger = _classify_dledger(p, parents)
+    if dledger is not None:
+        return dledger
     if _DIGITS20.match(p.name):
         if parents[:1] == ["commitlog"]:
             return FileKind.ROCKETMQ_COMMITLOG
@@ -93,6 +99,15 @@ def _classify_rocketmq(p: Path) -> FileKind:
     if parents[:1] == ["config"] and p.name.endswith(".json"):
         return FileKind.ROCKETMQ_CONFIG
     return FileKind.UNKNOWN
+
+
+def _classify_dledger(p: Path, parents: list[str]) -> FileKind | None:
+    """Files of a `dledger-<selfId>` dir (`DLedgerConfig#getDefaultPath`): data/, index/, checkpoint, currterm."""
+    if _DIGITS20.match(p.name) and len(parents) >= 2 and parents[1].startswith("dledger-"):
+        return {"data": FileKind.ROCKETMQ_DLEDGER_DATA, "index": FileKind.ROCKETMQ_DLEDGER_INDEX}.get(parents[0])
+    if p.name in ("checkpoint", "currterm") and parents[:1] and parents[0].startswith("dledger-"):
+        return FileKind.ROCKETMQ_DLEDGER_PROPERTIES
+    return None
 
 
 def _is_dir(path: Path) -> bool:
@@ -132,15 +147,26 @@ def is_log_dir(path: str | os.PathLike[str]) -> bool:
 
 
 def is_rocketmq_store(path: str | os.PathLike[str]) -> bool:
-    """A store root: a `commitlog` dir of 20-digit files, or consumequeue with a checkpoint."""
+    """A store root: a `commitlog` dir of 20-digit files, consumequeue with a checkpoint, or a DLedger peer's
+    `dledger-<selfId>/data` dir (`DLedgerConfig#getDefaultPath`)."""
     p = Path(path)
     commitlog = p / "commitlog"
+    if _has_dledger_data(p):
+        return True
     if _is_dir(commitlog):
         try:
             return any(_DIGITS20.match(e) for e in os.listdir(commitlog)) or os.path.lexists(p / "checkpoint")
         except OSError:
             return False
     return _is_dir(p / "consumequeue") and entry_type(p / "checkpoint") is EntryType.REGULAR
+
+
+def _has_dledger_data(root: Path) -> bool:
+    try:
+        names = [e for e in os.listdir(root) if e.startswith("dledger-")] if _is_dir(root) else []
+    except OSError:
+        return False
+    return any(_is_dir(root / e / "data") for e in names)
 
 
 def classify_dir(path: str | os.PathLike[str]) -> DirKind:

@@ -127,6 +127,9 @@ def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | N
         FileKind.ROCKETMQ_CHECKPOINT: lambda p, o, _: r.store_file_entry(p),
         FileKind.ROCKETMQ_EPOCH: lambda p, o, _: r.store_file_entry(p),
         FileKind.ROCKETMQ_CONFIG: lambda p, o, _: r.store_file_entry(p),
+        FileKind.ROCKETMQ_DLEDGER_DATA: lambda p, o, _: r.dledger_entries(p, o.value_decoder, o.records),
+        FileKind.ROCKETMQ_DLEDGER_INDEX: lambda p, o, _: r.dledger_index_entries(p),
+        FileKind.ROCKETMQ_DLEDGER_PROPERTIES: lambda p, o, _: r.dledger_properties_entry(p),
     }
 
 

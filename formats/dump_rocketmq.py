@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from replog.formats.errors import FormatError
 from replog.formats.fileio import file_size, mapped, read_small
-from replog.formats.findings import Finding
+from replog.formats.findings import Finding, from_error
 from replog.formats.render import render_bytes
 from replog.formats.rocketmq import (
     batch_consumequeue,
@@ -16,6 +17,7 @@ from replog.formats.rocketmq import (
     commitlog_walk,
     config_json,
     consumequeue,
+    dledger,
     epoch_file,
     index_file,
 )
@@ -96,3 +98,45 @@ def store_file_entry(path: Path) -> Iterator[Entry]:
             yield {"kind": "epoch_entry", "path": str(path), "epoch": e.epoch, "start_offset": e.start_offset}
     else:
         yield {"kind": "config", "path": str(path), "content": config_json.loads(data)}
+
+
+def dledger_entries(path: Path, value_decoder: str, with_body: bool) -> Iterator[Entry]:
+    """One DLedger data file: each entry's header (`dledger_entry`) then the commit-log message in its body
+    (`message`, at its physical offset pos + 48), findings where they are; a BLANK or zeros end the file."""
+    start = int(path.name)
+    with mapped(path) as buf:
+        position = 0
+        while True:
+            try:
+                entry = dledger.read_header(buf, position, file_start=start)
+            except FormatError as err:
+                yield _finding(from_error(err, str(path)))
+                return
+            if entry is None:
+                return
+            yield {"kind": "dledger_entry", "path": str(path), "position": position,
+                   **{k: v for k, v in dataclasses.asdict(entry).items() if k not in ("file_start", "position")}}
+            try:
+                msg = commitlog.read_message(buf[:position + entry.size], position + dledger.BODY_OFFSET,
+                                             file_start=start)
+                yield message_entry(str(path), msg, value_decoder, with_body)
+            except FormatError as err:
+                yield _finding(from_error(err, str(path), index=entry.index))
+            position += entry.size
+
+
+def dledger_index_entries(path: Path) -> Iterator[Entry]:
+    """One DLedger index file: its 32-byte records up to the first unwritten (zero) one."""
+    base = int(path.name)
+    with mapped(path) as buf:
+        for position in range(0, len(buf) - dledger.INDEX_UNIT_SIZE + 1, dledger.INDEX_UNIT_SIZE):
+            rec = dledger.IndexRecord(*dledger.INDEX_STRUCT.unpack_from(buf, position))
+            if rec.magic == 0 and rec.size == 0:
+                return
+            yield {"kind": "dledger_index", "path": str(path), "position": position,
+                   "slot": (base + position) // dledger.INDEX_UNIT_SIZE, **dataclasses.asdict(rec)}
+
+
+def dledger_properties_entry(path: Path) -> Iterator[Entry]:
+    """`checkpoint` (endIndex, committedIndex) or `currterm` (currTerm, voteLeader) of a DLedger peer."""
+    yield {"kind": "dledger_properties", "path": str(path), "properties": dledger.read_properties(path)}

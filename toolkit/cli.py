@@ -307,7 +307,8 @@ def recover(
 ReplicaArgs = Annotated[list[str], typer.Argument(
     metavar="[NAME=]PATH...", help="[NAME=]PATH of each replica (partition dirs or RocketMQ stores); NAMEs unique")]
 ProtocolOpt = Annotated[str | None, typer.Option(
-    "--protocol", metavar="PROTOCOL", help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch")]
+    "--protocol", metavar="PROTOCOL",
+    help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch | dledger (DLedger stores' default)")]
 LeaderOpt = Annotated[str | None, typer.Option(
     metavar="NAME", help="replica to follow; default: the one the controller would elect")]
 MetadataOpt = Annotated[Path | None, typer.Option(

@@ -50,6 +50,8 @@ def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]
         "index_files": len(model.layout.index_files),
         "recovery": model.recovery(),
     }
+    if model.dledger is not None:
+        totals["dledger"] = model.dledger.to_dict()
     return totals, rows
 
 
@@ -81,8 +83,10 @@ def run_ls_store(path: Any, fmt: Format | None, broker_version: str | None = Non
 
 
 def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Console) -> None:
-    kind = "" if totals["store_type"] == "default" else f", storeType={totals['store_type']}: queues from RocksDB"
-    console.print(QUEUE_COLUMNS.table(rows, f"{totals['path']} (RocketMQ store{kind})"))
+    kind = "RocketMQ DLedger store" if "dledger" in totals else "RocketMQ store"
+    if totals["store_type"] != "default":
+        kind += f", storeType={totals['store_type']}: queues from RocksDB"
+    console.print(QUEUE_COLUMNS.table(rows, f"{totals['path']} ({kind})"))
     flags = []
     if totals["abort_present"]:
         flags.append("[yellow]abort present (unclean shutdown)[/]")
@@ -92,13 +96,26 @@ def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Conso
                   f"{totals['file_size']:,} bytes, {totals['messages']} messages, {totals['queues']} queues, "
                   f"confirm offset {_or_none(totals['confirm_offset'])}, epochs {totals['epochs'] or '-'}  "
                   + " ".join(flags))
+    if "dledger" in totals:
+        console.print(dledger_line(totals["dledger"]))
     console.print(recovery_line(totals["recovery"]))
+
+
+def dledger_line(d: dict[str, Any]) -> str:
+    """The Raft side of a DLedger store: its entries, the last one's term, the committed index and term files."""
+    return (f"DLedger peer {d['peer']}: entries {d['first_index']}..{d['last_index']} (last term {d['last_term']}), "
+            f"committed index {_or_none(d['committed_index'])} (serves to {_or_none(d['committed_offset'])}), "
+            f"current term {_or_none(d['current_term'])}, voted {_or_none(d['vote_leader'])}"
+            + (f", [yellow]{d['dropped_entries']} entries past the recovery's end[/]" if d["dropped_entries"] else ""))
 
 
 def recovery_line(recovery: dict[str, Any]) -> str:
     """Which of the broker's recovery rules the numbers follow (they differ by version:
     docs/reference/rocketmq.md §7.2)."""
     version = recovery["broker_version"] or "newest (default)"
+    if recovery["rule"] == "dledger":
+        return (f"[dim]DLedger recovery (DLedgerMmapFileStore#recover, whatever the abort file says): scan from "
+                f"{recovery['scan_start']}[/]")
     return (f"[dim]{recovery['mode']} recovery by the {recovery['rule']} rule (broker version {version}): "
             f"scan from {recovery['scan_start']}[/]")
 

@@ -2,8 +2,10 @@
 
 Layout (docs/reference/rocketmq.md §1): `commitlog/` (20-digit files), `consumequeue/<topic>/<queueId>/`,
 `index/` (17-digit local-time names), `checkpoint` (4 KiB), `abort`, `lock`,
-`config/*.json`, `epochFileCheckpoint`, `brokerIdentity`. A DLedger commit log
-(`commitlog/dledger-*`) is recognised but is a different format. With `storeType=defaultRocksDB` (5.x)
+`config/*.json`, `epochFileCheckpoint`, `brokerIdentity`. A DLedger commit log (4.5-4.9 `enableDLegerCommitLog`)
+lives in `dledger-<selfId>/` beside them (`DLedgerConfig#getDefaultPath` under `storePathRootDir`), or under
+`commitlog/` when the broker's root was set that way: its format is `dledger`'s.
+With `storeType=defaultRocksDB` (5.x)
 `consumequeue/` is a RocksDB database and `config/consumerOffsets|topics|subscriptionGroups/` are too
 (`rocksdb_store`, §14).
 """
@@ -20,6 +22,7 @@ from replog.formats.fileio import is_regular, open_regular
 from replog.formats.rocketmq.abort import ABORT, ABORT_BAK, LOCK
 from replog.formats.rocketmq.checkpoint import FILE_SIZE as CHECKPOINT_SIZE
 from replog.formats.rocketmq.commitlog import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
+from replog.formats.rocketmq.dledger import find_peers
 from replog.formats.rocketmq.rocksdb_store import STORE_TYPE_DEFAULT, config_dbs, store_type
 
 _OFFSET_NAME = re.compile(r"^\d{20}$")
@@ -75,6 +78,7 @@ class StoreLayout:
     @property
     def rocksdb(self) -> bool:
         return self.store_type != STORE_TYPE_DEFAULT
+    dledger_dirs: list[Path] = field(default_factory=list)    # `dledger-<selfId>` dirs holding `data/`
 
     @property
     def commitlog_dir(self) -> Path:
@@ -126,6 +130,7 @@ def scan_store(root: str | os.PathLike[str]) -> StoreLayout:
     r = Path(root)
     cl = r / "commitlog"
     cfg = r / "config"
+    peers = find_peers(r)
     return StoreLayout(
         root=r,
         commitlog_files=_files(cl, _OFFSET_NAME),
@@ -140,10 +145,16 @@ def scan_store(root: str | os.PathLike[str]) -> StoreLayout:
         config_files=sorted(p for p in cfg.glob("*.json")) if cfg.is_dir() else [],
         epoch_file=_opt(r / EPOCH_FILE),
         broker_identity=_opt(r / BROKER_IDENTITY),
-        dledger=cl.is_dir() and any(p.is_dir() and p.name.startswith("dledger-") for p in cl.iterdir()),
+        dledger=bool(peers) or _dledger_named(cl),
+        dledger_dirs=peers,
         store_type=store_type(r),
         config_dbs=config_dbs(r),
     )
+
+
+def _dledger_named(commitlog: Path) -> bool:
+    """A `commitlog/dledger-*` dir, even without `data/` yet: DLedger's, never a plain commit log."""
+    return commitlog.is_dir() and any(p.is_dir() and p.name.startswith("dledger-") for p in commitlog.iterdir())
 
 
 def is_rocketmq_store(path: str | os.PathLike[str]) -> bool:

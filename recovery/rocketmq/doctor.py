@@ -233,13 +233,26 @@ def consume_queue_findings(model: StoreModel) -> Iterator[Finding]:
                               message=f"{topic}/{qid}: {problem}", commitlog_offset=e.commitlog_offset)
     for (topic, qid), units in heads.items():
         queue = model.queues.get((topic, qid))
-        behind = [o for o, _ in units if queue is None or o >= queue.max_offset]
-        if behind:
+        pending = [(o, m) for o, m in units if queue is None or o >= queue.max_offset]
+        if pending:
+            behind = [o for o, _ in pending]
             yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", str(model.layout.root / "consumequeue" / topic / str(qid)),
                           offset=behind[0], severity=Severity.INFO,
                           message=f"{topic}/{qid}: {len(behind)} messages (queue offsets {behind[0]}"
-                                  f"..{behind[-1]}) have no consume-queue entry yet; the broker "
-                                  "dispatches them at start", messages=len(behind))
+                                  f"..{behind[-1]}) have no consume-queue entry yet; "
+                                  + _dispatch_note(model, [m for _, m in pending]), messages=len(behind))
+
+
+def _dispatch_note(model: StoreModel, behind: list[MessageRef]) -> str:
+    """When the broker dispatches them: at start; on a DLedger store only up to the committed entry's end
+    (`DLedgerCommitLog#getData` returns nothing at or past `committedPos`), the rest once a leader commits it, if
+    no leader truncates it first (docs/reference/rocketmq.md §15.4, §15.6)."""
+    committed = model.dledger.committed_offset if model.dledger is not None else None
+    if model.dledger is None or committed is None or behind[-1].end <= committed:
+        return "the broker dispatches them at start"
+    past = sum(1 for m in behind if m.end > committed)
+    return (f"{past} of them lie past the DLedger committed index {model.dledger.committed_index} (offset "
+            f"{committed}): dispatched only once a leader commits them, lost if a leader's log does not hold them")
 
 
 def infer_hash_slot_num(buf: bytes | memoryview) -> int | None:

@@ -26,6 +26,7 @@ from replog.formats.rocketmq import commitlog as cl
 from replog.formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_offsets
 from replog.recovery.naming import parse_named, replica_names
 from replog.recovery.progress import Progress, Tally
+from replog.recovery.rocketmq.dledger_replay import DLEDGER, replay_dledger
 from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
 from replog.recovery.rocketmq.recovery_rule import rule_for
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
@@ -348,9 +349,14 @@ def _autoswitch_stall(out: ReplicaOutcome, master: StoreModel, slave: StoreModel
 
 def replay_stores(stores: Sequence[StoreModel], leader: str | None = None, protocol: str = CLASSIC
                   ) -> HAReplayResult:
-    """Replay every slave against the master, in the order given."""
+    """Replay every slave against the master, in the order given (a DLedger group: `dledger_replay`)."""
+    if protocol == DLEDGER:
+        return replay_dledger(stores, leader)
     if protocol not in (CLASSIC, AUTOSWITCH):
-        raise ReplogError(f"unknown protocol {protocol!r} for RocketMQ: use classic or autoswitch")
+        raise ReplogError(f"unknown protocol {protocol!r} for RocketMQ: use classic, autoswitch or dledger")
+    if any(s.dledger is not None for s in stores):
+        raise ReplogError(f"{', '.join(s.name for s in stores if s.dledger is not None)}: DLedger stores replicate "
+                          "by Raft, not by classic or auto-switch HA: replay them with --protocol dledger")
     names = [s.name for s in stores]
     if len(set(names)) != len(names):
         raise ReplogError(f"store names must be unique: {names}")
@@ -379,8 +385,14 @@ def replay_stores(stores: Sequence[StoreModel], leader: str | None = None, proto
 def replay_paths(specs: Sequence[str], leader: str | None = None, protocol: str | None = None,
                  progress: Progress | None = None, broker_version: str | None = None) -> HAReplayResult:
     """Load `[NAME=]PATH` stores and replay them (protocol default: classic); `progress` hears of each
-    commit-log file walked. `broker_version` picks the recovery rule each store is loaded by."""
-    return replay_stores(load_stores(specs, progress, broker_version), leader, protocol or CLASSIC)
+    commit-log file walked. `broker_version` picks the recovery rule each store is loaded by. Without a protocol a
+    group of DLedger stores replays by its Raft rules, any other by classic HA."""
+    stores = load_stores(specs, progress, broker_version)
+    return replay_stores(stores, leader, protocol or default_protocol(stores))
+
+
+def default_protocol(stores: Sequence[StoreModel]) -> str:
+    return DLEDGER if stores and all(s.dledger is not None for s in stores) else CLASSIC
 
 
 def load_stores(specs: Sequence[str], progress: Progress | None = None,

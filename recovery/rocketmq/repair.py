@@ -14,9 +14,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replog.formats.errors import ReplogError
 from replog.formats.fileio import mapped
 from replog.formats.findings import Severity
 from replog.recovery.outputs import claimed_output, mark_complete
+from replog.recovery.rocketmq.dledger_replay import DLEDGER
 from replog.recovery.rocketmq.doctor import diagnose_store
 from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
 from replog.recovery.rocketmq.recover import Piece, prefix_pieces, write_store
@@ -91,6 +93,9 @@ def _write_one(root: Path, r: ReplicaOutcome, master: StoreModel) -> tuple[Path,
 
 def repair_stores(result: HAReplayResult, out: str | os.PathLike[str], *, force: bool = False) -> list[RepairedStore]:
     """Write every store of the replay under `out/NAME/` and prove the result."""
+    if result.protocol == DLEDGER:
+        raise ReplogError("repair writes commit logs, not DLedger logs: replay shows what each DLedger peer keeps; "
+                          "the group's own followers repair themselves from the leader when they restart")
     for r in result.replicas:
         require_file_queues(r.model, "repair")
     with claimed_output(out, [r.model.path for r in result.replicas], force) as root:

@@ -27,6 +27,7 @@ from replog.formats.rocketmq.index_file import message_keys
 from replog.formats.rocketmq.rocksdb_store import CONSUMEQUEUE, RocksCQUnit, consume_queue_db, db_files
 from replog.formats.rocketmq.store import StoreLayout, detect_store
 from replog.recovery.progress import Tally
+from replog.recovery.rocketmq.dledger_log import DLedgerLog, read_dledger
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, lmq_targets
 from replog.recovery.rocketmq.recovery_rule import NEWEST, RecoveryRule, start_index
 
@@ -141,13 +142,18 @@ class StoreModel:
     files_read: list[Path] = field(default_factory=list)
     rule: RecoveryRule = NEWEST                   # the broker version's rule for the scan's start file
     abnormal: bool = False                        # the scan was the abnormal recovery's
+    dledger: DLedgerLog | None = None             # a DLedger commit log: its Raft entries (dledger_log)
 
     @property
     def min_offset(self) -> int:
         return self.files[0][0] if self.files else 0
 
     def recovery(self) -> dict[str, object]:
-        """Which recovery the model is: the broker version's rule, normal or abnormal, where the scan began."""
+        """Which recovery the model is: the broker version's rule, normal or abnormal, where the scan began.
+        A DLedger log has one recovery whatever the abort file says (`DLedgerCommitLog#recover`)."""
+        if self.dledger is not None:
+            return {"rule": "dledger", "broker_version": self.rule.to_dict().get("broker_version"),
+                    "mode": "dledger", "scan_start": self.scan_start}
         return self.rule.to_dict() | {"mode": "abnormal" if self.abnormal else "normal", "scan_start": self.scan_start}
 
     @property
@@ -333,20 +339,14 @@ def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnorma
     if layout is None:
         raise UnreadableInput(f"{path}: not a RocketMQ store (no commitlog/ segments or checkpoint)")
     if layout.dledger:
-        raise UnreadableInput(f"{path}: a DLedger commit log, which replog does not handle")
+        return _load_dledger(path, name, layout, tally, rule)
     files_read: list[Path] = []
     listed = [(s, p) for s, p in cl.commitlog_files(layout.commitlog_dir) if s >= 0] \
         if layout.commitlog_dir.is_dir() else []
     deleted = cl.deleted_at_load(listed, {p: p.stat().st_size for _, p in listed[-1:]})
     files = listed[:-1] if deleted is not None else listed   # the walk below reports the deleted one
     file_size = cl.infer_file_size(p.stat().st_size for _, p in files) or cl.DEFAULT_FILE_SIZE
-    cp = None
-    if layout.checkpoint is not None:
-        files_read.append(layout.checkpoint)
-        try:
-            cp = read_checkpoint(layout.checkpoint)
-        except (FormatError, UnreadableInput):
-            cp = None
+    cp = _checkpoint(layout, files_read)
     abort = read_abort(layout.root)
     files_read += [p for p in (layout.abort, layout.abort_bak) if p is not None]
     if abnormal is None:
@@ -386,3 +386,28 @@ def load_store(path: str | os.PathLike[str], name: str | None = None, *, abnorma
                       findings, max_offset, files[start_idx][0] if files else 0, walk_end, cp, epochs, abort,
                       queues, files_read, rule, abnormal)
 
+
+
+def _checkpoint(layout: StoreLayout, files_read: list[Path]) -> Checkpoint | None:
+    if layout.checkpoint is None:
+        return None
+    files_read.append(layout.checkpoint)
+    try:
+        return read_checkpoint(layout.checkpoint)
+    except (FormatError, UnreadableInput):
+        return None
+
+
+def _load_dledger(path: str | os.PathLike[str], name: str | None, layout: StoreLayout, tally: Tally | None,
+                  rule: RecoveryRule) -> StoreModel:
+    """The model of a DLedger store: the messages are the entries' bodies (`dledger_log`); queues, checkpoint and
+    abort are the store's own, as for any store."""
+    files_read: list[Path] = []
+    cp = _checkpoint(layout, files_read)
+    abort = read_abort(layout.root)
+    files_read += [p for p in (layout.abort, layout.abort_bak) if p is not None]
+    queues = _read_queues(layout, files_read)
+    read = read_dledger(layout, tally, to_ref)
+    return StoreModel(name or Path(path).resolve().name, str(path), layout, read.file_size, read.files,
+                      read.messages, read.beyond, read.findings, read.max_offset, read.scan_start, read.walk_end,
+                      cp, [], abort, queues, read.files_read + files_read, rule, abort.present, read.log)

@@ -197,4 +197,8 @@ def what_if_paths(specs: Sequence[str], protocol: str | None = None, progress: A
     protocol = protocol or CLASSIC
     if protocol not in MODES:
         raise ReplogError(f"unknown protocol {protocol!r} for RocketMQ: use classic or autoswitch")
-    return what_if_stores(load_stores(specs, progress, broker_version), protocol)
+    stores = load_stores(specs, progress, broker_version)
+    if any(s.dledger is not None for s in stores):
+        raise ReplogError("--what-if compares master choices of classic and auto-switch HA; a DLedger group's "
+                          "leader is elected by Raft: run replay without --what-if (or with --leader NAME)")
+    return what_if_stores(stores, protocol)

@@ -36,6 +36,7 @@ JVM = ["-Xms128m", "-Xmx256m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC
 TOOL_JVM = ["-Xmx160m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", *OPENS]
 START_TIMEOUT = 180.0
 CLUSTER, GROUP = "LabCluster", "broker-a"
+_ROLE_CHANGE = re.compile(r"Finish handling broker role change succ=true term=(\d+) role=(\w+)")
 
 LOGBACK = """<configuration>
   <appender name="OUT" class="ch.qos.logback.core.ConsoleAppender">
@@ -97,6 +98,7 @@ class RmqSpec:
     mode: str = "classic"                      # classic | controller
     brokers: int = 1                           # 1: a lone master; 2: master + slave (classic) or two peers
     broker_config: dict[str, str] = field(default_factory=dict)
+    dledger: bool = False                      # 4.5-4.9 DLedger commit log: `brokers` peers of one Raft group
 
 
 @dataclass
@@ -127,6 +129,7 @@ class RmqCluster:
         self._write_home()
         self.ns_port = free_block(0, 0)
         self.controller_port = free_block(0, 0) if spec.mode == "controller" else 0
+        self.dledger_ports = [free_block(0, 0) for _ in range(spec.brokers)] if spec.dledger else []
         self.namesrv = self._namesrv_node()
         self.brokers = {f"n{i}": self._broker_node(i) for i in range(spec.brokers)}
 
@@ -190,10 +193,18 @@ class RmqCluster:
                 "syncBrokerMetadataPeriod": "1000", "checkSyncStateSetPeriod": "1000",
                 "sendHeartbeatTimeoutMillis": "1000",
             })
+        elif self.spec.dledger:
+            props.update(self._dledger_props(i))
         else:
             props.update({"brokerId": str(i), "brokerRole": "ASYNC_MASTER" if i == 0 else "SLAVE"})
         props.update(self.spec.broker_config)
         return self._node(f"n{i}", port, props, "org.apache.rocketmq.broker.BrokerStartup")
+
+    def _dledger_props(self, i: int) -> dict[str, str]:
+        """A DLedger group of every broker (`DLedgerCommitLog`: group, peers `n0-host:port;...`, self id); the
+        store's Raft files go to `<storePathRootDir>/dledger-n<i>` (`DLedgerConfig#getDefaultPath`)."""
+        peers = ";".join(f"n{k}-127.0.0.1:{port}" for k, port in enumerate(self.dledger_ports))
+        return {"enableDLegerCommitLog": "true", "dLegerGroup": GROUP, "dLegerPeers": peers, "dLegerSelfId": f"n{i}"}
 
     # ----- processes
 
@@ -216,6 +227,25 @@ class RmqCluster:
         node = self.brokers[name]
         node.start()
         node.wait_for_line(r"The broker\[.*\] boot success", START_TIMEOUT)
+
+    def dledger_leader(self, timeout: float = START_TIMEOUT) -> tuple[str, int]:
+        """(broker, term) of the DLedger group's leader, read from the brokers' logs: the running broker whose last
+        finished role change (`DLedgerRoleChangeHandler`) made it LEADER in the newest term any running broker saw."""
+        found: list[tuple[str, int]] = []
+
+        def elected() -> bool:
+            last = {}
+            for name, node in self.brokers.items():
+                changes = _ROLE_CHANGE.findall(node.output_since_start()) if node.running and not node.paused else []
+                if changes:
+                    last[name] = (int(changes[-1][0]), changes[-1][1])
+            leaders = [(term, name) for name, (term, role) in last.items() if role == "LEADER"]
+            if not leaders or max(leaders)[0] < max(term for term, _ in last.values()):
+                return False
+            found[:] = [(max(leaders)[1], max(leaders)[0])]
+            return True
+        wait_until(elected, timeout, "no DLedger leader among the running brokers", every=0.5)
+        return found[0]
 
     def start(self) -> None:
         self.start_namesrv()

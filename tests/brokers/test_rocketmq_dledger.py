@@ -1,0 +1,100 @@
+"""replog against a real DLedger group (RocketMQ 4.9.7, dledger 0.3.1.2): `ls`, `doctor` and `replay` on the stores
+the brokers wrote, compared with what the brokers did (rocketmq_dledger's scenarios).
+
+- replay, from the copies taken while the returning peer was down, predicts the leader, each peer's end once caught
+  up, the returning peer's truncation (index and pos of the broker's `[HandleDoTruncate]` line) and what it loses:
+  a message replog keeps must be served by the returning broker at the same physical offset and size for its queue
+  offset and be the same message there (its keys, by the broker's `viewMessage`: a replacing message can reuse the
+  offset and size), one replog calls lost must not be, and every lost one was a send never acknowledged.
+- ls and doctor, on the live stores after the clean stop (read in place): the end the broker served, as many
+  messages as its consume queues serve, and no defect.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replog.recovery.rocketmq.store_model import load_store
+from tests.brokers.rocketmq_dledger import TOPIC, DLedgerOutcome, leader_crash, uncommitted_tail
+from tests.toolkit.test_cli import run_replog
+
+pytestmark = pytest.mark.brokers
+FULL = pytest.mark.brokers_full
+
+SCENARIOS: dict[str, Callable[[Path], DLedgerOutcome]] = {
+    "4.9.7-dledger-leader-crash": leader_crash,
+    "4.9.7-dledger-uncommitted-tail": uncommitted_tail,
+}
+
+
+def cases(*ci: str) -> list[Any]:
+    """Every scenario; the labels named run in `make test`, the rest in `make test-brokers`."""
+    return [pytest.param(label, id=label, marks=() if label in ci else FULL) for label in SCENARIOS]
+
+
+def replog_json(*args: str) -> dict[str, Any]:
+    done = run_replog(*args, "--format", "json")
+    assert done.returncode in (0, 1), f"replog {args[0]} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def check_replay(outcome: DLedgerOutcome) -> None:
+    result = replog_json("replay", *[f"{n}={p}" for n, p in outcome.copies.items()])
+    assert result["protocol"] == "dledger", f"replay protocol {result['protocol']}"
+    assert result["leader"] == outcome.leader, (
+        f"leader: replog {result['leader']} ({result['leader_election']['explanation']}), brokers {outcome.leader}")
+    replicas = {r["name"]: r for r in result["replicas"]}
+    for name, end in outcome.ends.items():
+        assert replicas[name]["log_end_offset_after"] == end, (
+            f"{name} end once caught up: replog {replicas[name]['log_end_offset_after']}, broker {end}")
+    cuts = [(e["truncate_index"], e["pos"]) for e in result["events"]
+            if e["kind"] == "truncate" and e["replica"] == outcome.returning]
+    assert cuts == outcome.truncations, (
+        f"{outcome.returning} truncation (index, pos): replog {cuts}, broker [HandleDoTruncate] {outcome.truncations}")
+    check_lost(outcome, replicas[outcome.returning])
+
+
+def check_lost(outcome: DLedgerOutcome, replica: dict[str, Any]) -> None:
+    """replog's kept/lost split of the returning peer's copy against the consume-queue units its broker serves."""
+    served = {(TOPIC, q): {i: (off, size) for i, off, size, _ in units}
+              for (_, q), units in outcome.inspections[outcome.returning].units.items()}
+    lost = {(m["queue_id"], m["queue_offset"], m["physical_offset"]) for m in replica["lost"]["messages"]}
+    copy = load_store(outcome.copies[outcome.returning])
+    for m in copy.messages:
+        unit = served.get((m.topic, m.queue_id), {}).get(m.queue_offset)
+        held = outcome.held.get(m.physical_offset)
+        same = held is not None and held[:2] == (m.queue_id, m.queue_offset) and held[2] in m.user_keys()
+        kept_by_broker = unit == (m.physical_offset, m.size) and same
+        said_lost = (m.queue_id, m.queue_offset, m.physical_offset) in lost
+        assert kept_by_broker != said_lost, (
+            f"{m.topic}/{m.queue_id}@{m.queue_offset} (offset {m.physical_offset}): replog says "
+            f"{'lost' if said_lost else 'kept'}, the broker {'serves' if kept_by_broker else 'does not serve'} it")
+    keys = {int(k[1:]) for m in replica["lost"]["messages"] for k in m["keys"] if k[:1] == "k" and k[1:].isdigit()}
+    assert keys <= set(outcome.failed), f"replog loses acknowledged sends {sorted(keys - set(outcome.failed))}"
+
+
+def check_stores(outcome: DLedgerOutcome) -> None:
+    for name, store in outcome.stores.items():
+        ls = replog_json("ls", str(store))["store"]
+        assert ls["dledger"]["peer"] == name, f"{name}: ls reads peer {ls['dledger']['peer']}"
+        assert ls["max_offset"] == outcome.ends[name], f"{name}: ls end {ls['max_offset']}, broker {outcome.ends[name]}"
+        served = sum(len(u) for u in outcome.inspections[name].units.values())
+        assert ls["messages"] == served, f"{name}: ls counts {ls['messages']} messages, the broker serves {served}"
+        doctor = replog_json("doctor", str(store))
+        bad = [f for f in doctor["findings"] if f["severity"] != "info"]
+        assert not bad, f"{name}: doctor on the store a broker wrote and stopped cleanly: {bad[:3]}"
+
+
+@pytest.mark.parametrize("label", cases("4.9.7-dledger-leader-crash"))
+def test_dledger_group_matches_brokers(tmp_path: Path, label: str) -> None:
+    outcome = SCENARIOS[label](tmp_path)
+    assert outcome.leader != outcome.old_leader, f"no new leader: {outcome.leader} led before and after"
+    if label.endswith("uncommitted-tail"):
+        assert outcome.truncations, f"premise: {outcome.returning} kept a tail its leader must truncate (no line)"
+    check_replay(outcome)
+    check_stores(outcome)
