@@ -145,6 +145,11 @@ CODES: dict[str, Code] = {
     "ROCKETMQ_ABORT_PRESENT": Code(W, "abort file present: the broker did not shut down cleanly"),
     "ROCKETMQ_EPOCH_FILE_INVALID": Code(E, "epoch file malformed or not monotonic"),
     "ROCKETMQ_CONFIG_INVALID": Code(W, "config json file malformed"),
+    "ROCKETMQ_TIMER_LOG_INVALID": Code(E, "timer-log unit malformed or not pointing at its timer message"),
+    "ROCKETMQ_TIMER_WHEEL_INVALID": Code(E, "timer wheel size, slot place, positions or slot chain wrong"),
+    "ROCKETMQ_TIMER_CHECKPOINT_INVALID": Code(E, "timer checkpoint (config/timercheck) malformed or missing"),
+    "ROCKETMQ_TIMER_MESSAGE_LOST": Code(W, "a timer-log unit's message is past the recovered commit-log end: "
+                                           "its scheduled delivery is lost"),
 }
 
 

@@ -32,6 +32,7 @@ from replog.formats.rocketmq.index_file import (
     index_key_hash,
 )
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
+from replog.recovery.rocketmq.timers import timer_findings
 
 _SEARCH_LIMIT = 1 << 20   # index files up to this size get their slot count searched for
 
@@ -60,6 +61,9 @@ def diagnose_store(path: str | os.PathLike[str], *, hash_slot_num: int | None = 
     for p in model.layout.config_files:
         read.append(p)
         out += config_findings(p)
+    timer_out, timer_read = timer_findings(model)
+    out += timer_out
+    read += timer_read
     seen: set[Path] = set()
     files = [p for p in read if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
     return out, files

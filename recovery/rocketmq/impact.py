@@ -14,6 +14,9 @@ offset and the max consumed lost messages too, and nothing moves it: it goes on 
 The slave's metadata sync (`SlaveSynchronize.syncAll`) copies topics, consumer offsets, delay offsets
 and subscription groups from the master: topics and subscription groups only on the slave are deleted,
 consumer offsets only on the slave are kept (`putAll`), the delay offset file is replaced whole.
+
+Timer messages (5.x) a store loses before the timer wheel delivered them are scheduled deliveries lost
+(`timers.lost_deliveries`): listed per store under `lost_scheduled_deliveries`.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from replog.formats.rocketmq.config_json import load_config
 from replog.formats.shape import Field, Shape
 from replog.recovery.rocketmq.ha_result import HAReplayResult, ReplicaOutcome
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
+from replog.recovery.rocketmq.timers import lost_deliveries, lost_summary
 
 UNAFFECTED, CONSUMED_LOST, AHEAD = "unaffected", "consumed_lost", "ahead_of_queue"
 Queue = tuple[str, int]
@@ -75,13 +79,15 @@ class RocketImpact:
     metadata: list[MetadataDifference] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    scheduled: list[dict[str, Any]] = field(default_factory=list)   # per store: lost timer deliveries
 
     @property
     def summary(self) -> dict[str, int]:
         return {"groups": len(self.groups),
                 "groups_affected": sum(1 for g in self.groups if g.classification != UNAFFECTED),
                 "messages_consumed_lost": sum(g.messages_consumed_lost for g in self.groups),
-                "metadata_differences": len(self.metadata)}
+                "metadata_differences": len(self.metadata),
+                "scheduled_deliveries_lost": sum(s["count"] for s in self.scheduled)}
 
     def to_dict(self) -> dict[str, Any]:
         return ROCKET_IMPACT.dump(self)
@@ -90,7 +96,8 @@ class RocketImpact:
 ROCKET_IMPACT = Shape(Field("system", lambda _: "rocketmq"), Field("leader", "master"),
                       Field("consumer_groups", "groups", shape=QUEUE_IMPACT),
                       Field("metadata_differences", "metadata", shape=METADATA_DIFFERENCE),
-                      "summary", "sources", "skipped")
+                      "summary", "sources", "skipped",
+                      Field("lost_scheduled_deliveries", "scheduled"))
 
 
 def queue_ends(messages: list[MessageRef]) -> dict[Queue, int]:
@@ -176,6 +183,9 @@ def analyze_rocketmq_impact(result: HAReplayResult) -> RocketImpact:
         lost: dict[Queue, list[int]] = {}
         for m in r.lost:
             lost.setdefault((m.topic, m.queue_id), []).append(m.queue_offset)
+        timers = lost_deliveries(r.model, r.lost)
+        if timers:
+            out.scheduled.append({"store": r.model.name, **lost_summary(timers)})
         offsets, source = read_offsets(r.model, out.skipped)
         if source is not None:
             out.sources.append(source)
