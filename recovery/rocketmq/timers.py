@@ -239,7 +239,8 @@ def _unit_findings(model: StoreModel, u: TimerUnit, by_off: dict[int, MessageRef
         return   # the commit log's expired files: the broker deletes such timer-log files too
     undelivered = cp is None or u.delivery_ms >= cp.last_read_time_ms
     if u.offset_py >= model.max_offset:
-        yield finding(_LOST, u.file, position=at, offset=u.pos, severity=Severity.WARNING if undelivered else Severity.INFO,
+        yield finding(_LOST, u.file, position=at, offset=u.pos,
+                      severity=Severity.WARNING if undelivered else Severity.INFO,
                       message=f"unit points at commit-log offset {u.offset_py}, at or past the recovered log end "
                               f"{model.max_offset}: " + ("its delivery is lost (dequeue finds no message)"
                                                            if undelivered else "already delivered"),
