@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,7 @@ UNIT_STRUCT = struct_of(UNIT)
 UNIT_SIZE = UNIT_STRUCT.size                   # 52
 BLANK_MAGIC = -875286124                       # 0xBBCCDDEE ^ 1880681586 + 8 (Java: + binds first)
 MIN_BLANK_LEN = 16                             # size, prevPos, magic
+_HEAD = struct.Struct(UNIT_STRUCT.format[:4])   # size, prevPos, magic: all a blank has
 MAGIC_DEFAULT, MAGIC_ROLL, MAGIC_DELETE = 1, 2, 4
 DEFAULT_FILE_SIZE = 100 * 1024 * 1024          # mappedFileSizeTimerLog
 DIR_NAME = "timerlog"
@@ -121,15 +123,15 @@ def walk_timerlog(files: Iterable[tuple[int, Path]]) -> Generator[TimerUnit | Fi
 def _walk_file(buf: memoryview, start: int, path: str) -> Generator[TimerUnit | Finding, None, tuple[int, bool]]:
     """(position where the file's units end, whether the log ends there)."""
     pos = 0
-    while pos + UNIT_SIZE <= len(buf):
-        size, _prev, magic = UNIT_STRUCT.unpack_from(buf, pos)[:3]
+    while pos + MIN_BLANK_LEN <= len(buf):
+        size, _prev, magic = _HEAD.unpack_from(buf, pos)
         if magic == BLANK_MAGIC:
             if size != len(buf) - pos:
                 yield finding(_CODE, path, position=pos, offset=start + pos,
                               message=f"blank of {size} bytes, {len(buf) - pos} are left in the file")
             return len(buf), False
-        if size != UNIT_SIZE or not magic_ok(magic):
-            if size or magic or any(buf[pos:pos + UNIT_SIZE]):
+        if pos + UNIT_SIZE > len(buf) or size != UNIT_SIZE or not magic_ok(magic):
+            if any(buf[pos:pos + UNIT_SIZE]):
                 yield finding(_CODE, path, position=pos, offset=start + pos,
                               message=f"unit with size {size} and magic {magic:#x}: the broker's check at start "
                                       f"ends the timer log here and truncates the rest")

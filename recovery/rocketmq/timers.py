@@ -161,7 +161,7 @@ def lost_deliveries(model: StoreModel, lost: list[MessageRef]) -> list[Scheduled
             if pending(m, p, cp):
                 out.append(ScheduledDelivery(m.physical_offset, m.size, m.queue_offset, p.get("REAL_TOPIC"),
                                              _int(p.get("REAL_QID")), _int(p.get("TIMER_OUT_MS")),
-                                             p.get("UNIQ_KEY"), m.user_keys(),
+                                             p.get("UNIQ_KEY"), [k for k in m.user_keys() if k != p.get("UNIQ_KEY")],
                                              cp is not None and m.queue_offset < cp.last_timer_queue_offset))
     return out
 
