@@ -40,14 +40,16 @@ from replog.formats.rocketmq.timer_check import (
 )
 from replog.formats.rocketmq.timer_log import DIR_NAME, UNIT_SIZE, TimerUnit, read_unit, timerlog_files, walk_timerlog
 from replog.formats.rocketmq.timer_wheel import (
-    FILE_NAME as WHEEL_NAME,
-)
-from replog.formats.rocketmq.timer_wheel import (
+    DEFAULT_PRECISION_MS,
     PRECISIONS_MS,
     SLOT_SIZE,
     WHEEL_SIZE,
     Slot,
+    all_num,
     written_slots,
+)
+from replog.formats.rocketmq.timer_wheel import (
+    FILE_NAME as WHEEL_NAME,
 )
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
 
@@ -184,14 +186,14 @@ def lost_summary(deliveries: list[ScheduledDelivery]) -> dict[str, Any]:
 class _LogView:
     """Random access to timer-log units by position (slot chains), over maps kept open."""
 
-    files: list[tuple[int, Path]]
+    files: dict[int, Path]
     file_size: int
     stack: ExitStack
     maps: dict[int, memoryview] = field(default_factory=dict)
 
     def unit(self, pos: int) -> TimerUnit | None:
         start = pos - pos % self.file_size if self.file_size else 0
-        path = dict(self.files).get(start)
+        path = self.files.get(start)
         if path is None or pos < 0 or (pos - start) % UNIT_SIZE:
             return None
         buf = self.maps.get(start)
@@ -285,7 +287,7 @@ def _wheel_findings(tf: TimerFiles, log_end: int, stack: ExitStack) -> Iterator[
                 return
             log_start = tf.log_files[0][0] if tf.log_files else 0
             file_size = tf.log_files[0][1].stat().st_size if tf.log_files else 0
-            view = _LogView(tf.log_files, file_size, stack)
+            view = _LogView(dict(tf.log_files), file_size, stack)
             nslots = len(buf) // SLOT_SIZE
             for slot in written_slots(buf):
                 yield from _slot_findings(slot, nslots, log_start, log_end, view, path)
@@ -447,3 +449,39 @@ def _write_checkpoint(tf: TimerFiles, cfg: Path, log_end: int, kept: list[Messag
     return {"last_read_time_ms": new.last_read_time_ms, "last_timer_log_flush_pos": new.last_timer_log_flush_pos,
             "last_timer_queue_offset": new.last_timer_queue_offset,
             "master_timer_queue_offset": new.master_timer_queue_offset}
+
+
+# --- ls ------------------------------------------------------------------------------------------------------------
+
+def timer_summary(model: StoreModel) -> dict[str, Any] | None:
+    """What `ls` shows of the timer files (None without any): units, the timer log's end, the checkpoint, the
+    wheel's pending count from the checkpoint's read time (the broker's `timerCongestNum` at that time, assuming
+    the default precision of 1000 ms) and the metrics' pending total."""
+    tf = timer_files(model.layout.root)
+    if not tf.present:
+        return None
+    walk = walk_timerlog(tf.log_files)
+    units, log_end = 0, 0
+    while True:
+        try:
+            units += isinstance(next(walk), TimerUnit)
+        except StopIteration as stop:
+            log_end = int(stop.value)
+            break
+    cp = tf.checkpoint()
+    wheel_pending = None
+    if tf.wheel is not None and cp is not None:
+        with mapped(tf.wheel) as buf:
+            wheel_pending = all_num(buf, cp.last_read_time_ms, DEFAULT_PRECISION_MS)
+    metrics = None
+    if tf.metrics is not None:
+        try:
+            metrics = parse_timer_metrics(read_small(tf.metrics)).pending
+        except (FormatError, UnreadableInput):
+            metrics = None
+    return {"timer_log_files": len(tf.log_files), "timer_log_end": log_end, "units": units,
+            "wheel": tf.wheel is not None, "wheel_pending": wheel_pending, "metrics_pending": metrics,
+            "checkpoint": None if cp is None else {
+                "last_read_time_ms": cp.last_read_time_ms, "last_timer_log_flush_pos": cp.last_timer_log_flush_pos,
+                "last_timer_queue_offset": cp.last_timer_queue_offset,
+                "master_timer_queue_offset": cp.master_timer_queue_offset}}

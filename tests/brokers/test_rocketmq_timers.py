@@ -17,7 +17,16 @@ from replog.formats.fileio import mapped
 from replog.formats.rocketmq.timer_wheel import DEFAULT_PRECISION_MS, all_num
 from replog.recovery.rocketmq.store_model import load_store
 from replog.recovery.rocketmq.timers import pending_deliveries, timer_files
-from tests.brokers.rocketmq_timers import LONG, SHORT, VERSION, TimerOutcome, timers_across_crash
+from tests.brokers.rocketmq_timers import (
+    CUT,
+    LATE,
+    LONG,
+    SHORT,
+    VERSION,
+    TimerOutcome,
+    cut_late,
+    timers_across_crash,
+)
 from tests.toolkit.test_cli import run_replog
 
 pytestmark = pytest.mark.brokers
@@ -56,10 +65,10 @@ def cases(*ci: str) -> list[Any]:
 
 def check_agreement(outcome: TimerOutcome) -> None:
     """replog's reading of the crashed copy against what the broker reported before the crash."""
-    pending_seqs = set(range(SHORT, SHORT + LONG))
+    pending_seqs = set(range(SHORT, SHORT + LONG + LATE))
     assert set(outcome.delivered_before) == set(range(SHORT)), \
         f"premise: the broker delivered {sorted(outcome.delivered_before)} before the crash, expected the short ones"
-    assert outcome.congest_before == LONG, f"premise: the broker's timerCongestNum is {outcome.congest_before}"
+    assert outcome.congest_before == LONG + LATE, f"premise: the broker's timerCongestNum is {outcome.congest_before}"
     tf = timer_files(outcome.copy)
     cp = tf.checkpoint()
     assert cp is not None and tf.wheel is not None, f"the crashed copy has no timer checkpoint or wheel: {tf}"
@@ -67,7 +76,7 @@ def check_agreement(outcome: TimerOutcome) -> None:
         congest = all_num(buf, cp.last_read_time_ms, DEFAULT_PRECISION_MS)
     assert congest == outcome.congest_before, \
         f"replog's wheel count {congest} != the broker's timerCongestNum {outcome.congest_before}"
-    pending = pending_deliveries(load_store(outcome.copy))
+    pending = pending_deliveries(load_store(outcome.copy))   # (undamaged copy)
     seqs = {int(k[1:]) for d in pending for k in d.keys if k.startswith("k")}
     assert seqs == pending_seqs, f"replog's pending timer messages {sorted(seqs)} != the undelivered {pending_seqs}"
     assert {d.real_topic for d in pending} == {"TimerLab"}, f"real topics {[d.real_topic for d in pending]}"
@@ -90,7 +99,7 @@ def check_doctor(store: Path, tmp_path: Path) -> None:
 def test_timers_delivered_exactly_once(tmp_path: Path, writer: str) -> None:
     outcome = timers_across_crash(tmp_path, WRITERS[writer])
     check_agreement(outcome)
-    expected = Counter({seq: 1 for seq in range(SHORT + LONG)})
+    expected = Counter({seq: 1 for seq in range(SHORT + LONG + LATE)})
     twice = sorted(s for s, n in outcome.delivered_after.items() if n > 1)
     missing = sorted(set(expected) - set(outcome.delivered_after))
     assert outcome.delivered_after == expected, (
@@ -98,3 +107,31 @@ def test_timers_delivered_exactly_once(tmp_path: Path, writer: str) -> None:
         f"delivered more than once: {twice}; missing: {missing}")
     check_doctor(outcome.copy, tmp_path)
     check_doctor(outcome.output, tmp_path)
+
+
+@FULL
+def test_lost_scheduled_deliveries_match_the_broker(tmp_path: Path) -> None:
+    """The crashed copy damaged so that the broker's recovery drops the last CUT timer messages: the deliveries a
+    broker started on the damaged copy never makes are replog's lost scheduled deliveries, and the broker on
+    replog's output delivers the others exactly once."""
+    result: dict[str, Any] = {}
+
+    def write(copy: Path, dest: Path) -> Path:
+        result.update(replog_json("recover", str(copy), "--out", str(dest), "--broker-version", VERSION))
+        return dest
+    outcome = timers_across_crash(tmp_path, write, cut_late)
+    everything = set(range(SHORT + LONG + LATE))
+    assert outcome.delivered_own is not None, "premise: a broker started on the damaged copy"
+    never = everything - set(outcome.delivered_own)
+    assert never == set(range(SHORT + LONG + LATE - CUT, SHORT + LONG + LATE)), \
+        f"premise: the broker on the damaged copy never delivered {sorted(never)}"
+    lost = result["rebuilt"]["timers"]["lost_scheduled_deliveries"]
+    lost_seqs = {int(k[1:]) for d in lost["deliveries"] for k in d["keys"] if k.startswith("k")}
+    assert lost_seqs == never, f"replog's lost scheduled deliveries {sorted(lost_seqs)} != never delivered {never}"
+    assert lost["topics"] == ["TimerLab"], f"lost topics {lost['topics']}"
+    own_twice = sorted(s for s, n in outcome.delivered_own.items() if n > 1)
+    assert not own_twice, f"premise: the broker on the damaged copy delivered {own_twice} twice"
+    expected = Counter({seq: 1 for seq in everything - never})
+    assert outcome.delivered_after == expected, (
+        f"the broker on replog's output delivered {sorted(outcome.delivered_after.items())}, expected each of "
+        f"{sorted(expected)} once")

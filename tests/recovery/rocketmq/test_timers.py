@@ -161,3 +161,13 @@ def test_lost_deliveries_skip_what_was_delivered(store: Built) -> None:
     assert [d.keys for d in lost_deliveries(model, timers[:2])] == [["t1"]], "t0 was delivered before the crash"
     (store.root / "config" / "timercheck").unlink()
     assert len(lost_deliveries(model, timers[:2])) == 2, "without a checkpoint every timer message is pending"
+
+
+def test_ls_summary_of_the_timer_files(store: Built) -> None:
+    from replog.recovery.rocketmq.timers import timer_summary
+    from replog.toolkit.rocketmq_views import timers_line
+    t = timer_summary(load_store(store.root))
+    assert t is not None, "timer files present"
+    assert (t["units"], t["timer_log_end"], t["metrics_pending"]) == (4, 208, 3), f"{t}"
+    assert t["wheel_pending"] == 3, "slots of DUE[1] (2) and DUE[3] (1) lie at or after lastReadTimeMs"
+    assert "4 timer-log units" in timers_line(t), timers_line(t)
