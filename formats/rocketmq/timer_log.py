@@ -103,7 +103,8 @@ def walk_timerlog(files: Iterable[tuple[int, Path]]) -> Generator[TimerUnit | Fi
     """Units in log order and findings; returns where the broker's check ends the log (`checkOffset`)."""
     end = 0
     prev_end: int | None = None
-    for start, path in files:
+    listed = list(files)
+    for i, (start, path) in enumerate(listed):
         if prev_end is not None and start != prev_end:
             yield finding("ROCKETMQ_FILE_GAP", str(path), offset=prev_end,
                           message=f"timer log file starts at {start}, the previous one ends at {prev_end}")
@@ -116,6 +117,10 @@ def walk_timerlog(files: Iterable[tuple[int, Path]]) -> Generator[TimerUnit | Fi
             return end
         end = start + pos
         if stopped:
+            for _, later in listed[i + 1:]:
+                yield finding(_CODE, str(later), position=0, offset=end,
+                              message=f"timer-log file after the end the broker's check stops at ({end}): "
+                                      "truncateDirtyFiles deletes it at start")
             return end
     return end
 

@@ -124,12 +124,13 @@ class _Props:
         self.maps: dict[str, memoryview] = {}
 
     def of(self, m: MessageRef) -> dict[str, str]:
-        buf = self.maps.get(m.file)
-        if buf is None:
-            buf = self.maps[m.file] = self.stack.enter_context(mapped(m.file))
+        """The record's properties; {} when its file cannot be read or the record not decoded."""
         try:
+            buf = self.maps.get(m.file)
+            if buf is None:
+                buf = self.maps[m.file] = self.stack.enter_context(mapped(m.file))
             return read_message(buf, m.position, check_crc=False).properties
-        except FormatError:
+        except (FormatError, UnreadableInput):
             return {}
 
 
@@ -198,7 +199,10 @@ class _LogView:
             return None
         buf = self.maps.get(start)
         if buf is None:
-            buf = self.maps[start] = self.stack.enter_context(mapped(path))
+            try:
+                buf = self.maps[start] = self.stack.enter_context(mapped(path))
+            except UnreadableInput:
+                return None
         at = pos - start
         if at + UNIT_SIZE > len(buf):
             return None
@@ -427,7 +431,7 @@ def _copy_timer_log(tf: TimerFiles, root: Path, copied: list[str]) -> int:
             break
     (root / DIR_NAME).mkdir(parents=True, exist_ok=True)
     for start, path in tf.log_files:
-        if start > log_end or (start == log_end and start > 0):
+        if start > log_end:   # truncateDirtyFiles keeps a file starting at the end (empty), deletes later ones
             break
         _copy_file(path, root / DIR_NAME / path.name, log_end - start)
         copied.append(f"{DIR_NAME}/{path.name}")

@@ -17,6 +17,7 @@ public class RmqTimerCount {
         consumer.setInstanceName("replog-lab-" + System.nanoTime());
         consumer.start();
         try {
+            waitForRoute(consumer, topic);
             for (int q = 0; q < queues; q++) {
                 var mq = new MessageQueue(topic, brokerName, q);
                 long offset = consumer.minOffset(mq), max = consumer.maxOffset(mq);
@@ -38,6 +39,20 @@ public class RmqTimerCount {
             }
         } finally {
             consumer.shutdown();
+        }
+    }
+
+    // A broker just started on a store registers its topics with the name server's next heartbeat: wait for the
+    // route (up to 60 s) instead of failing with "No route info of this topic".
+    static void waitForRoute(DefaultMQPullConsumer consumer, String topic) throws Exception {
+        long deadline = System.currentTimeMillis() + 60000;
+        while (true) {
+            try {
+                if (!consumer.fetchSubscribeMessageQueues(topic).isEmpty()) return;
+            } catch (Exception e) {
+                if (System.currentTimeMillis() > deadline) throw e;
+            }
+            Thread.sleep(500);
         }
     }
 }

@@ -171,3 +171,18 @@ def test_ls_summary_of_the_timer_files(store: Built) -> None:
     assert (t["units"], t["timer_log_end"], t["metrics_pending"]) == (4, 208, 3), f"{t}"
     assert t["wheel_pending"] == 3, "slots of DUE[1] (2) and DUE[3] (1) lie at or after lastReadTimeMs"
     assert "4 timer-log units" in timers_line(t), timers_line(t)
+
+
+def test_bad_timer_files_are_findings_not_tracebacks(store: Built) -> None:
+    (store.root / "timerwheel").write_bytes(b"\x01" * 100)
+    (store.root / "config" / "timercheck").write_bytes(b"\x00" * 10)
+    (store.root / "config" / "timermetrics").write_text("{not json")
+    (store.root / "timerlog" / file_name(TL_FILE)).write_bytes(b"\xff" * 7)
+    found = {(c, n) for c, n, _ in codes_at(diagnose_store(store.root)[0])}
+    other = {(f.code, Path(f.path).name) for f in diagnose_store(store.root)[0]}
+    assert ("ROCKETMQ_TIMER_WHEEL_INVALID", "timerwheel") in found, f"{found}"
+    assert ("ROCKETMQ_TIMER_CHECKPOINT_INVALID", "timercheck") in found, f"{found}"
+    assert ("ROCKETMQ_CONFIG_INVALID", "timermetrics") in other, f"{other}"
+    assert ("ROCKETMQ_TIMER_LOG_INVALID", file_name(TL_FILE)) in found, f"{found}"
+    result = recover_store(store.root, store.root.parent / "out")
+    assert result["rebuilt"]["timers"]["checkpoint"] is None, "an unreadable checkpoint is not rewritten"
