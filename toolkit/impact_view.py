@@ -112,6 +112,10 @@ def _print_rocketmq(doc: dict[str, Any], console: Console) -> None:
     if doc["metadata_differences"]:
         console.print(METADATA_COLUMNS.table(doc["metadata_differences"],
                                              "master and slave metadata (what the slave's sync copies)"))
+    for lost in doc.get("lost_scheduled_deliveries") or []:
+        console.print(f"[yellow]{lost['store']}: {lost['count']} scheduled (timer) deliveries lost[/] to "
+                      f"{', '.join(escape(t) for t in lost['topics']) or 'unknown topics'}: the store loses the "
+                      "timer messages before the timer wheel delivered them")
 
 
 def page_data(doc: dict[str, Any]) -> dict[str, Any]:

@@ -186,3 +186,33 @@ def test_bad_timer_files_are_findings_not_tracebacks(store: Built) -> None:
     assert ("ROCKETMQ_TIMER_LOG_INVALID", file_name(TL_FILE)) in found, f"{found}"
     result = recover_store(store.root, store.root.parent / "out")
     assert result["rebuilt"]["timers"]["checkpoint"] is None, "an unreadable checkpoint is not rewritten"
+
+
+def test_replay_and_impact_list_lost_scheduled_deliveries(tmp_path: Path) -> None:
+    """The slave's own epoch-1 tail (two timer messages, no timer checkpoint: both pending) is truncated by the
+    auto-switch replay: both scheduled deliveries are lost, in the replica's JSON and in the impact."""
+    from replog.recovery.rocketmq.ha import AUTOSWITCH, replay_paths
+    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
+    from replog.samples.rocketmq_stores import FILE_SIZE, append, build, spec
+
+    common = [spec(i) for i in range(20)]
+    w = CommitLogWriter(FILE_SIZE)
+    for s in common:
+        append(w, [], s)
+    x = w.max_offset
+    m = build(tmp_path / "m", common + [spec(i, tag="TagB") for i in range(20, 22)], epochs=[(1, 0), (2, x)])
+    sw = CommitLogWriter(FILE_SIZE)
+    s = Built(tmp_path / "s", sw)
+    for sp in common:
+        append(sw, s.messages, sp)
+    for i in range(2):
+        timer_message(sw, s, i, T0 + 600_000)
+    finish(s, epochs=[(1, 0)])
+    result = replay_paths([f"master={m.root}", f"slave={s.root}"], protocol=AUTOSWITCH)
+    slave = next(r for r in result.to_dict()["replicas"] if r["name"] == "slave")
+    lost = slave["lost_scheduled_deliveries"]
+    assert (lost["count"], lost["topics"]) == (2, ["orders"]), f"{lost}"
+    assert [d["keys"] for d in lost["deliveries"]] == [["t0"], ["t1"]], f"{lost}"
+    impact = analyze_rocketmq_impact(result).to_dict()
+    assert impact["summary"]["scheduled_deliveries_lost"] == 2, f"{impact['summary']}"
+    assert [x["store"] for x in impact["lost_scheduled_deliveries"]] == ["slave"], impact["lost_scheduled_deliveries"]
