@@ -148,7 +148,7 @@ CODES: dict[str, Code] = {
     "ROCKETMQ_EPOCH_FILE_INVALID": Code(E, "epoch file malformed or not monotonic"),
     "ROCKETMQ_CONFIG_INVALID": Code(W, "config json file malformed"),
     "ROCKETMQ_FEATURE_NOT_CHECKED": Code(I, "store files of a broker feature replog names but does not check "
-                                            "(compaction, timers, tiered storage, RocksDB metadata); hashed for the "
+                                            "(compaction, tiered storage, 4.x transaction files); hashed for the "
                                             "evidence manifest"),
     "ROCKETMQ_DLEDGER_ENTRY_INVALID": Code(E, "DLedger entry header malformed: magic, size, body size or pos field "
                                               "disagree with where the entry is, or its body is no message"),
@@ -157,6 +157,11 @@ CODES: dict[str, Code] = {
                                            "the last entry kept"),
     "ROCKETMQ_DLEDGER_INDEX_MISMATCH": Code(E, "a DLedger index record disagrees with the data entry of its index "
                                                "(magic, pos, size, index, term), is missing, or outlives the data"),
+    "ROCKETMQ_TIMER_LOG_INVALID": Code(E, "timer-log unit malformed or not pointing at its timer message"),
+    "ROCKETMQ_TIMER_WHEEL_INVALID": Code(E, "timer wheel size, slot place, positions or slot chain wrong"),
+    "ROCKETMQ_TIMER_CHECKPOINT_INVALID": Code(E, "timer checkpoint (config/timercheck) malformed or missing"),
+    "ROCKETMQ_TIMER_MESSAGE_LOST": Code(W, "a timer-log unit's message is past the recovered commit-log end: "
+                                           "its scheduled delivery is lost"),
 }
 
 

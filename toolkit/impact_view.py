@@ -140,6 +140,10 @@ def _print_rocketmq(doc: dict[str, Any], console: Console) -> None:
             console.print(f"[dim]{state}: {escape(why)}[/]")
     if doc.get("pop"):
         console.print(ROCKETMQ_POP_COLUMNS.table(doc["pop"], "POP checkpoints whose acks or selves are lost"))
+    for lost in doc.get("lost_scheduled_deliveries") or []:
+        console.print(f"[yellow]{lost['store']}: {lost['count']} scheduled (timer) deliveries lost[/] to "
+                      f"{', '.join(escape(t) for t in lost['topics']) or 'unknown topics'}: the store loses the "
+                      "timer messages before the timer wheel delivered them")
 
 
 def page_data(doc: dict[str, Any]) -> dict[str, Any]:

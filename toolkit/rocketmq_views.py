@@ -8,6 +8,7 @@ from rich.console import Console
 from replog.recovery.rocketmq.ha import replay_paths
 from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
+from replog.recovery.rocketmq.timers import timer_summary
 from replog.toolkit.impact_view import print_with_impact
 from replog.toolkit.output import EXIT_CLEAN, Format, exit_for_replay, print_repaired, resolve
 from replog.toolkit.progress import work_progress
@@ -49,6 +50,7 @@ def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]
             "confirm_phy_offset": cp.confirm_phy_offset},
         "index_files": len(model.layout.index_files),
         "recovery": model.recovery(),
+        "timers": timer_summary(model),
     }
     if model.dledger is not None:
         totals["dledger"] = model.dledger.to_dict()
@@ -99,6 +101,18 @@ def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Conso
     if "dledger" in totals:
         console.print(dledger_line(totals["dledger"]))
     console.print(recovery_line(totals["recovery"]))
+    t = totals.get("timers")
+    if t is not None:
+        console.print(timers_line(t))
+
+
+def timers_line(t: dict[str, Any]) -> str:
+    """The timer files in one line (5.x timer messages, docs/reference/rocketmq.md §16)."""
+    cp = t["checkpoint"]
+    where = "no timercheck" if cp is None else (f"timer queue offset {cp['last_timer_queue_offset']}, "
+                                                f"read time {cp['last_read_time_ms']}")
+    return (f"timers: {t['units']} timer-log units in {t['timer_log_files']} files (end {t['timer_log_end']}), "
+            f"{_or_none(t['wheel_pending'])} pending in the wheel, metrics {_or_none(t['metrics_pending'])}; {where}")
 
 
 def dledger_line(d: dict[str, Any]) -> str:

@@ -37,10 +37,6 @@ BATCH_CONSUME_QUEUE = "batchconsumequeue"   # StorePathConfigHelper#getStorePath
 FEATURES = {
     "compaction": "compacted topics' store (compactionLog/, compactionCq/, position-checkpoint; "
                   "store/kv/CompactionStore, CompactionPositionMgr)",
-    "timerwheel": "timer messages' wheel (store/timer/TimerMessageStore#getTimerWheelPath)",
-    "timerlog": "timer messages' log (store/timer/TimerMessageStore#getTimerLogPath)",
-    "config/timercheck": "timer checkpoint (store/timer/TimerCheckpoint)",
-    "config/timermetrics": "timer metrics (store/timer/TimerMetrics)",
     "config/tieredStoreMetadata.json": "tiered storage metadata (tieredstore/metadata/DefaultMetadataStore)",
     "config/rdb": "RocksDB-backed metadata (broker/config/v2/ConfigStorage)",
     "config/topics": "RocksDB-backed topic config (broker/config/v1/RocksDBTopicConfigManager)",

@@ -42,6 +42,7 @@ from replog.formats.rocketmq.rocksdb_store import (
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
 from replog.recovery.rocketmq.store_files import other_store_files
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
+from replog.recovery.rocketmq.timers import timer_findings
 
 _SEARCH_LIMIT = 1 << 20   # index files up to this size get their slot count searched for
 
@@ -80,6 +81,9 @@ def diagnose_store(path: str | os.PathLike[str], *, hash_slot_num: int | None = 
     other, other_read = other_store_files(model)
     out += other
     read += other_read
+    timer_out, timer_read = timer_findings(model)
+    out += timer_out
+    read += timer_read
     seen: set[Path] = set()
     files = [p for p in read if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
     return out, files

@@ -12,6 +12,8 @@ from replog.formats.findings import Finding
 from replog.formats.rocketmq.epoch_file import EpochEntry
 from replog.formats.shape import Field, Shape
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
+from replog.recovery.rocketmq.timers import lost_deliveries
+from replog.recovery.rocketmq.timers import lost_summary as timer_lost_summary
 from replog.recovery.transcript import Transcript
 
 LOST_LISTED = 1000                    # lost messages listed one by one in the JSON
@@ -124,6 +126,7 @@ REPLICA_OUTCOME = Shape(
     "stall", Field("findings", lambda r: [f.to_dict() for f in r.findings]), Field("repair_plan", _repair_plan),
     Field("epochs_before", lambda r: _epochs(r.model.epochs)), Field("epochs_after", lambda r: _epochs(r.epochs_after)),
     Field("abort_present", "model.abort.present"), Field("recovery", lambda r: r.model.recovery()),
+    Field("lost_scheduled_deliveries", lambda r: timer_lost_summary(lost_deliveries(r.model, r.lost))),
 )
 
 HA_REPLAY_RESULT = Shape(

@@ -27,6 +27,9 @@ itself the replay loses (`pop`).
 The slave's metadata sync (`SlaveSynchronize.syncAll`) copies topics, consumer offsets, delay offsets
 and subscription groups from the master: topics and subscription groups only on the slave are deleted,
 consumer offsets only on the slave are kept (`putAll`), the delay offset file is replaced whole.
+
+Timer messages (5.x) a store loses before the timer wheel delivered them are scheduled deliveries lost
+(`timers.lost_deliveries`): listed per store under `lost_scheduled_deliveries`.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ from replog.recovery.rocketmq.ha_result import HAReplayResult, ReplicaOutcome
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID
 from replog.recovery.rocketmq.pop import POP_IMPACT, REVIVE_GROUP, PopImpact, checkpoints, pop_impact
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
+from replog.recovery.rocketmq.timers import lost_deliveries, lost_summary
 from replog.recovery.rocketmq.transactions import OPEN, TRANSACTION_IMPACT, TransactionImpact, transaction_impact
 
 UNAFFECTED, CONSUMED_LOST, AHEAD = "unaffected", "consumed_lost", "ahead_of_queue"
@@ -95,6 +99,7 @@ class RocketImpact:
     skipped: list[str] = field(default_factory=list)
     transactions: list[TransactionImpact] = field(default_factory=list)
     pop: list[PopImpact] = field(default_factory=list)
+    scheduled: list[dict[str, Any]] = field(default_factory=list)   # per store: lost timer deliveries
 
     @property
     def summary(self) -> dict[str, int]:
@@ -103,7 +108,8 @@ class RocketImpact:
                 "messages_consumed_lost": sum(g.messages_consumed_lost for g in self.groups),
                 "metadata_differences": len(self.metadata),
                 "transactions_open": sum(1 for t in self.transactions if t.state_after in OPEN),
-                "pop_checkpoints_affected": len(self.pop)}
+                "pop_checkpoints_affected": len(self.pop),
+                "scheduled_deliveries_lost": sum(s["count"] for s in self.scheduled)}
 
     def to_dict(self) -> dict[str, Any]:
         return ROCKET_IMPACT.dump(self)
@@ -113,7 +119,8 @@ ROCKET_IMPACT = Shape(Field("system", lambda _: "rocketmq"), Field("leader", "ma
                       Field("consumer_groups", "groups", shape=QUEUE_IMPACT),
                       Field("metadata_differences", "metadata", shape=METADATA_DIFFERENCE),
                       "summary", "sources", "skipped",
-                      Field("transactions", shape=TRANSACTION_IMPACT), Field("pop", shape=POP_IMPACT))
+                      Field("transactions", shape=TRANSACTION_IMPACT), Field("pop", shape=POP_IMPACT),
+                      Field("lost_scheduled_deliveries", "scheduled"))
 
 
 def queue_units(m: MessageRef) -> list[tuple[Queue, int]]:
@@ -262,6 +269,9 @@ def analyze_rocketmq_impact(result: HAReplayResult) -> RocketImpact:
         for m in r.lost:
             for q, offset in queue_units(m):
                 lost.setdefault(q, []).append(offset)
+        timers = lost_deliveries(r.model, r.lost)
+        if timers:
+            out.scheduled.append({"store": r.model.name, **lost_summary(timers)})
         offsets, sources = read_offsets(r.model, out.skipped)
         out.sources += sources
         kept = kept_messages(r, master)

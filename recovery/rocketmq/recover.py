@@ -5,7 +5,8 @@ The commit log is copied byte-for-byte up to the recovered end (docs/reference/r
 §7.3-§7.4; the dirty tail and later files are not copied, the rest of the last
 file is zeros), then consume queues and index files are rebuilt from the
 messages as dispatch would build them (§7.5), the checkpoint is written to
-match, config files are copied, and the result is checked with `diagnose_store`.
+match, config files are copied, the timer files carried through (`timers.carry_timer_files`), and the result is
+checked with `diagnose_store`.
 `write_store` is shared with HA repair: it lays out any list of byte pieces.
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
 from replog.recovery.rocketmq.queue_recovery import Queue, recover_queues
 from replog.recovery.rocketmq.recovery_rule import rule_for
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store, require_file_queues
+from replog.recovery.rocketmq.timers import carry_timer_files
 
 _CHUNK = 8 << 20
 
@@ -207,8 +209,9 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     if epochs:
         write_epoch_file(root / "epochFileCheckpoint", epochs)
     copied = copy_metadata(source, root)
+    timers = carry_timer_files(source, root, end, messages)
     return {"commitlog_files": len(starts), "messages": len(messages), "consume_queues": written_queues,
-            "index_files": index_files,
+            "index_files": index_files, "timers": timers,
             "index_note": None if geometry else "the input has no index file to take the broker's geometry from; "
                                                 "no index written",
             "copied": copied}
