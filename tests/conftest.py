@@ -13,16 +13,22 @@ def _order(config: pytest.Config) -> str | None:
     return None
 
 
-# Groups that must stay on one worker under `pytest -n` (make test): the broker lab's clusters run one at a time (a
-# second cluster beside the first would double the JVMs on the machine's cores and their free-port picking is per
-# process), and the Spark sessions, standalone master and worker run one at a time for the same reason.
-_SERIAL_GROUPS = ("brokers", "spark")
+# Groups that must stay on one worker under `pytest -n` (make test): each lab's clusters run one at a time (a second
+# cluster of the same lab beside the first would double its JVMs on the machine's cores), and so do the Spark sessions,
+# standalone master and worker. The Kafka and RocketMQ labs are groups of their own, so their clusters may overlap;
+# each worker picks ports from its own slice of the range (`kafka_lab.port_range`).
+def _serial_group(item: pytest.Item) -> str | None:
+    if item.get_closest_marker("brokers"):
+        return "rocketmq-lab" if "rocketmq" in item.path.name else "kafka-lab"
+    if item.get_closest_marker("spark"):
+        return "spark"
+    return None
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        group = next((name for name in _SERIAL_GROUPS if item.get_closest_marker(name)), None)
+        group = _serial_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
 

@@ -76,10 +76,10 @@ def free_port() -> int:
     handed out yet. A port from the ephemeral range (what binding port 0 returns) can be given to a client's
     outgoing connection between this check and the broker's bind ("Address already in use"). The bind test sets
     SO_REUSEADDR, as the brokers do: ports held only by TIME_WAIT connections are free."""
-    low = _ephemeral_low()
+    first, end = port_range()
     rnd = random.Random()
     for _ in range(1000):
-        port = rnd.randrange(10000, low)
+        port = rnd.randrange(first, end)
         if port in _TAKEN:
             continue
         with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
@@ -91,6 +91,20 @@ def free_port() -> int:
         _TAKEN.add(port)
         return port
     raise AssertionError("no free loopback port below the ephemeral range")
+
+
+def port_range(base: int = 10000) -> tuple[int, int]:
+    """[first, end) of the loopback ports this process may hand out: below the ephemeral range, and under
+    pytest-xdist (`PYTEST_XDIST_WORKER` gwN of `PYTEST_XDIST_WORKER_COUNT`) the worker's own slice of it, so that two
+    workers' clusters never pick the same port between the check and the broker's bind."""
+    low = _ephemeral_low()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if not worker.startswith("gw") or count <= 1:
+        return base, low
+    span = (low - base) // count
+    first = base + int(worker[2:]) * span
+    return first, first + span
 
 
 def _ephemeral_low() -> int:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.brokers.jars import rocketmq_classpath
-from tests.brokers.kafka_lab import _TAKEN, Node, _ephemeral_low, wait_until
+from tests.brokers.kafka_lab import _TAKEN, Node, port_range, wait_until
 
 JAVA_DIR = Path(__file__).with_name("java")
 OPENS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
@@ -70,9 +70,9 @@ def free_block(below: int = 2, above: int = 1) -> int:
     """A loopback port P such that P-below .. P+above are all free and not handed out by this process (RocketMQ's
     fast remoting port is listenPort-2, its HA port listenPort+1). Ports held only by TIME_WAIT are free: the
     brokers set SO_REUSEADDR, and so does the check (docs/reference/real-brokers.md §5)."""
-    low = _ephemeral_low()
+    first, end = port_range(10050)
     for _ in range(2000):
-        port = int.from_bytes(os.urandom(2), "big") % (low - 10100) + 10050
+        port = int.from_bytes(os.urandom(2), "big") % (end - first - 50) + first + 2
         block = range(port - below, port + above + 1)
         if any(p in _TAKEN for p in block) or not all(_bindable(p) for p in block):
             continue
