@@ -241,9 +241,14 @@ def place_offsets_topic(cluster: Cluster) -> list[int]:
     from kafka.admin import NewTopic
     new = NewTopic(OFFSETS_TOPIC, replica_assignments={0: [COORDINATOR]}, topic_configs=OFFSETS_CONFIG)
     cluster.admin.create_topics([new], timeout_ms=30000)
-    wait_until(lambda: cluster.partition(OFFSETS_TOPIC).get("leader") == COORDINATOR, 60,
-               f"{OFFSETS_TOPIC}-0 never led by b{COORDINATOR}")
-    return list(cluster.partition(OFFSETS_TOPIC)["replicas"])
+    seen: dict[str, Any] = {}
+
+    def led() -> bool:   # one answer holds both (a later describe can fail under load and answer {})
+        seen.clear()
+        seen.update(cluster.partition(OFFSETS_TOPIC))
+        return seen.get("leader") == COORDINATOR
+    wait_until(led, 60, f"{OFFSETS_TOPIC}-0 never led by b{COORDINATOR}")
+    return list(seen["replicas"])
 
 
 def tail_on_b2_alone(cluster: Cluster, producer: Any, groups: tuple[GroupPlan, ...], producer_from_start: bool

@@ -113,9 +113,12 @@ def place_coordinator(cluster: Cluster, broker: int) -> None:
                f"{TXN_TOPIC}-0 never led by b{broker}")
 
 
-def read_committed(cluster: Cluster, timeout: float = 60) -> tuple[int, list[tuple[int, bytes]]]:
+def read_committed(cluster: Cluster, timeout: float = 60, settled: bool = False) -> tuple[int, list[tuple[int, bytes]]]:
     """What a read_committed consumer reads of partition 0 from the start: (its end, the last stable offset as the
-    leader answers ListOffsets for that isolation level; (offset, value) of every record it read)."""
+    leader answers ListOffsets for that isolation level; (offset, value) of every record it read). `settled`: every
+    transaction is known to be ended, so first wait until the last stable offset reaches the log end — a commit
+    returns to the producer before the coordinator's markers are written (`TransactionCoordinator` completes
+    PrepareCommit, then sends the markers), so an early ListOffsets can answer an LSO short of the last commit."""
     from kafka import KafkaConsumer
     from kafka.structs import TopicPartition
     tp = TopicPartition(TOPIC, 0)
@@ -124,9 +127,12 @@ def read_committed(cluster: Cluster, timeout: float = 60) -> tuple[int, list[tup
     try:
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
-        end = int(consumer.end_offsets([tp])[tp])
-        got: list[tuple[int, bytes]] = []
         deadline = time.monotonic() + timeout
+        end = int(consumer.end_offsets([tp])[tp])
+        while settled and end < cluster.log_end(TOPIC) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            end = int(consumer.end_offsets([tp])[tp])
+        got: list[tuple[int, bytes]] = []
         while consumer.position(tp) < end and time.monotonic() < deadline:
             for records in consumer.poll(timeout_ms=1000).values():
                 got.extend((r.offset, r.value) for r in records)
@@ -317,7 +323,7 @@ def repaired_then_next_write(cluster: Cluster, work: Path, transactional: bool,
         producer.do("quit")
     finally:
         producer.close()
-    _, read = read_committed(cluster)
+    _, read = read_committed(cluster, settled=True)
     refusals = {f"b{n}": REFUSALS_LINE.findall(node.output()[marks.get(f"b{n}", 0):])
                 for n, node in cluster.brokers.items()}
     outcome = converge_and_stop(cluster, work, marks)
