@@ -5,7 +5,11 @@ impact model (`impact.analyze_rocketmq_impact`). What the group loses: each slav
 truncation), or, where classic HA leaves a slave stalled or mixed, what cutting it to the common prefix removes
 (`ReplicaOutcome.repair_lost`, the operator fix); a message lost on several stores (same physical offset and
 signature) counts once. Acknowledged: below the highest confirm offset a store recorded (controller mode, 5.1.1+;
-unknown in classic mode, where no store records one).
+unknown in classic mode, where no store records one). That is a lower bound: a controller-mode master alone in its
+SyncStateSet acknowledges every append without moving the confirm offset it records (5.3.3
+`CommitLog#getConfirmOffsetDirectly` returns `getMaxPhyOffset()` then, and only `setConfirmOffset` writes the
+checkpoint's confirmPhyOffset), so the lost messages at or past it are counted apart (`unconfirmed`): the stores do
+not say whether a producer had them acknowledged.
 
 The choices: "wait" is the master the brokers settle on by themselves (`ha.choose_master`: the controller's
 preference, highest epoch then offset; classic: the store named master or with brokerId 0); any other store must
@@ -60,6 +64,7 @@ class MasterChoice:
     impact: RocketImpact
     lost: list[MessageRef]
     acknowledged: int | None
+    unconfirmed: int | None
     rank: int = 0
 
     @property
@@ -81,6 +86,7 @@ class MasterChoice:
         return {"rank": self.rank, "leader": self.master, "broker": self.broker_id, "how": self.how,
                 "unclean": self.how == UNCLEAN, "explanation": self.result.explanation,
                 "lost": {"records": len(self.lost), "acknowledged": self.acknowledged,
+                         "unconfirmed": self.unconfirmed,
                          "first_offset": self.lost[0].physical_offset if self.lost else None,
                          "last_offset": self.lost[-1].physical_offset if self.lost else None},
                 "replicas": [{"name": r.model.name, "status": r.status, "truncated_to": r.truncated_to,
@@ -108,9 +114,13 @@ class RocketWhatIf(Ranked[MasterChoice]):
                 "notes": self.notes}
 
 
-def _acknowledged(stores: Sequence[StoreModel], lost: list[MessageRef]) -> int | None:
+def _acknowledged(stores: Sequence[StoreModel], lost: list[MessageRef]) -> tuple[int | None, int | None]:
+    """(lost below the highest recorded confirm offset, lost at or past it); None, None without any record."""
     confirms = [s.confirm_offset for s in stores if s.confirm_offset is not None]
-    return None if not confirms else sum(1 for m in lost if m.physical_offset < max(confirms))
+    if not confirms:
+        return None, None
+    below = sum(1 for m in lost if m.physical_offset < max(confirms))
+    return below, len(lost) - below
 
 
 def _how(store: StoreModel, default: StoreModel, protocol: str, stores: Sequence[StoreModel]) -> str:
@@ -131,7 +141,7 @@ def master_choices(stores: Sequence[StoreModel], protocol: str) -> list[MasterCh
         lost = lost_messages(result)
         ident = identity(s)
         out.append(MasterChoice(s.name, ident.broker_id if ident else None, _how(s, default, protocol, stores),
-                                result, analyze_rocketmq_impact(result), lost, _acknowledged(stores, lost)))
+                                result, analyze_rocketmq_impact(result), lost, *_acknowledged(stores, lost)))
     ranked = sorted(out, key=lambda c: (*c.key(), c.how != WAIT, out.index(c)))
     for i, c in enumerate(ranked, 1):
         c.rank = i
@@ -185,7 +195,18 @@ def what_if_stores(stores: Sequence[StoreModel], protocol: str) -> RocketWhatIf:
     command, steps = commands_for(best, ident, protocol)
     rec = Recommendation(best.master, best.broker_id, best.how, MODES[protocol], command, steps, _why(best, ranked[1:]))
     return RocketWhatIf(protocol, idents[0].broker_name if idents else None, idents[0].cluster if idents else None,
-                        ranked, rec)
+                        ranked, rec, _notes(ranked))
+
+
+def _notes(ranked: Sequence[MasterChoice]) -> list[str]:
+    """Why `acknowledged` may undercount: lost messages past every recorded confirm offset."""
+    past = [c for c in ranked if c.unconfirmed]
+    if not past:
+        return []
+    figures = ", ".join(f"{c.master}: {c.unconfirmed:,}" for c in past)
+    return [(f"lost messages past the highest confirm offset the stores recorded ({figures}) are not counted as "
+             "acknowledged, yet may have been: a controller-mode master alone in its SyncStateSet acknowledges "
+             "every append without recording it (CommitLog#getConfirmOffsetDirectly, 5.3.3)")]
 
 
 def what_if_paths(specs: Sequence[str], protocol: str | None = None, progress: Any = None,

@@ -56,6 +56,7 @@ class ClassicFailover:
     master_log: str                  # n0's output since the restart
     slave_log: str                   # n1's output since the restart
     slave_store_after: Path          # n1's store copied after it stopped at the end
+    seqs: dict[str, list[int]]       # sequence numbers each copy holds (sends and replication)
 
 
 def classic_failover(root: Path, version: str = "4.9.7", master_own: int = 0) -> ClassicFailover:
@@ -67,20 +68,20 @@ def classic_failover(root: Path, version: str = "4.9.7", master_own: int = 0) ->
     after the restart."""
     with running_rocketmq(RmqSpec(version, brokers=2), root / "cluster") as c:
         c.create_topic(TOPIC, QUEUES)
-        sent_seqs(c.send(TOPIC, (0, 1), 0, 200, BODY))
+        common = sent_seqs(c.send(TOPIC, (0, 1), 0, 200, BODY))
         common_end = wait_caught_up(c, "n1", "n0")
         c.stop("n1")
         c.stop("n0")
         set_role(c, "n1", 0, "ASYNC_MASTER")
         c.start_broker("n1")
         c.create_topic(TOPIC, QUEUES, "n1")
-        sent_seqs(c.send(TOPIC, (0, 1), 200, 100, BODY))
+        own1 = sent_seqs(c.send(TOPIC, (0, 1), 200, 100, BODY))
         slave_end = c.wait_dispatched("n1").max_offset
         c.stop("n1")
-        master_end = common_end
+        master_end, own0 = common_end, []
         if master_own:
             c.start_broker("n0")
-            sent_seqs(c.send(TOPIC, (0, 1), 500, master_own, BODY))
+            own0 = sent_seqs(c.send(TOPIC, (0, 1), 500, master_own, BODY))
             master_end = c.wait_dispatched("n0").max_offset
             c.stop("n0")
         set_role(c, "n1", 1, "SLAVE")
@@ -95,7 +96,39 @@ def classic_failover(root: Path, version: str = "4.9.7", master_own: int = 0) ->
         logs = c.brokers["n0"].output_since_start(), c.brokers["n1"].output_since_start()
         c.stop("n1")
         after = c.copy_store("n1", root / "after" / "n1")
-    return ClassicFailover(copies, common_end, master_end, slave_end, master_after, slave_after, *logs, after)
+    return ClassicFailover(copies, common_end, master_end, slave_end, master_after, slave_after, *logs, after,
+                           {"n0": common + own0, "n1": common + own1})
+
+
+@dataclass(frozen=True)
+class ClassicLed:
+    """A classic group restarted from copies with one store as brokerId 0, after the slave caught up or `WATCH`."""
+    master: str
+    master_end: int                  # the master's commit-log end (admin API)
+    slave_end: int                   # the slave's commit-log end (admin API)
+    seqs: set[int]                   # sequence numbers a consumer reads from the group (its master)
+
+
+def lead_classic(copies: dict[str, Path], master: str, root: Path, version: str = "4.9.7") -> ClassicLed:
+    """The group on `copies` with `master` reconfigured as brokerId 0 (ASYNC_MASTER) and the other as brokerId 1
+    (SLAVE), the master started first: classic HA has no election. Premise: restart from the copies; nothing sent."""
+    other = next(n for n in copies if n != master)
+    with running_rocketmq(RmqSpec(version, brokers=2), root, start=False) as c:
+        set_role(c, master, 0, "ASYNC_MASTER")
+        set_role(c, other, 1, "SLAVE")
+        for name, store in copies.items():
+            c.use_store(name, store)
+        c.start_namesrv()
+        c.start_broker(master)
+        c.start_broker(other)
+        if c.inspect(master, {}).max_offset > c.inspect(other, {}).max_offset:
+            wait_caught_up(c, other, master)
+        else:
+            time.sleep(WATCH)
+        ends = c.inspect(master, {}).max_offset, c.inspect(other, {}).max_offset
+        out = c.java_source("RmqDump.java", c.namesrv_addr, GROUP, f"{TOPIC}:{QUEUES}")
+    seqs = {int(seq) for seq in re.findall(r"^MSG \S+ \d+ \d+ \d+ (-?\d+)$", out, re.M)}
+    return ClassicLed(master, *ends, seqs)
 
 
 def master_transfers(log: str) -> list[int]:

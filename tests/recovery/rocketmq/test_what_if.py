@@ -47,6 +47,10 @@ def test_controller_mode_ranks_the_controllers_choice_first(tmp_path: Path) -> N
     assert by["c"]["lost"]["records"] == 20 + 5, "c as master: a's 20..39 and b's own tail"
     assert by["c"]["how"] == UNCLEAN, "c ends below the confirm offset"
     assert by["c"]["lost"]["acknowledged"] == 10 + 5, "a's 20..29 and b's tail lie below a's confirm offset"
+    assert by["c"]["lost"]["unconfirmed"] == 10, "a's 30..39 lie past every recorded confirm offset"
+    assert by["a"]["lost"]["unconfirmed"] == 0, "b's tail lies below a's confirm offset"
+    notes = [n for n in d["notes"] if "confirm offset" in n]
+    assert notes and "c: 10" in notes[0] and "a:" not in notes[0], f"the lower-bound note names c only: {notes}"
     rec = d["recommended"]
     assert (rec["mode"], rec["command"]) == ("controller", "start a's broker first"), rec
     assert d["broker_name"] == "broker-a" and d["cluster"] == "DefaultCluster", "identity from brokerIdentity"
