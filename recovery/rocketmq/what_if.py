@@ -27,7 +27,7 @@ from replog.formats.errors import UnreadableInput
 from replog.formats.fileio import read_small
 from replog.formats.rocketmq.broker_identity import PROPERTIES_FILE, StoreIdentity, store_identity
 from replog.recovery.advice import Ranked, Recommendation, compare_words
-from replog.recovery.rocketmq.ha import AUTOSWITCH, CLASSIC, choose_master, replay_stores
+from replog.recovery.rocketmq.ha import AUTOSWITCH, CLASSIC, choose_master, compare_logs, replay_stores
 from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.impact import RocketImpact, analyze_rocketmq_impact
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
@@ -124,12 +124,22 @@ def _acknowledged(stores: Sequence[StoreModel], lost: list[MessageRef]) -> tuple
 
 
 def _how(store: StoreModel, default: StoreModel, protocol: str, stores: Sequence[StoreModel]) -> str:
+    """Controller mode: unclean when the store cannot have been in the last master's SyncStateSet.
+
+    The controller elects from the SyncStateSet first and from every other live replica only with
+    `enableElectUncleanMaster` (`DefaultElectPolicy#elect`, 5.3.3). A replica joins the set only once the
+    master has its report after the handshake truncated it to the consistent point and it caught up with the
+    confirm offset (`AutoSwitchHAService#maybeExpandInSyncStateSet`): so a member holds a prefix of the last
+    master's log (the default choice, the highest epoch). A store that ends below a recorded confirm offset,
+    diverges from the last master's bytes or runs past its end (an older epoch's tail) was not a member."""
     if store is default:
         return WAIT
     if protocol == CLASSIC:
         return SWITCH
     confirms = [s.confirm_offset for s in stores if s.confirm_offset is not None]
-    return UNCLEAN if confirms and store.max_offset < max(confirms) else CLEAN
+    behind = bool(confirms) and store.max_offset < max(confirms)
+    diverged = compare_logs(store, default)[0] is not None or store.max_offset > default.max_offset
+    return UNCLEAN if behind or diverged else CLEAN
 
 
 def master_choices(stores: Sequence[StoreModel], protocol: str) -> list[MasterChoice]:

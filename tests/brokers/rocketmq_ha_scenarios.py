@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tests.brokers.kafka_lab import wait_until
 from tests.brokers.rocketmq_lab import GROUP, Inspection, RmqCluster, RmqSpec, running_rocketmq
-from tests.brokers.rocketmq_scenarios import BODY, QUEUES, TOPIC, wait_caught_up, wait_sync_state
+from tests.brokers.rocketmq_scenarios import BODY, QUEUES, TOPIC, sync_state, wait_caught_up, wait_sync_state
 
 WATCH = 40.0        # seconds a stalled pair is watched: several HA heartbeats (5 s) and a housekeeping period (20 s)
 
@@ -174,6 +174,7 @@ class Decision:
     controller: Path                     # the controller's store (DLedger) copy
     seqs: dict[str, list[int]]           # sequence numbers each broker held (sends and replication)
     acked: list[int]                     # every sequence number the producer had SEND_OK for
+    in_sync: set[str]                    # the brokers in the SyncStateSet then (mqadmin getSyncStateSet)
 
 
 def controller_decision(root: Path, version: str = "5.3.3") -> Decision:
@@ -201,12 +202,14 @@ def controller_decision(root: Path, version: str = "5.3.3") -> Decision:
         c.create_topic(TOPIC, QUEUES, "n1")
         own1 = sent_seqs(c.send(TOPIC, (0, 1), 160, 40, BODY))
         c.wait_dispatched("n1")
+        master, members = sync_state(c)
+        assert (master, members) == (c.broker_addr("n1"), 1), f"premise: n1 alone in sync, have {master} {members}"
         c.namesrv.pause()
         c.brokers["n1"].kill()
         copies = {name: c.copy_store(name, root / "copy" / name) for name in ("n0", "n1")}
         controller = root / "copy" / "controller"
         subprocess.run(["cp", "-a", str(c.root / "namesrv" / "controller"), str(controller)], check=True)
-    return Decision(copies, controller, {"n0": common + own0, "n1": common + own1}, common + own0 + own1)
+    return Decision(copies, controller, {"n0": common + own0, "n1": common + own1}, common + own0 + own1, {"n1"})
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,10 @@ def check_choice(runs: Runs, choice: dict[str, Any]) -> None:
     acked, figures = len(lost & set(runs.decision.acked)), choice["lost"]
     assert figures["acknowledged"] <= acked <= figures["acknowledged"] + figures["unconfirmed"], (
         f"{who}: SEND_OK lost {acked} outside replog's bounds {figures}")
+    member = who in runs.decision.in_sync
+    assert (choice["how"] != "unclean") == member, (
+        f"{who}: replog says {choice['how']}; in the controller's SyncStateSet {sorted(runs.decision.in_sync)}: "
+        f"{member} (outside it only enableElectUncleanMaster elects it, DefaultElectPolicy)")
     reps = {r["name"]: r for r in choice["replicas"]}
     assert reps[who]["log_end_offset_after"] == led.inspection.max_offset, (
         f"{who}: master end, replog {reps[who]['log_end_offset_after']}, broker {led.inspection.max_offset}")

@@ -14,7 +14,7 @@ import pytest
 from replog.formats.errors import ReplogError
 from replog.formats.rocketmq.commitlog import CommitLogWriter
 from replog.recovery.rocketmq.ha import AUTOSWITCH, CLASSIC
-from replog.recovery.rocketmq.what_if import UNCLEAN, WAIT, commands_for, identity, what_if_paths
+from replog.recovery.rocketmq.what_if import CLEAN, UNCLEAN, WAIT, commands_for, identity, what_if_paths
 from tests.recovery.rocketmq.stores import FILE_SIZE, append, build, spec
 
 COMMON = [spec(i) for i in range(20)]
@@ -46,6 +46,7 @@ def test_controller_mode_ranks_the_controllers_choice_first(tmp_path: Path) -> N
     assert by["a"]["lost"]["records"] == 5, "a as master: b's own tail 20..24 is cut"
     assert by["c"]["lost"]["records"] == 20 + 5, "c as master: a's 20..39 and b's own tail"
     assert by["c"]["how"] == UNCLEAN, "c ends below the confirm offset"
+    assert by["b"]["how"] == UNCLEAN, "b's own tail diverges from a's log: never in a's SyncStateSet"
     assert by["c"]["lost"]["acknowledged"] == 10 + 5, "a's 20..29 and b's tail lie below a's confirm offset"
     assert by["c"]["lost"]["unconfirmed"] == 10, "a's 30..39 lie past every recorded confirm offset"
     assert by["a"]["lost"]["unconfirmed"] == 0, "b's tail lies below a's confirm offset"
@@ -92,3 +93,16 @@ def test_usage_errors(tmp_path: Path) -> None:
         what_if_paths(specs[:1], AUTOSWITCH)
     with pytest.raises(ReplogError, match="unknown protocol"):
         what_if_paths(specs, "epoch")
+
+
+def test_controller_mode_a_prefix_of_the_last_master_is_clean(tmp_path: Path) -> None:
+    """A store holding a prefix of the last master's log (at or past every confirm offset) may be in its
+    SyncStateSet: electing it is clean; one running past the last master's end (an older epoch's tail) is not."""
+    x20, x30 = offset_after(20), offset_after(30)
+    build(tmp_path / "a", [spec(i) for i in range(40)], epochs=[(1, 0), (2, x20)], confirm=x30)
+    build(tmp_path / "p", [spec(i) for i in range(35)], epochs=[(1, 0), (2, x20)], confirm=x30)
+    build(tmp_path / "t", [spec(i) for i in range(20)] + [spec(i, body=b"t" * 40) for i in range(20, 60)],
+          epochs=[(1, 0)])
+    got = what_if_paths([f"{n}={tmp_path / n}" for n in "apt"], AUTOSWITCH).to_dict()
+    by = {c["leader"]: c["how"] for c in got["choices"]}
+    assert by == {"a": WAIT, "p": CLEAN, "t": UNCLEAN}, by
