@@ -80,6 +80,31 @@ def find_consistent_point(local: list[EpochRange], master: list[EpochRange]) -> 
     return -1
 
 
+def same_epoch_point(master: StoreModel, slave: StoreModel) -> tuple[int, list[MessageRef]] | None:
+    """Where `slave` truncates if `master` comes back as master under its own last epoch, and the slave's
+    messages below that point whose bytes differ from the master's (kept, unflagged); None when nothing changes.
+
+    A controller that still names the old master when it re-registers answers "The old master .. is still
+    alive" and keeps the epoch (`ReplicasInfoManager#electMaster`, 5.3.3); `AutoSwitchHAService#changeToMaster`
+    then drops that epoch's entry (`truncateSuffixByEpoch`) and appends it again at the master's current end, so
+    the epoch's earlier bytes count as the previous epoch's. Seen in the broker lab: a controller restarted with
+    the group, the old master heartbeating before the controller's election (tests/brokers/rocketmq_ha_scenarios)."""
+    if not master.epochs or not slave.epochs or master.epochs[-1].start_offset >= master.max_offset:
+        return None
+    moved = [e for e in master.epochs if e.epoch < master.epochs[-1].epoch]
+    moved.append(EpochEntry(master.epochs[-1].epoch, master.max_offset))
+    ranges = with_end_offsets(moved, master.max_offset)
+    local = with_end_offsets(slave.epochs, slave.max_offset)
+    normal = find_consistent_point(local, with_end_offsets(master.epochs, master.max_offset))
+    point = find_consistent_point(local, ranges)
+    if point < 0 or point == normal:
+        return None
+    m_by = master.by_offset()
+    kept = [m for m in slave.messages if m.end <= point
+            and (m.physical_offset not in m_by or m_by[m.physical_offset].signature != m.signature)]
+    return point, kept
+
+
 # --- leader -------------------------------------------------------------------------------------
 
 def broker_id(model: StoreModel) -> int | None:

@@ -27,7 +27,14 @@ from replog.formats.errors import UnreadableInput
 from replog.formats.fileio import read_small
 from replog.formats.rocketmq.broker_identity import PROPERTIES_FILE, StoreIdentity, store_identity
 from replog.recovery.advice import Ranked, Recommendation, compare_words
-from replog.recovery.rocketmq.ha import AUTOSWITCH, CLASSIC, choose_master, compare_logs, replay_stores
+from replog.recovery.rocketmq.ha import (
+    AUTOSWITCH,
+    CLASSIC,
+    choose_master,
+    compare_logs,
+    replay_stores,
+    same_epoch_point,
+)
 from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.impact import RocketImpact, analyze_rocketmq_impact
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
@@ -205,18 +212,43 @@ def what_if_stores(stores: Sequence[StoreModel], protocol: str) -> RocketWhatIf:
     command, steps = commands_for(best, ident, protocol)
     rec = Recommendation(best.master, best.broker_id, best.how, MODES[protocol], command, steps, _why(best, ranked[1:]))
     return RocketWhatIf(protocol, idents[0].broker_name if idents else None, idents[0].cluster if idents else None,
-                        ranked, rec, _notes(ranked))
+                        ranked, rec, _notes(ranked, stores, protocol))
 
 
-def _notes(ranked: Sequence[MasterChoice]) -> list[str]:
-    """Why `acknowledged` may undercount: lost messages past every recorded confirm offset."""
+def _same_epoch_notes(ranked: Sequence[MasterChoice], stores: Sequence[StoreModel]) -> list[str]:
+    """`ha.same_epoch_point` for the default master: the replica that would keep diverged bytes."""
+    wait = next((c for c in ranked if c.how == WAIT), None)
+    if wait is None:
+        return []
+    master = next(s for s in stores if s.name == wait.master)
+    out = []
+    for s in stores:
+        got = same_epoch_point(master, s) if s is not master else None
+        if got is not None and got[1]:
+            out.append(f"if the controller still names {master.name} master when it returns (a controller "
+                       f"restarted with the group), {master.name} keeps epoch {master.epochs[-1].epoch} and moves "
+                       f"its start to {master.max_offset}: {s.name} then truncates at {got[0]}, not "
+                       f"{wait_point(wait, s.name)}, and keeps {len(got[1]):,} messages of its own at offsets "
+                       f"where {master.name} holds others (AutoSwitchHAService#changeToMaster, 5.3.3); elect "
+                       f"{master.name} with the controller's master cleared to avoid it")
+    return out
+
+
+def wait_point(choice: MasterChoice, name: str) -> str:
+    r = next(r for r in choice.result.replicas if r.model.name == name)
+    return str(r.truncated_to) if r.truncated_to is not None else "its end"
+
+
+def _notes(ranked: Sequence[MasterChoice], stores: Sequence[StoreModel], protocol: str) -> list[str]:
+    """Why `acknowledged` may undercount, and what the default master's return under its old epoch leaves."""
+    notes = _same_epoch_notes(ranked, stores) if protocol == AUTOSWITCH else []
     past = [c for c in ranked if c.unconfirmed]
     if not past:
-        return []
+        return notes
     figures = ", ".join(f"{c.master}: {c.unconfirmed:,}" for c in past)
-    return [(f"lost messages past the highest confirm offset the stores recorded ({figures}) are not counted as "
-             "acknowledged, yet may have been: a controller-mode master alone in its SyncStateSet acknowledges "
-             "every append without recording it (CommitLog#getConfirmOffsetDirectly, 5.3.3)")]
+    return [*notes, (f"lost messages past the highest confirm offset the stores recorded ({figures}) are not "
+                     "counted as acknowledged, yet may have been: a controller-mode master alone in its SyncStateSet "
+                     "acknowledges every append without recording it (CommitLog#getConfirmOffsetDirectly, 5.3.3)")]
 
 
 def what_if_paths(specs: Sequence[str], protocol: str | None = None, progress: Any = None,
