@@ -28,7 +28,7 @@ from replog.recovery.naming import parse_named, replica_names
 from replog.recovery.progress import Progress, Tally
 from replog.recovery.rocketmq.dledger_replay import DLEDGER, replay_dledger
 from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
-from replog.recovery.rocketmq.recovery_rule import rule_for
+from replog.recovery.rocketmq.recovery_rule import rule_for, version_tuple
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.transcript import Transcript
 
@@ -79,6 +79,31 @@ def find_consistent_point(local: list[EpochRange], master: list[EpochRange]) -> 
         if m is not None and m.start_offset == e.start_offset:
             return min(e.end_offset, m.end_offset)
     return -1
+
+
+def same_epoch_point(master: StoreModel, slave: StoreModel) -> tuple[int, list[MessageRef]] | None:
+    """Where `slave` truncates if `master` comes back as master under its own last epoch, and the slave's
+    messages below that point whose bytes differ from the master's (kept, unflagged); None when nothing changes.
+
+    A controller that still names the old master when it re-registers answers "The old master .. is still
+    alive" and keeps the epoch (`ReplicasInfoManager#electMaster`, 5.3.3); `AutoSwitchHAService#changeToMaster`
+    then drops that epoch's entry (`truncateSuffixByEpoch`) and appends it again at the master's current end, so
+    the epoch's earlier bytes count as the previous epoch's. Seen in the broker lab: a controller restarted with
+    the group, the old master heartbeating before the controller's election (tests/brokers/rocketmq_ha_scenarios)."""
+    if not master.epochs or not slave.epochs or master.epochs[-1].start_offset >= master.max_offset:
+        return None
+    moved = [e for e in master.epochs if e.epoch < master.epochs[-1].epoch]
+    moved.append(EpochEntry(master.epochs[-1].epoch, master.max_offset))
+    ranges = with_end_offsets(moved, master.max_offset)
+    local = with_end_offsets(slave.epochs, slave.max_offset)
+    normal = find_consistent_point(local, with_end_offsets(master.epochs, master.max_offset))
+    point = find_consistent_point(local, ranges)
+    if point < 0 or point == normal:
+        return None
+    m_by = master.by_offset()
+    kept = [m for m in slave.messages if m.end <= point
+            and (m.physical_offset not in m_by or m_by[m.physical_offset].signature != m.signature)]
+    return point, kept
 
 
 # --- leader -------------------------------------------------------------------------------------
@@ -203,10 +228,7 @@ def replay_classic(master: StoreModel, slave: StoreModel, log: Transcript) -> Re
     log.add("decide", master.name, to=s.name, transfer_from=start, rule=rule)
     stall = None
     if s.max_offset > master.max_offset:
-        stall = {"cause": "slave_ahead", "explanation": (
-            f"the slave's max offset {s.max_offset} is past the master's {master.max_offset}: the master only "
-            "sends heartbeats and classic HA never truncates" + (
-                f"; the logs also differ from {out.diverged_at}" if out.diverged_at is not None else ""))}
+        stall = _slave_ahead(master, s.max_offset, out.diverged_at, log)
     elif s.max_offset and s.max_offset < master.min_offset:
         stall = {"cause": "slave_behind_master_min_offset", "explanation": (
             f"the slave's max offset {s.max_offset} is below the master's first file ({master.min_offset}): "
@@ -227,6 +249,47 @@ def replay_classic(master: StoreModel, slave: StoreModel, log: Transcript) -> Re
         _mixed_content(out, master, slave, start, log)
         _operator_fix(out, master, slave, prefix, log)
     return out
+
+
+# `HAConnection.ReadSocketService#processReadEvent` closes the connection of a slave that reports an offset past the
+# master's end from rocketmq-all-4.9.3 (#3016) through the 4.9 line; 5.x's `DefaultHAConnection` has no such check.
+CLOSES_SLAVE_AHEAD = ((4, 9, 3), (5, 0, 0))
+CLOSED_EACH_REPORT, HEARTBEATS_ONLY, UNKNOWN = "closed_at_each_report", "heartbeats_only", "unknown"
+
+
+def slave_ahead_connection(master: StoreModel) -> str:
+    """What the master's broker version does with a slave whose reported offset is past its end.
+
+    Either way the first report is taken unchecked as the transfer position ("master transfer data from S",
+    `WriteSocketService#run`), and the master sends heartbeats whose header offset is S, the slave's own end, so
+    the slave's "offset not equal" check (`HAClient#dispatchReadRequest`) passes. 4.9.3-4.9.x: the slave's next
+    report (`haSendHeartbeatInterval`) is checked, "slave[..] request offset=S greater than local commitLog
+    offset=M" is logged, the connection closed, and the slave reconnects: a loop, one connection per ~two heartbeat
+    intervals. 5.x (`DefaultHAConnection`, rocketmq-all-5.3.3) and before 4.9.3: the connection stays open,
+    heartbeats only. Unknown without the broker version (`--broker-version`)."""
+    if master.rule.version is None:
+        return UNKNOWN
+    low, high = CLOSES_SLAVE_AHEAD
+    return CLOSED_EACH_REPORT if low <= version_tuple(master.rule.version) < high else HEARTBEATS_ONLY
+
+
+def _slave_ahead(master: StoreModel, reported: int, diverged_at: int | None, log: Transcript) -> dict[str, Any]:
+    """The stall of a classic slave whose max offset is past the master's: nothing is sent, nothing truncated."""
+    connection = slave_ahead_connection(master)
+    how = {CLOSED_EACH_REPORT: (f"the master logs \"request offset={reported} greater than local commitLog offset="
+                                f"{master.max_offset}\" at the slave's next report and closes the connection; the "
+                                "slave reconnects and the loop repeats"),
+           HEARTBEATS_ONLY: "the master sends heartbeats only and the connection stays open",
+           UNKNOWN: ("the master sends heartbeats only (4.9.3-4.9.x also closes the connection at each report; "
+                     "give --broker-version)")}[connection]
+    if connection == CLOSED_EACH_REPORT:
+        log.add("disconnect", master.name, reported_offset=reported, master_max_offset=master.max_offset,
+                repeats=True, rule="4.9.3+ HAConnection: a reported offset past the master's end closes the link")
+    return {"cause": "slave_ahead", "connection": connection, "explanation": (
+        f"the slave's max offset {reported} is past the master's {master.max_offset}: the master starts at "
+        f"{reported} and has nothing to send; {how}; classic HA never truncates"
+        + (f"; the logs also differ from {diverged_at}" if diverged_at is not None else "")
+        + f"; should the master's log grow past {reported}, it streams from there onto the slave's bytes")}
 
 
 def _mixed_content(out: ReplicaOutcome, master: StoreModel, slave: StoreModel, joined_at: int,

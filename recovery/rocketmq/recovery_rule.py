@@ -61,12 +61,17 @@ def rule_for(version: str | None) -> RecoveryRule:
     """The recovery rule of a broker version such as 4.9.8, 5.3.1 or 5.3.4-SNAPSHOT (None: the newest)."""
     if version is None:
         return NEWEST
+    v = version_tuple(version)
+    name = THIRD_FROM_LAST if v < (5, 3, 2) else QUEUE_OFFSET if v <= (5, 3, 3) else VALIDATED
+    return RecoveryRule(name, version, v >= V2_SINCE, v < (5, 0, 0))
+
+
+def version_tuple(version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a broker version such as 4.9.8, 5.3.4-SNAPSHOT or rocketmq-all-4.9.7."""
     m = _VERSION.match(version.strip())
     if m is None:
         raise ReplogError(f"--broker-version {version!r} is not a RocketMQ version such as 4.9.8 or 5.3.2")
-    v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    name = THIRD_FROM_LAST if v < (5, 3, 2) else QUEUE_OFFSET if v <= (5, 3, 3) else VALIDATED
-    return RecoveryRule(name, version, v >= V2_SINCE, v < (5, 0, 0))
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
 def start_index(files: list[tuple[int, Path]], cp: Checkpoint | None, abnormal: bool, rule: RecoveryRule,

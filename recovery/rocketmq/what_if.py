@@ -5,7 +5,11 @@ impact model (`impact.analyze_rocketmq_impact`). What the group loses: each slav
 truncation), or, where classic HA leaves a slave stalled or mixed, what cutting it to the common prefix removes
 (`ReplicaOutcome.repair_lost`, the operator fix); a message lost on several stores (same physical offset and
 signature) counts once. Acknowledged: below the highest confirm offset a store recorded (controller mode, 5.1.1+;
-unknown in classic mode, where no store records one).
+unknown in classic mode, where no store records one). That is a lower bound: a controller-mode master alone in its
+SyncStateSet acknowledges every append without moving the confirm offset it records (5.3.3
+`CommitLog#getConfirmOffsetDirectly` returns `getMaxPhyOffset()` then, and only `setConfirmOffset` writes the
+checkpoint's confirmPhyOffset), so the lost messages at or past it are counted apart (`unconfirmed`): the stores do
+not say whether a producer had them acknowledged.
 
 The choices: "wait" is the master the brokers settle on by themselves (`ha.choose_master`: the controller's
 preference, highest epoch then offset; classic: the store named master or with brokerId 0); any other store must
@@ -23,7 +27,14 @@ from replog.formats.errors import UnreadableInput
 from replog.formats.fileio import read_small
 from replog.formats.rocketmq.broker_identity import PROPERTIES_FILE, StoreIdentity, store_identity
 from replog.recovery.advice import Ranked, Recommendation, compare_words
-from replog.recovery.rocketmq.ha import AUTOSWITCH, CLASSIC, choose_master, replay_stores
+from replog.recovery.rocketmq.ha import (
+    AUTOSWITCH,
+    CLASSIC,
+    choose_master,
+    compare_logs,
+    replay_stores,
+    same_epoch_point,
+)
 from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.impact import RocketImpact, analyze_rocketmq_impact
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
@@ -60,6 +71,7 @@ class MasterChoice:
     impact: RocketImpact
     lost: list[MessageRef]
     acknowledged: int | None
+    unconfirmed: int | None
     rank: int = 0
 
     @property
@@ -81,6 +93,7 @@ class MasterChoice:
         return {"rank": self.rank, "leader": self.master, "broker": self.broker_id, "how": self.how,
                 "unclean": self.how == UNCLEAN, "explanation": self.result.explanation,
                 "lost": {"records": len(self.lost), "acknowledged": self.acknowledged,
+                         "unconfirmed": self.unconfirmed,
                          "first_offset": self.lost[0].physical_offset if self.lost else None,
                          "last_offset": self.lost[-1].physical_offset if self.lost else None},
                 "replicas": [{"name": r.model.name, "status": r.status, "truncated_to": r.truncated_to,
@@ -108,18 +121,32 @@ class RocketWhatIf(Ranked[MasterChoice]):
                 "notes": self.notes}
 
 
-def _acknowledged(stores: Sequence[StoreModel], lost: list[MessageRef]) -> int | None:
+def _acknowledged(stores: Sequence[StoreModel], lost: list[MessageRef]) -> tuple[int | None, int | None]:
+    """(lost below the highest recorded confirm offset, lost at or past it); None, None without any record."""
     confirms = [s.confirm_offset for s in stores if s.confirm_offset is not None]
-    return None if not confirms else sum(1 for m in lost if m.physical_offset < max(confirms))
+    if not confirms:
+        return None, None
+    below = sum(1 for m in lost if m.physical_offset < max(confirms))
+    return below, len(lost) - below
 
 
 def _how(store: StoreModel, default: StoreModel, protocol: str, stores: Sequence[StoreModel]) -> str:
+    """Controller mode: unclean when the store cannot have been in the last master's SyncStateSet.
+
+    The controller elects from the SyncStateSet first and from every other live replica only with
+    `enableElectUncleanMaster` (`DefaultElectPolicy#elect`, 5.3.3). A replica joins the set only once the
+    master has its report after the handshake truncated it to the consistent point and it caught up with the
+    confirm offset (`AutoSwitchHAService#maybeExpandInSyncStateSet`): so a member holds a prefix of the last
+    master's log (the default choice, the highest epoch). A store that ends below a recorded confirm offset,
+    diverges from the last master's bytes or runs past its end (an older epoch's tail) was not a member."""
     if store is default:
         return WAIT
     if protocol == CLASSIC:
         return SWITCH
     confirms = [s.confirm_offset for s in stores if s.confirm_offset is not None]
-    return UNCLEAN if confirms and store.max_offset < max(confirms) else CLEAN
+    behind = bool(confirms) and store.max_offset < max(confirms)
+    diverged = compare_logs(store, default)[0] is not None or store.max_offset > default.max_offset
+    return UNCLEAN if behind or diverged else CLEAN
 
 
 def master_choices(stores: Sequence[StoreModel], protocol: str) -> list[MasterChoice]:
@@ -131,7 +158,7 @@ def master_choices(stores: Sequence[StoreModel], protocol: str) -> list[MasterCh
         lost = lost_messages(result)
         ident = identity(s)
         out.append(MasterChoice(s.name, ident.broker_id if ident else None, _how(s, default, protocol, stores),
-                                result, analyze_rocketmq_impact(result), lost, _acknowledged(stores, lost)))
+                                result, analyze_rocketmq_impact(result), lost, *_acknowledged(stores, lost)))
     ranked = sorted(out, key=lambda c: (*c.key(), c.how != WAIT, out.index(c)))
     for i, c in enumerate(ranked, 1):
         c.rank = i
@@ -185,7 +212,43 @@ def what_if_stores(stores: Sequence[StoreModel], protocol: str) -> RocketWhatIf:
     command, steps = commands_for(best, ident, protocol)
     rec = Recommendation(best.master, best.broker_id, best.how, MODES[protocol], command, steps, _why(best, ranked[1:]))
     return RocketWhatIf(protocol, idents[0].broker_name if idents else None, idents[0].cluster if idents else None,
-                        ranked, rec)
+                        ranked, rec, _notes(ranked, stores, protocol))
+
+
+def _same_epoch_notes(ranked: Sequence[MasterChoice], stores: Sequence[StoreModel]) -> list[str]:
+    """`ha.same_epoch_point` for the default master: the replica that would keep diverged bytes."""
+    wait = next((c for c in ranked if c.how == WAIT), None)
+    if wait is None:
+        return []
+    master = next(s for s in stores if s.name == wait.master)
+    out = []
+    for s in stores:
+        got = same_epoch_point(master, s) if s is not master else None
+        if got is not None and got[1]:
+            out.append(f"if the controller still names {master.name} master when it returns (a controller "
+                       f"restarted with the group), {master.name} keeps epoch {master.epochs[-1].epoch} and moves "
+                       f"its start to {master.max_offset}: {s.name} then truncates at {got[0]}, not "
+                       f"{wait_point(wait, s.name)}, and keeps {len(got[1]):,} messages of its own at offsets "
+                       f"where {master.name} holds others (AutoSwitchHAService#changeToMaster, 5.3.3); elect "
+                       f"{master.name} with the controller's master cleared to avoid it")
+    return out
+
+
+def wait_point(choice: MasterChoice, name: str) -> str:
+    r = next(r for r in choice.result.replicas if r.model.name == name)
+    return str(r.truncated_to) if r.truncated_to is not None else "its end"
+
+
+def _notes(ranked: Sequence[MasterChoice], stores: Sequence[StoreModel], protocol: str) -> list[str]:
+    """Why `acknowledged` may undercount, and what the default master's return under its old epoch leaves."""
+    notes = _same_epoch_notes(ranked, stores) if protocol == AUTOSWITCH else []
+    past = [c for c in ranked if c.unconfirmed]
+    if not past:
+        return notes
+    figures = ", ".join(f"{c.master}: {c.unconfirmed:,}" for c in past)
+    return [*notes, (f"lost messages past the highest confirm offset the stores recorded ({figures}) are not "
+                     "counted as acknowledged, yet may have been: a controller-mode master alone in its SyncStateSet "
+                     "acknowledges every append without recording it (CommitLog#getConfirmOffsetDirectly, 5.3.3)")]
 
 
 def what_if_paths(specs: Sequence[str], protocol: str | None = None, progress: Any = None,

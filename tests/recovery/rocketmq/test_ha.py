@@ -98,6 +98,25 @@ def test_slave_ahead_stalls_in_classic_and_repair_cuts_to_the_common_prefix(tmp_
     assert repaired["slave"].identical_to_master and repaired["slave"].log_end_offset == x
 
 
+@pytest.mark.parametrize(("version", "connection"), [
+    ("4.9.7", "closed_at_each_report"), ("4.9.3", "closed_at_each_report"), ("4.9.2", "heartbeats_only"),
+    ("5.3.3", "heartbeats_only"), (None, "unknown")])
+def test_slave_ahead_connection_by_broker_version(tmp_path: Path, version: str | None, connection: str) -> None:
+    """4.9.3-4.9.x (`HAConnection.ReadSocketService#processReadEvent`, #3016) close the connection of a slave whose
+    report is past the master's end, at each report after the first; 5.x's `DefaultHAConnection` does not."""
+    m, s, x = pair(tmp_path, [], [spec(i) for i in range(20, 30)])
+    d = replay_paths(specs_of(m, s), protocol=CLASSIC, broker_version=version).to_dict()
+    stall = replica(d, "slave")["stall"]
+    assert stall["connection"] == connection, f"{version}: {stall}"
+    closes = [e for e in d["events"] if e["kind"] == "disconnect"]
+    assert bool(closes) == (connection == "closed_at_each_report"), f"{version}: disconnect events {closes}"
+    if closes:
+        assert (closes[0]["reported_offset"], closes[0]["master_max_offset"]) == (s.max_offset, x), closes[0]
+        assert f"request offset={s.max_offset} greater than local commitLog offset={x}" in stall["explanation"]
+    decide = next(e for e in d["events"] if e["kind"] == "decide")
+    assert decide["transfer_from"] == s.max_offset, "the first report is the transfer position, unchecked"
+
+
 def test_slave_ahead_truncated_at_the_consistent_point_under_autoswitch(tmp_path: Path) -> None:
     m, s, x = pair(tmp_path, [other(i) for i in range(20, 25)], [spec(i) for i in range(20, 30)], epochs=True)
     result = replay_paths(specs_of(m, s), protocol=AUTOSWITCH)
