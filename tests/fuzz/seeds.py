@@ -173,6 +173,26 @@ def rocketmq_small() -> dict[str, dict[str, bytes]]:
             "rocketmq_config": {"topics": cfg.encode()}}
 
 
+def rocketmq_stores_of_today() -> dict[str, dict[str, bytes]]:
+    """DLedger data, timer files and batch consume queues, from replog's writers."""
+    from replog.formats.rocketmq import batch_consumequeue, dledger, timer_check, timer_log
+
+    w = dledger.DLedgerWriter(1024)
+    for i, body in enumerate((b"a", b"b" * 300, b"c" * 500)):
+        w.append(commitlog.build_message(topic="orders", body=body, queue_id=i % 2, queue_offset=i // 2),
+                 term=1 + i // 2)
+    units = [timer_log.build_unit(prev_pos=-1 if i == 0 else (i - 1) * timer_log.UNIT_SIZE,
+                                  curr_write_time=1_700_000_000_000, delayed_time=60_000 + i,
+                                  offset_py=i * 200, size_py=200) for i in range(4)]
+    check = timer_check.build_timer_checkpoint(timer_check.TimerCheckpoint(1_700_000_000_000, 208, 4, 4))
+    metrics = b'{"timingCount":{"orders":{"count":3,"timeStamp":1}},"dataVersion":{"counter":1,"timestamp":1}}'
+    bcq = batch_consumequeue.build_file([(i * 500, 500, 7, 1_700_000_000_000, i * 4, 4) for i in range(5)],
+                                        file_size=batch_consumequeue.UNIT_SIZE * 8)
+    return {"rocketmq_dledger": {f"file{start}": bytes(buf) for start, buf in w.data.items()},
+            "rocketmq_timer": {"log": b"".join(units), "check": check[:64], "metrics": metrics},
+            "rocketmq_batch_cq": {"eight": bcq}}
+
+
 def hand_built() -> dict[str, dict[str, bytes]]:
     """target name -> {seed name: bytes}."""
     out = {
@@ -185,6 +205,7 @@ def hand_built() -> dict[str, dict[str, bytes]]:
     }
     out.update(small_text_files())
     out.update(rocketmq_small())
+    out.update(rocketmq_stores_of_today())
     out["kafka_partition"] = {k: v for k, v in segments().items() if k in ("v2_mixed", "legacy")}
     out["kafka_recover"] = recoverable()
     return out

@@ -33,8 +33,19 @@ from replog.formats.kafka import (
 )
 from replog.formats.kafka.internal import decode_consumer_offsets, decode_metadata_entry, decode_transaction_state
 from replog.formats.kafka.segment import SegmentWalk, batch_records
+from replog.formats.rocketmq import (
+    batch_consumequeue,
+    commitlog,
+    config_json,
+    consumequeue,
+    dledger,
+    epoch_file,
+    index_file,
+    timer_check,
+    timer_log,
+    timer_wheel,
+)
 from replog.formats.rocketmq import checkpoint as rmq_checkpoint
-from replog.formats.rocketmq import commitlog, config_json, consumequeue, epoch_file, index_file
 
 SEG = "00000000000000000000"
 _OPTIONS = (DumpOptions(deep=True, print_data=True, key_decoder="hex"),
@@ -259,6 +270,36 @@ def rocketmq_config(data: bytes, scratch: Scratch) -> None:
     config_json.loads(data)
 
 
+def rocketmq_dledger(data: bytes, scratch: Scratch) -> None:
+    """A DLedger peer whose only data file is these bytes (and whose index file is too: both walks at once)."""
+    scratch.put(f"dledger-n0/data/{SEG}", data)
+    scratch.put(f"dledger-n0/index/{SEG}", data[: len(data) // dledger.INDEX_UNIT_SIZE * dledger.INDEX_UNIT_SIZE])
+    peer = dledger.read_peer(scratch.root / "dledger-n0")
+    for _ in dledger.walk_peer(peer):
+        pass
+    _dump(scratch, f"dledger-n0/data/{SEG}", data)
+
+
+def rocketmq_timer(data: bytes, scratch: Scratch) -> None:
+    """The same bytes as a timer log, a timer wheel, a timer checkpoint and timer metrics."""
+    path = scratch.put(f"timerlog/{SEG}", data)
+    for _ in timer_log.walk_timerlog([(0, path)]):
+        pass
+    for _ in timer_wheel.written_slots(data[: len(data) // timer_wheel.SLOT_SIZE * timer_wheel.SLOT_SIZE]):
+        pass
+    for _ in timer_check.check_timer_checkpoint(data, "<fuzz>"):
+        pass
+    _swallow(lambda: timer_check.parse_timer_checkpoint(data))
+    _swallow(lambda: timer_check.parse_timer_metrics(data))
+
+
+def rocketmq_batch_cq(data: bytes, scratch: Scratch) -> None:
+    for _ in batch_consumequeue.read_units(data[: len(data) // batch_consumequeue.UNIT_SIZE
+                                                * batch_consumequeue.UNIT_SIZE]):
+        pass
+    _dump(scratch, f"batchconsumequeue/T/0/{SEG}", data)
+
+
 Target = Callable[[bytes, Scratch], None]
 
 TARGETS: dict[str, Target] = {f.__name__: f for f in (
@@ -266,7 +307,7 @@ TARGETS: dict[str, Target] = {f.__name__: f for f in (
     kafka_producer_snapshot, kafka_checkpoint, kafka_partition_metadata, kafka_meta_properties,
     kafka_quorum_state, kafka_clean_shutdown, kafka_internal, kafka_partition, kafka_recover,
     rocketmq_commitlog, rocketmq_consumequeue, rocketmq_index, rocketmq_checkpoint, rocketmq_epoch,
-    rocketmq_config)}
+    rocketmq_config, rocketmq_dledger, rocketmq_timer, rocketmq_batch_cq)}
 
 # How many times one execution costs more than a parser call (a recovery writes and verifies a whole
 # partition): a run with an execution budget gives such a target that many times fewer.
