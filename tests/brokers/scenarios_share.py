@@ -16,6 +16,7 @@ from tests.brokers.kafka_lab import TOOL_JVM, Cluster, ClusterSpec, wait_until
 from tests.brokers.scenarios import ASSIGNMENT, JAVA, TOPIC, copy_frozen, crash_and_elect, values, wait_isr
 
 GROUP = "lab-share"
+REGEX_GROUP = "lab-regex"   # a KIP-848 consumer group subscribed by a regular expression
 STATE_TOPIC = "__share_group_state"
 # the share coordinator's state topic and the group coordinator's topic (share group membership) on every broker
 # (one partition each), so that both move to b2 while b3 and b4 are frozen and survive b2's crash
@@ -48,6 +49,16 @@ def share_consume(cluster: Cluster, want: int, seconds: int) -> list[int]:
     return [int(m) for m in re.findall(r"^record (\d+) ", done.stdout, re.M)]
 
 
+def regex_consume(cluster: Cluster, want: int, seconds: int) -> list[int]:
+    """Offsets a KIP-848 consumer subscribed by a regular expression (`RegexConsume.java`, group `REGEX_GROUP`)
+    reads and commits within `seconds`, up to `want` records."""
+    done = subprocess.run(["java", *TOOL_JVM, *cluster.log4j, "-cp", cluster.cp, str(JAVA / "RegexConsume.java"),
+                           cluster.bootstrap, REGEX_GROUP, f"{TOPIC}|none-.*", str(want), str(seconds)],
+                          capture_output=True, text=True, timeout=seconds + 180)
+    assert done.returncode == 0, f"the regex consumer failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    return [int(m) for m in re.findall(r"^record (\d+) ", done.stdout, re.M)]
+
+
 def describe_offsets(cluster: Cluster) -> str:
     return str(cluster.retrying(lambda: cluster.tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand",
                                                      "--bootstrap-server", cluster.bootstrap, "--describe",
@@ -68,15 +79,18 @@ def start_offset(describe: str) -> int | None:
 
 
 def acknowledged_then_truncated(cluster: Cluster, work: Path) -> ShareOutcome:
-    """Premise: brokers 2, 3, 4 keep running but for b2's crash; the share group's state topic has a replica on
-    each. The group consumes and acknowledges 0..9 (acks=all); b3 and b4 freeze, the ISR shrinks to b2 (which
-    then leads the state topic too), b2 takes 10..19 alone (acks=1, committed by its one-member ISR) and the
-    group consumes and acknowledges them: its start offset is 20. b2 crashes, b3 is elected uncleanly (its log
-    ends at 10) and the copy is taken (b2 down, b3 and b4 frozen while copied). b2 restarts from its disk (it
-    truncates `t-0` and leads the state topic again), 5 records are written (10..14), the group polls, 10 more
+    """Premise: brokers 2, 3, 4 keep running but for b2's crash; the share group's state topic has a replica on each. A
+    KIP-848 consumer group subscribed by a regular expression reads 0..9 first (its records, types 3-8 and 16, are
+    only for the dump check). The share group consumes and acknowledges 0..9 (acks=all); b3 and b4 freeze, the ISR
+    shrinks to b2 (which then leads the state topic too), b2 takes 10..19 alone (acks=1, committed by its one-member
+    ISR) and the group consumes and acknowledges them: its start offset is 20. b2 crashes, b3 is elected uncleanly
+    (its log ends at 10) and the copy is taken (b2 down, b3 and b4 frozen while copied). b2 restarts from its disk
+    (it truncates `t-0` and leads the state topic again), 5 records are written (10..14), the group polls, 10 more
     are written (15..24), the group polls again."""
     cluster.create_topic(TOPIC, ASSIGNMENT)
     cluster.produce(TOPIC, values("A", 0, 10), acks="all")
+    read = regex_consume(cluster, 10, 90)   # a KIP-848 group with a regex: records 3-8 and 16 for dump's check
+    assert read == list(range(10)), f"premise: the regex consumer reads 0..9: {read}"
     first = share_consume(cluster, 10, 90)
     cluster.pause(3, 4)
     wait_isr(cluster, [2])

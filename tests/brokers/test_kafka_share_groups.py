@@ -45,12 +45,15 @@ def test_a_truncation_below_the_start_offset_skips_the_records_written_there(tmp
 
 
 def _group_records_decode_as_kafka_dump_log_does(copy: Path) -> None:
-    """The share group's own `__consumer_offsets` records (types 10-15, KIP-932) as the real 4.4.0 kafka-dump-log
-    `--offsets-decoder` prints them, line for line against `replog dump --format dump-log`."""
+    """The share group's own `__consumer_offsets` records (types 10-15, KIP-932) and the regex consumer group's
+    (3-8, 16) as the real 4.4.0 kafka-dump-log `--offsets-decoder` prints them, line for line against
+    `replog dump --format dump-log`."""
     files = sorted(str(p.relative_to(copy)) for p in copy.glob("b*/__consumer_offsets-*/*.log") if p.stat().st_size)
     assert files, "premise: the group coordinator wrote __consumer_offsets"
     cases = dumplog.compare("4.4.0", copy, files, ("--offsets-decoder",), "offsets", REPLOG)
     share_lines = [line for c in cases for line in c.real or [] if re.search(r'key: {"type":"1[0-5]"', line)]
     assert share_lines, f"premise: kafka-dump-log printed share group records: {[c.real for c in cases][:2]}"
+    regex_lines = [line for c in cases for line in c.real or [] if 'key: {"type":"16"' in line]
+    assert regex_lines, "premise: kafka-dump-log printed the regex group's ConsumerGroupRegularExpression record"
     differ = [c for c in cases if not c.identical]
     assert not differ, "\n".join(f"{c.file}\n{c.diff()}" for c in differ[:4])

@@ -21,6 +21,8 @@ from replog.formats.kafka.internal.protocol import (
     INT32,
     INT64,
     STRING,
+    UUID,
+    ZERO_UUID,
     Array,
     Field,
     Message,
@@ -45,6 +47,7 @@ OFFSET_COMMIT_VALUE = Message("OffsetCommitValue", (
     Field("metadata", STRING),
     Field("commitTimestamp", INT64),
     Field("expireTimestamp", INT64, "1", default=-1),
+    Field("topicId", UUID, "4+", tag=0, default=ZERO_UUID),   # 4.4 (OffsetCommitValue.json in its jar)
 ), valid="0-4", flexible="4+")
 
 MEMBER_METADATA = Struct("MemberMetadata", (

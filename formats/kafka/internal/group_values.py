@@ -31,6 +31,10 @@ def _value(name: str, *fields: Field) -> Message:
 
 
 _TOPIC_PARTITIONS = Struct("TopicPartitions", (Field("topicId", UUID), Field("partitions", Array(INT32))))
+# A consumer group member's current assignment also records the epoch each partition was assigned at (4.4).
+_ASSIGNED_PARTITIONS = Struct("TopicPartitions", (
+    Field("topicId", UUID), Field("partitions", Array(INT32)),
+    Field("assignmentEpochs", Array(INT32), nullable="0+", tag=0, default=None)))
 _ASSIGNMENT_TIMESTAMP = Field("assignmentTimestamp", INT64, tag=0, default=0)
 _KEY_VALUE = Struct("KeyValue", (Field("key", STRING), Field("value", STRING)))
 
@@ -66,8 +70,8 @@ _CONSUMER_GROUPS = {
         Field("memberEpoch", INT32),
         Field("previousMemberEpoch", INT32),
         Field("state", INT8),
-        Field("assignedPartitions", Array(_TOPIC_PARTITIONS)),
-        Field("partitionsPendingRevocation", Array(_TOPIC_PARTITIONS)),
+        Field("assignedPartitions", Array(_ASSIGNED_PARTITIONS)),
+        Field("partitionsPendingRevocation", Array(_ASSIGNED_PARTITIONS)),
     ),
 }
 

@@ -127,10 +127,19 @@ def json_view(fields: tuple[Field, ...], data: dict) -> dict:
     out = {}
     for name, value in data.items():
         f = by_name.get(name)
-        if f is not None and f.tag is not None and value == f.default_value():
+        if f is not None and f.tag is not None and _holds_default(f, value):
             continue
         out[name] = _json_value(f.type, value) if f is not None else value
     return out
+
+
+def _holds_default(f: Field, value: Any) -> bool:
+    """Whether a converter leaves this tagged field out. A struct is compared with a new, all-default struct (the
+    4.4.0 jar's ConsumerGroupMemberMetadataValueJsonConverter: `x == null || !x.equals(new X())` writes it, a null
+    as JSON null); any other field with its declared default."""
+    if isinstance(f.type, Struct):
+        return isinstance(value, dict) and value == {g.name: g.default_value() for g in f.type.fields}
+    return bool(value == f.default_value())
 
 
 def _json_value(t: Type, value: Any) -> Any:
@@ -319,7 +328,12 @@ def _read_tagged(r: Reader, tagged: dict[int, Field], data: dict, version: int) 
             unknown.append({"tag": tag, "data": r.take(size).hex()})
             continue
         sub = Reader(r.buf, r.pos, r.pos + size)
-        data[f.name] = read_value(sub, f.type, version, True, f.is_nullable(version))
+        if isinstance(f.type, Struct) and f.is_nullable(version):
+            # a tagged nullable struct's marker is an unsigned varint, 0 for null (the 4.4.0 jar's generated
+            # readers, e.g. ConsumerGroupMemberMetadataValue: `readUnsignedVarint() > 0` reads the struct)
+            data[f.name] = read_struct(sub, f.type.fields, version, True) if sub.uvarint() > 0 else None
+        else:
+            data[f.name] = read_value(sub, f.type, version, True, f.is_nullable(version))
         if sub.remaining:
             raise sub.fail(f"tagged field {f.name} has {sub.remaining} unread bytes")
         r.pos += size
