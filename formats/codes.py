@@ -134,6 +134,8 @@ CODES: dict[str, Code] = {
                                                  "from its position in the commitlog"),
     "ROCKETMQ_QUEUE_OFFSET_GAP": Code(E, "queue offsets of a queue are not contiguous"),
     "ROCKETMQ_BLANK_INVALID": Code(E, "end-of-file BLANK filler malformed"),
+    "ROCKETMQ_PREALLOCATED_FILE": Code(I, "an all-zero commitlog file after the last written one, mapped ahead of use "
+                                          "by AllocateMappedFileService; the broker's recovery drops it"),
     "ROCKETMQ_DIRTY_TAIL": Code(W, "bytes after the last valid message of the last commitlog file (abnormal shutdown)"),
     "ROCKETMQ_FILE_NAME_MISMATCH": Code(E, "mapped file name disagrees with its offset or size"),
     "ROCKETMQ_FILE_GAP": Code(E, "consecutive mapped files are not contiguous"),

@@ -47,13 +47,52 @@ def walk_commitlog(source: str | os.PathLike[str] | Iterable[str | os.PathLike[s
                       message="an empty last file: RocketMQ 5.1.3+ deletes it when it loads the store; 4.x and "
                               "5.0-5.1.2 refuse to start on it (length not matched)",
                       expected_size=file_size, actual_size=0)
+    last = _last_written(files)
     prev_start: int | None = None
     for i, (start, path) in enumerate(files):
         yield from _check_file(path, start, sizes[path], file_size, prev_start)
         if start < 0:
             continue
         prev_start = start
-        yield from _walk_file(path, start, is_last=i == len(files) - 1, check_crc=check_crc)
+        if i > last:
+            yield _preallocated(path, start)
+            continue
+        yield from _walk_file(path, start, is_last=i == last, check_crc=check_crc)
+
+
+def _last_written(files: list[tuple[int, Path]]) -> int:
+    """Index of the last file holding a non-zero byte (the first file when none does).
+
+    The files after it are all zeros: `AllocateMappedFileService` maps the next file
+    ahead of use (`MappedFileQueue#doCreateMappedFile` asks for `nextNextFilePath`), so a
+    killed 5.x broker leaves one behind. The broker's recovery (`CommitLog#recoverAbnormally`
+    / `recoverNormally`, apache/rocketmq 5.3.3) reads magic 0 there as an illegal magic code
+    (`checkMessageAndReturnSize` returns -1, not success), ends the log at the zeros of the file
+    before, and `MappedFileQueue#truncateDirtyFiles` drops the all-zero files after that
+    point: the written file's zero tail is the end of the data, as in the last file. Zeros
+    without a BLANK stay an error only when a later file holds data the broker would drop.
+    Reading the trailing files to prove them zero is what walking them costs anyway.
+    """
+    for i in range(len(files) - 1, 0, -1):
+        start, path = files[i]
+        if start < 0 or not _all_zero(path):
+            return i
+    return 0
+
+
+def _all_zero(path: Path) -> bool:
+    try:
+        with mapped(path) as buf:
+            return NONZERO.search(buf) is None
+    except UnreadableInput:
+        return False   # the walk reports it
+
+
+def _preallocated(path: Path, start: int) -> Finding:
+    return finding("ROCKETMQ_PREALLOCATED_FILE", str(path), offset=start,
+                   message="all zeros after the last written file: mapped ahead of use by the broker's "
+                           "AllocateMappedFileService; the broker's recovery ends the log before it and "
+                           "deletes it (MappedFileQueue#truncateDirtyFiles) unless the log ends at its start")
 
 
 def _size_of(path: Path) -> int:
