@@ -51,9 +51,8 @@ from replog.formats.rocketmq.timer_wheel import (
 from replog.formats.rocketmq.timer_wheel import (
     FILE_NAME as WHEEL_NAME,
 )
-from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
+from replog.recovery.rocketmq.store_model import TIMER_TOPIC, MessageRef, StoreModel
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"     # TimerMessageStore.TIMER_TOPIC
 _LOST = "ROCKETMQ_TIMER_MESSAGE_LOST"
 _UNIT = "ROCKETMQ_TIMER_LOG_INVALID"
 _WHEEL = "ROCKETMQ_TIMER_WHEEL_INVALID"

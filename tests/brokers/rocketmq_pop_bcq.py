@@ -9,10 +9,21 @@ several files. What the broker serves is read through its admin API (RmqBatchIns
 every message offset) while it runs; then it is stopped cleanly (SIGTERM: flushed, checkpoint written) and its store
 is returned as it is on disk (replog reads it in place, read-only).
 Premise: the broker keeps running until everything is dispatched and read, then stops cleanly; no restart.
+
+`pop_store`: a lone 5.3.3 master with the timer wheel on (POP checkpoints and acks are revive messages with a
+deliver time: `PopMessageProcessor#buildCkMsg`, `AckMessageProcessor#appendAck` `setDeliverTimeMs`). POP_COUNT
+messages are sent to one queue of POP_TOPIC, popped by POP_GROUP in two POP requests (POP_SIZES: two checkpoints)
+with an invisible time of INVISIBLE_MS (tests/brokers/java/RmqPop.java, the remoting calls of a POP push
+consumer), and only ACKED are acked. The broker is stopped cleanly (SIGTERM) right after, within the invisible time,
+and its store copied: that copy is what replog reads. The broker is then restarted on its own store and drained
+(every queue, retry included, for DRAIN_S seconds, acking all): the messages it delivers again are the ones its
+revive service found un-acked.
+Premise: stopped cleanly before any revive time; restarted on the same store; nothing sent after the pops.
 """
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +33,12 @@ VERSION = "5.3.3"
 BATCH_TOPIC = "BatchLab"
 BATCHES: dict[int, tuple[int, ...]] = {0: (3, 1, 5, 2, 4, 6), 1: (2, 7, 1, 3)}
 BCQ_FILE_UNITS = 4
+POP_SPEC = RmqSpec(VERSION, broker_config={"timerWheelEnable": "true"})
+POP_TOPIC, POP_GROUP, POP_COUNT = "PopLab", "PopLabGroup", 10
+POP_SIZES, ACKED = (6, 4), frozenset({0, 2, 3, 7})
+# The clean stop itself takes seconds (shutdown hooks, flushes): with 8 s the timer delivered the checkpoints and
+# the revive service revived before the stop finished (seen in a first run). 30 s leaves the stop well inside.
+INVISIBLE_MS, DRAIN_S = 30_000, 60
 BCQ_SPEC = RmqSpec(VERSION, broker_config={"mapperFileSizeBatchConsumeQueue": str(46 * BCQ_FILE_UNITS)})
 
 
@@ -85,3 +102,34 @@ def batch_queue_store(root: Path) -> BatchOutcome:
         store = c.store("n0")
     ranges, units = broker_units(out)
     return BatchOutcome(store, sent, ranges, units, out)
+
+
+@dataclass
+class PopOutcome:
+    copy: Path                                     # the store as the clean stop left it, before any revive
+    popped: dict[int, tuple[int, int, int]]        # seq -> (queue offset, pop time, invisible time)
+    acked: dict[int, str]                          # seq -> ack status
+    redelivered: list[tuple[int, str, int]]        # (seq, topic, queue offset) the restarted broker delivered
+    stopped_ms: int                                # wall clock once the clean stop had finished
+    log: str
+
+
+def pop_store(root: Path) -> PopOutcome:
+    with running_rocketmq(POP_SPEC, root / "cluster") as c:
+        c.create_topic(POP_TOPIC, 1)
+        c.send(POP_TOPIC, (0,), 0, POP_COUNT)
+        c.wait_dispatched("n0")
+        base = (c.namesrv_addr, c.broker_addr("n0"), GROUP, POP_TOPIC, POP_GROUP)
+        out = c.java_source("RmqPop.java", "pop", *base, "0", ",".join(map(str, POP_SIZES)), str(INVISIBLE_MS),
+                            ",".join(map(str, sorted(ACKED))))
+        popped = {int(s): (int(o), int(t), int(i)) for s, o, t, i in
+                  re.findall(r"^POP (\d+) (\d+) (\d+) (\d+)$", out, re.M)}
+        acked = {int(s): st for s, st in re.findall(r"^ACK (\d+) (\S+)$", out, re.M)}
+        c.stop("n0")
+        stopped_ms = int(time.time() * 1000)
+        copy = c.copy_store("n0", root / "stopped")
+        c.start_broker("n0")
+        drained = c.java_source("RmqPop.java", "drain", *base, str(DRAIN_S), "60000", timeout=DRAIN_S + 240)
+        log = c.brokers["n0"].output_since_start()
+    again = [(int(s), t, int(o)) for s, t, o in re.findall(r"^GOT (\d+) (\S+) (\d+) \S+$", drained, re.M)]
+    return PopOutcome(copy, popped, acked, again, stopped_ms, out + drained + log)

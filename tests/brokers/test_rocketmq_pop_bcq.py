@@ -11,7 +11,22 @@ from typing import Any
 
 import pytest
 
-from tests.brokers.rocketmq_pop_bcq import BATCH_TOPIC, BATCHES, BatchOutcome, batch_queue_store
+from replog.recovery.rocketmq.impact import read_offsets
+from replog.recovery.rocketmq.pop import REVIVE_GROUP, checkpoints
+from replog.recovery.rocketmq.store_model import load_store
+from tests.brokers.rocketmq_pop_bcq import (
+    ACKED,
+    BATCH_TOPIC,
+    BATCHES,
+    INVISIBLE_MS,
+    POP_COUNT,
+    POP_GROUP,
+    POP_SIZES,
+    POP_TOPIC,
+    BatchOutcome,
+    batch_queue_store,
+    pop_store,
+)
 from tests.toolkit.test_cli import run_replog
 
 pytestmark = [pytest.mark.brokers, pytest.mark.brokers_full]
@@ -68,3 +83,31 @@ def test_batch_consume_queue_matches_the_broker(tmp_path: Path) -> None:
         "premise: queue 0 spans several batch consume-queue files"
     check_units(outcome)
     check_doctor(outcome.store, tmp_path)
+
+
+def test_pop_revive_view_matches_the_broker(tmp_path: Path) -> None:
+    """replog's reading of the stopped store's revive records (checkpoints still to process, acks merged) must name
+    exactly the popped offsets the restarted broker delivers again, and those acked as acked."""
+    outcome = pop_store(tmp_path)
+    assert sorted(outcome.popped) == list(range(POP_COUNT)), f"premise: every message popped: {outcome.popped}"
+    assert outcome.acked == {s: "OK" for s in ACKED}, f"premise: the acks succeeded: {outcome.acked}"
+    first_revive = min(t for _, t, _ in outcome.popped.values()) + INVISIBLE_MS - 1000   # ck deliver time
+    assert outcome.stopped_ms < first_revive, \
+        f"premise: the broker stopped ({outcome.stopped_ms}) before the first checkpoint's deliver time {first_revive}"
+    again = sorted(s for s, _, _ in outcome.redelivered)
+    unacked = sorted(set(range(POP_COUNT)) - ACKED)
+    assert again == unacked, f"premise: the restarted broker delivered again {again}, expected the un-acked {unacked}"
+    model = load_store(outcome.copy)
+    offsets, _ = read_offsets(model, [])
+    consumed = {(t, q): o for (t, g), qs in offsets.items() if g == REVIVE_GROUP for q, o in qs.items()}
+    cks = [ck for ck in checkpoints(model.messages, consumed).values() if ck.group == POP_GROUP]
+    expected = [(0, POP_SIZES[0]), (POP_SIZES[0], POP_SIZES[1])]
+    assert sorted((ck.start_offset, len(ck.offsets)) for ck in cks) == expected, \
+        f"replog's pending checkpoints of {POP_GROUP} on the stopped store: {cks}"
+    assert all(ck.topic == POP_TOPIC and ck.invisible_time == INVISIBLE_MS for ck in cks), f"checkpoints {cks}"
+    pending = sorted(o for ck in cks for o in ck.unacked)
+    offset_of = {seq: o for seq, (o, _, _) in outcome.popped.items()}
+    assert pending == sorted(offset_of[s] for s in again), \
+        f"replog's un-acked offsets {pending} != the offsets of what the broker delivered again {again}"
+    acked = sorted(o for ck in cks for o in ck.acked)
+    assert acked == sorted(offset_of[s] for s in ACKED), f"replog's acked offsets {acked}, acked seqs {sorted(ACKED)}"
