@@ -62,7 +62,8 @@ def check_doctor(store: Path, tmp_path: Path) -> None:
     manifest = tmp_path / "manifest.json"
     doc = replog_json("doctor", str(store), "--manifest", str(manifest))
     listed = {Path(i["path"]).relative_to(store).as_posix() for i in json.loads(manifest.read_text())["inputs"]}
-    files = {p.relative_to(store).as_posix() for p in (store / "batchconsumequeue").rglob("*") if p.is_file()}
+    bcq = store / "batchconsumequeue"
+    files = {p.relative_to(store).as_posix() for p in bcq.rglob("*") if p.is_file()} if bcq.is_dir() else set()
     assert files <= listed, f"batch consume-queue files missing from the manifest: {files - listed}"
     unknown = [f["path"] for f in doc["findings"] if f["code"] == "UNKNOWN_FILE"]
     assert not unknown, f"files no check reads: {unknown}"
@@ -111,3 +112,4 @@ def test_pop_revive_view_matches_the_broker(tmp_path: Path) -> None:
         f"replog's un-acked offsets {pending} != the offsets of what the broker delivered again {again}"
     acked = sorted(o for ck in cks for o in ck.acked)
     assert acked == sorted(offset_of[s] for s in ACKED), f"replog's acked offsets {acked}, acked seqs {sorted(ACKED)}"
+    check_doctor(outcome.copy, tmp_path)
