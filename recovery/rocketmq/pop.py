@@ -13,6 +13,12 @@ Rules (apache/rocketmq 5.3.3):
   blank broker name is the broker's own). `#reviveMsgFromCk` re-delivers (to the retry topic) every offset whose bit is
   not set, once pop time + invisible time has passed (`PopCheckPoint#getReviveTime`); offsets are
   `ackOffsetByIndex`: start offset + diff[i] (start offset + i in the old form without diffs).
+* Every checkpoint and ack is written with a deliver time (`PopMessageProcessor#buildCkMsg`: revive time - 1 s,
+  `AckMessageProcessor#appendAck`: pop time + invisible time); with `timerWheelEnable` the timer holds it in
+  `rmq_sys_wheel_timer` (REAL_TOPIC the revive topic, REAL_QID its queue) until then, so a store stopped within the
+  invisible time has its checkpoints and acks there, not in the revive topic (a real 5.3.3 store, tests/brokers/
+  rocketmq_pop_bcq.py). A held one is still to be processed unless the revive topic already has its copy (then that
+  copy's revive offset decides).
 * So a lost ack means the message is delivered again; a lost checkpoint means its un-acked messages are never
   revived (the group's offset moved past them at pop time).
 """
@@ -23,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from replog.formats.shape import Shape
-from replog.recovery.rocketmq.store_model import REVIVE_PREFIX, MessageRef
+from replog.recovery.rocketmq.store_model import REVIVE_PREFIX, TIMER_TOPIC, MessageRef
 
 CK_TAG, ACK_TAG, BATCH_ACK_TAG = "ck", "ack", "bAck"
 REVIVE_GROUP = "CID_RMQ_SYS_REVIVE_GROUP"
@@ -84,7 +90,8 @@ def _str(doc: dict[str, object], *names: str) -> str:
 
 
 def checkpoint_of(m: MessageRef, doc: dict[str, object]) -> Checkpoint | None:
-    """`PopCheckPoint` from a "ck" body; None without topic or group (the revive service skips those)."""
+    """`PopCheckPoint` from a "ck" body; None without topic or group (the revive service skips those). A
+    timer-held one has its revive queue in REAL_QID and no revive offset yet (-1)."""
     topic, group = _str(doc, "t"), _str(doc, "c")
     if not topic or not group:
         return None
@@ -95,8 +102,13 @@ def checkpoint_of(m: MessageRef, doc: dict[str, object]) -> Checkpoint | None:
     else:
         offsets = tuple(start + i for i in range(num))
     acked = frozenset(o for i, o in enumerate(offsets) if bitmap >> i & 1)
+    if m.topic == TIMER_TOPIC:
+        qid = m.field("REAL_QID") or ""
+        revive_queue, revive_offset = (int(qid) if qid.isdigit() and len(qid) < 10 else -1), -1
+    else:
+        revive_queue, revive_offset = m.queue_id, m.queue_offset
     return Checkpoint(topic, group, _int(doc, "q"), start, _int(doc, "pt"), _int(doc, "it"), _str(doc, "bn"),
-                      m.queue_id, m.queue_offset, offsets, acked)
+                      revive_queue, revive_offset, offsets, acked)
 
 
 def _acks(doc: dict[str, object], tag: str) -> tuple[Key, list[int], str]:
@@ -110,26 +122,43 @@ def _acks(doc: dict[str, object], tag: str) -> tuple[Key, list[int], str]:
     return key, offsets, _str(doc, "bn", "brokerName")
 
 
+def _held(m: MessageRef) -> bool:
+    """A revive message the timer still holds (see the module docstring)."""
+    return m.topic == TIMER_TOPIC and (m.field("REAL_TOPIC") or "").startswith(REVIVE_PREFIX)
+
+
 def checkpoints(messages: Iterable[MessageRef], consumed: dict[tuple[str, int], int] | None = None
                 ) -> dict[Key, Checkpoint]:
     """The checkpoints the revive service has still to process (at or past `consumed`, the revive group's offset
-    per (revive topic, revive queue)), each with the acks of the log merged in, as
-    `PopReviveService#consumeReviveMessage` merges them."""
+    per (revive topic, revive queue), or still held by the timer with no copy in the revive topic), each with the
+    acks of the log (in the revive topic or held) merged in, as `PopReviveService#consumeReviveMessage` merges
+    them."""
     consumed = consumed or {}
     cks: dict[Key, Checkpoint] = {}
+    held: dict[Key, Checkpoint] = {}
+    delivered: set[Key] = set()
     acks: list[tuple[Key, list[int], str]] = []
     for m in messages:
-        if not m.topic.startswith(REVIVE_PREFIX) or m.queue_offset < consumed.get((m.topic, m.queue_id), 0):
+        in_revive = m.topic.startswith(REVIVE_PREFIX)
+        if not in_revive and not _held(m):
             continue
         tag, doc = m.field("TAGS"), _json(m)
         if doc is None:
             continue
         if tag == CK_TAG:
             ck = checkpoint_of(m, doc)
-            if ck is not None:
+            if ck is None:
+                continue
+            if not in_revive:
+                held[ck.key] = ck
+                continue
+            delivered.add(ck.key)
+            if m.queue_offset >= consumed.get((m.topic, m.queue_id), 0):
                 cks[ck.key] = ck
-        elif tag in (ACK_TAG, BATCH_ACK_TAG):
+        elif tag in (ACK_TAG, BATCH_ACK_TAG) and (not in_revive
+                                                  or m.queue_offset >= consumed.get((m.topic, m.queue_id), 0)):
             acks.append(_acks(doc, tag))
+    cks.update({key: ck for key, ck in held.items() if key not in delivered})
     for key, offsets, broker in acks:
         ck = cks.get(key)
         if ck is not None and (not broker or not ck.broker_name or broker == ck.broker_name):

@@ -51,9 +51,8 @@ from replog.formats.rocketmq.timer_wheel import (
 from replog.formats.rocketmq.timer_wheel import (
     FILE_NAME as WHEEL_NAME,
 )
-from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
+from replog.recovery.rocketmq.store_model import TIMER_TOPIC, MessageRef, StoreModel
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"     # TimerMessageStore.TIMER_TOPIC
 _LOST = "ROCKETMQ_TIMER_MESSAGE_LOST"
 _UNIT = "ROCKETMQ_TIMER_LOG_INVALID"
 _WHEEL = "ROCKETMQ_TIMER_WHEEL_INVALID"
@@ -69,6 +68,7 @@ class TimerFiles:
     log_files: list[tuple[int, Path]]
     check: Path | None
     metrics: Path | None
+    metrics_bak: Path | None = None     # TimerMetrics#persist keeps the previous version (ConfigManager's fallback)
 
     @property
     def present(self) -> bool:
@@ -76,7 +76,8 @@ class TimerFiles:
 
     @property
     def paths(self) -> list[Path]:
-        return [p for p in (self.wheel, *(p for _, p in self.log_files), self.check, self.metrics) if p is not None]
+        return [p for p in (self.wheel, *(p for _, p in self.log_files), self.check, self.metrics, self.metrics_bak)
+                if p is not None]
 
     def checkpoint(self) -> TimerCheckpoint | None:
         if self.check is None:
@@ -93,7 +94,7 @@ def timer_files(root: str | os.PathLike[str]) -> TimerFiles:
     def opt(p: Path) -> Path | None:
         return p if p.is_file() else None
     return TimerFiles(r, opt(r / WHEEL_NAME), timerlog_files(r / DIR_NAME), opt(r / "config" / CHECK_NAME),
-                      opt(r / "config" / METRICS_NAME))
+                      opt(r / "config" / METRICS_NAME), opt(r / "config" / (METRICS_NAME + ".bak")))
 
 
 # --- the timer message a unit or a lost record is --------------------------------------------------------------
@@ -364,17 +365,22 @@ def _checkpoint_findings(model: StoreModel, tf: TimerFiles, log_end: int) -> Ite
 
 
 def _metrics_findings(tf: TimerFiles) -> Iterator[Finding]:
-    if tf.metrics is None:
-        return
+    """`timermetrics` and its `.bak` (written by `TimerMetrics#persist`, 5.3.3; a real broker with timers on leaves
+    both: tests/brokers/rocketmq_pop_bcq.py) parse, with no negative count."""
+    for path in (tf.metrics, tf.metrics_bak):
+        if path is not None:
+            yield from _metrics_file_findings(path)
+
+
+def _metrics_file_findings(path: Path) -> Iterator[Finding]:
     try:
-        metrics = parse_timer_metrics(read_small(tf.metrics))
+        metrics = parse_timer_metrics(read_small(path))
     except (FormatError, UnreadableInput) as e:
-        yield finding("ROCKETMQ_CONFIG_INVALID", str(tf.metrics), position=getattr(e, "position", None),
-                      message=str(e))
+        yield finding("ROCKETMQ_CONFIG_INVALID", str(path), position=getattr(e, "position", None), message=str(e))
         return
     for topic, (count, _) in sorted(metrics.timing_count.items()):
         if count < 0:
-            yield finding("ROCKETMQ_CONFIG_INVALID", str(tf.metrics), severity=Severity.WARNING,
+            yield finding("ROCKETMQ_CONFIG_INVALID", str(path), severity=Severity.WARNING,
                           message=f"timingCount of {topic} is negative ({count})")
 
 

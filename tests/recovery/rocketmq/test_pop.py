@@ -67,3 +67,34 @@ def test_malformed_revive_bodies_are_skipped(tmp_path: Path) -> None:
     cks = checkpoints(load_store(st.write(tmp_path / "s")).messages)
     assert [(c.start_offset, c.offsets) for c in cks.values()] == [(0, ())], \
         f"bad JSON skipped, wrong field types read as 0: {cks}"
+
+
+TIMER = "rmq_sys_wheel_timer"
+
+
+def held(st: Store, body: bytes, tags: str, revive_queue: int = 0) -> None:
+    """A revive message the timer holds (timerWheelEnable): in the timer topic, the revive topic in REAL_TOPIC."""
+    st.append(TIMER, 0, body, tags=tags, props={"REAL_TOPIC": REVIVE, "REAL_QID": str(revive_queue),
+                                                "TIMER_OUT_MS": "99999999999999"})
+
+
+def test_timer_held_checkpoints_and_acks_are_pending(tmp_path: Path) -> None:
+    """A 5.3.3 broker stopped within the invisible time keeps its checkpoints and acks in the timer topic."""
+    st = Store(file_size=8192)
+    st.append("T", 0, b"x")
+    held(st, ck(10, 3, bitmap=0b001, diffs=[0, 1, 3]), "ck", revive_queue=2)
+    held(st, ack(10, 11), "ack")
+    cks = checkpoints(load_store(st.write(tmp_path / "s")).messages)
+    assert [(c.offsets, c.unacked, c.revive_queue, c.revive_offset) for c in cks.values()] == \
+        [((10, 11, 13), (13,), 2, -1)], f"the held checkpoint with the held ack merged: {cks}"
+
+
+def test_a_delivered_checkpoint_outranks_its_timer_copy(tmp_path: Path) -> None:
+    """Once the timer delivered a checkpoint, its revive-topic copy decides: processed below the revive offset."""
+    st = Store(file_size=8192)
+    st.append("T", 0, b"x")
+    held(st, ck(10, 3, diffs=[0, 1, 3]), "ck")
+    st.append(REVIVE, 0, ck(10, 3, diffs=[0, 1, 3]), tags="ck")
+    msgs = load_store(st.write(tmp_path / "s")).messages
+    assert checkpoints(msgs, {(REVIVE, 0): 1}) == {}, "the delivered copy is processed: the held one is not pending"
+    assert [c.revive_offset for c in checkpoints(msgs).values()] == [0], "the delivered copy, at revive offset 0"

@@ -216,3 +216,15 @@ def test_replay_and_impact_list_lost_scheduled_deliveries(tmp_path: Path) -> Non
     impact = analyze_rocketmq_impact(result).to_dict()
     assert impact["summary"]["scheduled_deliveries_lost"] == 2, f"{impact['summary']}"
     assert [x["store"] for x in impact["lost_scheduled_deliveries"]] == ["slave"], impact["lost_scheduled_deliveries"]
+
+
+def test_the_timer_metrics_backup_is_read(store: Built) -> None:
+    """A 5.3.3 broker with timers on leaves `config/timermetrics.bak` (TimerMetrics#persist): read, not unknown."""
+    cfg = store.root / "config"
+    (cfg / "timermetrics.bak").write_bytes((cfg / "timermetrics").read_bytes())
+    findings, files = diagnose_store(store.root)
+    assert [f.to_dict() for f in findings] == [], "a sound backup has no finding"
+    assert cfg / "timermetrics.bak" in files, f"the backup is not read: {files}"
+    (cfg / "timermetrics.bak").write_text("{not json")
+    bad = {(f.code, Path(f.path).name) for f in diagnose_store(store.root)[0]}
+    assert ("ROCKETMQ_CONFIG_INVALID", "timermetrics.bak") in bad, f"a broken backup is a finding: {bad}"
