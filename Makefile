@@ -42,9 +42,9 @@ run: $(VENV)/.installed-run java
 	@echo "report pages: $(PAGES)/*.html"
 
 # --durations: the slowest tests at the end of the run, to keep the whole under its 30 minutes.
-# Two workers (pytest-xdist): the broker lab's clusters wait on their JVMs most of the time, so the rest of the suite
-# runs beside them; the lab and the Spark sessions each stay on one worker (tests/conftest.py, xdist_group).
-TEST_WORKERS ?= 2
+# Three workers (pytest-xdist): the Kafka lab, the RocketMQ lab and the rest of the suite side by side (the labs wait
+# on their JVMs most of the time); each lab and the Spark sessions stay on one worker (tests/conftest.py, xdist_group).
+TEST_WORKERS ?= 3
 test: $(VENV)/.installed-test java brokers chromium lint
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
