@@ -94,7 +94,7 @@ def _diagnose(ev: Evidence, paths: list[Path]) -> DoctorReport:
 
 def _unread_files(ev: Evidence, paths: list[Path], findings: list[Finding]) -> list[Finding]:
     """Every regular file under a directory input goes in the manifest, read by a check or not: a file no check
-    reads (tiered storage's `remote_log_snapshot` and `remote-log-index-cache/`, a store's files of features
+    reads (a name tiered storage's `remote-log-index-cache/` does not write, a store's files of features
     replog does not check) is hashed and reported once, unless a finding already names it. Symbolic links are
     not followed."""
     named = {f.path for f in findings}

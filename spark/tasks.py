@@ -364,12 +364,25 @@ def _renamed(batch: pa.RecordBatch, local: str, remote_root: str) -> pa.RecordBa
 
 
 def log_dir_findings(root: Path) -> list[Finding]:
-    """`doctor`'s findings for a log dir's root: its files and checkpoint membership."""
+    """`doctor`'s findings for a log dir's root: its files, and the checks of the log dir as a whole
+    (`doctor.log_dir_checks`: checkpoint membership, tiered storage's log starts, the remote index cache). The
+    partitions are known here by their names and first local segment (their listing), not read."""
     ev = Evidence(hash_files=False)
     cps = checks_broker.read_checkpoints(ev, root)
-    parts = [PartitionOffsets(str(root / n), p.topic, p.partition, p.state, None, 0)
+    parts = [PartitionOffsets(str(root / n), p.topic, p.partition, p.state, _first_base(root / n), 0)
              for n in sorted(os.listdir(root)) if is_partition_dir(root / n)
              for p in [names.parse_partition_dir(n)] if p is not None]
-    return cps.findings + checks_broker.check_root_files(ev, root) + checks_broker.check_membership(parts, cps, root)
+    return cps.findings + checks_broker.check_root_files(ev, root) + doctor.log_dir_checks(ev, root, parts, cps)
+
+
+def _first_base(pdir: Path) -> int | None:
+    """The base offset of the partition's first local segment, from its listing (None: none, or unlistable;
+    the partition's own unit reports why)."""
+    from replog.formats.kafka.partition_files import list_partition_files
+    try:
+        logs = list_partition_files(pdir).logs
+    except (ReplogError, OSError):
+        return None
+    return min(logs) if logs else None
 
 

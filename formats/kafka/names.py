@@ -56,6 +56,7 @@ _JAVA_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}", re.ASCII)
 _SEGMENT = re.compile(
     rf"^([0-9]+)\.({'|'.join(SEGMENT_KINDS)})(?:\.({'|'.join(TRANSIENT_SUFFIXES)}))?$", re.ASCII)
+_REMOTE_INDEX = re.compile(r"^([0-9]+)_([A-Za-z0-9_-]{22})\.(index|timeindex|txnindex)(?:\.(deleted|tmp))?$", re.ASCII)
 _KRAFT_SNAPSHOT = re.compile(
     rf"^([0-9]{{{OFFSET_DIGITS}}})-([0-9]{{{EPOCH_DIGITS}}})\.checkpoint(\.part|\.deleted)?$", re.ASCII)
 
@@ -64,6 +65,25 @@ class SegmentFileName(NamedTuple):
     base_offset: int
     kind: str  # "log" | "index" | "timeindex" | "txnindex" | "snapshot"
     transient: str | None  # "deleted" | "cleaned" | "swap" | None
+
+
+class RemoteIndexName(NamedTuple):
+    """A file of tiered storage's `remote-log-index-cache/`: one index of a remote segment."""
+    start_offset: int          # the remote segment's start offset: the index's base offset
+    segment_id: str            # `Uuid.toString()` of the segment id (22 chars of URL-safe base64)
+    kind: str                  # "index" | "timeindex" | "txnindex"
+    transient: str | None      # "deleted" (being removed) | "tmp" (being fetched) | None
+
+
+def parse_remote_index_file_name(name: str) -> RemoteIndexName | None:
+    """`<startOffset>_<segmentId>.index|.timeindex|.txnindex`, as `RemoteIndexCache.generateFileNamePrefixForIndex`
+    names them (the offset in decimal, not zero-padded), with `.tmp` while `createCacheEntry` copies one from
+    remote storage and `.deleted` once `Entry.markForCleanup` renames it (`Utils.replaceSuffix(path, "",
+    ".deleted")`); apache/kafka storage/.../internals/log/RemoteIndexCache.java, branches 3.9 and trunk."""
+    m = _REMOTE_INDEX.match(name)
+    if m is None or int(m.group(1)) > INT64_MAX:
+        return None
+    return RemoteIndexName(int(m.group(1)), m.group(2), m.group(3), m.group(4))
 
 
 class KraftSnapshotName(NamedTuple):

@@ -29,6 +29,7 @@ from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments
 from replog.recovery.kafka.checks_broker import PartitionOffsets
 from replog.recovery.kafka.logdir import BrokerCheckpoints, use_fast_walk
 from replog.recovery.kafka.producer_state import ProducerState
+from replog.recovery.kafka.remote_index_cache import remote_index_cache_findings
 from replog.recovery.kafka.segment_pass import RecordedWalk, SegmentResult, Walked
 from replog.recovery.kafka.tiered import log_start_findings, profile_beside, remote_log_snapshot_findings
 from replog.recovery.kafka.transactions import hanging_findings, txn_view
@@ -53,9 +54,17 @@ def check_log_dir(ev: Evidence, log_dir: Path) -> tuple[list[Finding], list[Part
                 continue
             parts.append(offsets)
             found += more
-    found += checks_broker.check_membership(parts, cps, log_dir)
-    found += log_start_findings(parts, cps, log_dir, profile_beside(log_dir))
-    return found, parts
+    return found + log_dir_checks(ev, log_dir, parts, cps), parts
+
+
+def log_dir_checks(ev: Evidence, log_dir: Path, parts: list[PartitionOffsets],
+                   cps: BrokerCheckpoints) -> list[Finding]:
+    """The checks of a log dir as a whole, once its partitions are known: checkpoint membership, tiered
+    storage's log starts (`tiered.log_start_findings`) and its remote index cache. `doctor` and the fleet
+    scan's log-dir unit (`spark.tasks.log_dir_findings`) both run these, so both report the same."""
+    return (checks_broker.check_membership(parts, cps, log_dir)
+            + log_start_findings(parts, cps, log_dir, profile_beside(log_dir))
+            + remote_index_cache_findings(ev, log_dir))
 
 
 def check_partition_with_parent(ev: Evidence, pdir: Path) -> tuple[list[Finding], list[PartitionOffsets]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from replog.formats.kafka.names import REMOTE_INDEX_CACHE_DIR, parse_remote_index_file_name
 from tests.brokers import broker_view as view
 from tests.brokers.jars import TIERED_TEST_JAR
 from tests.brokers.kafka_lab import ClusterSpec, running_cluster
@@ -75,6 +76,7 @@ def test_tiered_log_start_agrees_with_the_brokers(spec: ClusterSpec, tmp_path: P
         "doctor names the range held in remote storage"
     assert [f["code"] for f in found if f["code"] == "KAFKA_REMOTE_LOG_GAP"] == [], \
         "every offset from the log start is in a remote segment (the consumer read them all)"
+    check_remote_index_cache(outcome.final / leader)
     for root in (outcome.copy, outcome.final):
         predicted = replog_json("replay", *replica_args(root, outcome), *controller_args(outcome))
         for r in predicted["replicas"]:
@@ -85,6 +87,22 @@ def test_tiered_log_start_agrees_with_the_brokers(spec: ClusterSpec, tmp_path: P
     group = next(g for g in impact["consumer_groups"] if g["group"] == outcome.group)
     assert group["classification"] == "unaffected", "a group committed on remote data does not reset"
     assert group["resumes_at"] == outcome.group_first, "where the group resumes (the broker's consumer)"
+
+
+def check_remote_index_cache(log_dir: Path) -> None:
+    """The leader served the consumer's fetches below its local log start from remote storage, so its
+    `RemoteIndexCache` holds the fetched segments' indexes (`remote-log-index-cache/`): every file there is named
+    as the cache names it, read by doctor (in its manifest) and found sound, the broker having loaded none of them
+    as corrupt. Listed with `os.listdir`, not replog's parser."""
+    cache = log_dir / REMOTE_INDEX_CACHE_DIR
+    cached = sorted(p.name for p in cache.iterdir()) if cache.is_dir() else []
+    assert cached, f"the premise: the leader cached remote indexes in {cache}"
+    report = replog_json("doctor", str(log_dir))
+    listed = {Path(i["path"]).name for i in report["inputs"] if Path(i["path"]).parent == cache}
+    assert listed == set(cached), "every cached remote index is in doctor's manifest"
+    assert all(parse_remote_index_file_name(n) is not None for n in cached), f"cache names: {cached}"
+    named = [(f["code"], f["path"]) for f in report["findings"] if Path(f["path"]).parent == cache]
+    assert named == [], "the indexes the broker cached are sound"
 
 
 @pytest.mark.parametrize("spec", cases(without=NOT_TIERED))

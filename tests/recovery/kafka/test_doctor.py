@@ -48,7 +48,8 @@ def test_clean_log_dir_has_no_findings_and_hashes_every_input(tmp_path: Path) ->
 
 
 def test_files_no_check_reads_are_in_the_manifest_and_reported_once(tmp_path: Path) -> None:
-    """Tiered storage's `remote-log-index-cache/` is read by no check: hashed for the evidence manifest all the
+    """A file of tiered storage's `remote-log-index-cache/` under a name the cache does not write (the segment id
+    is no Uuid) is read by no check: hashed for the evidence manifest all the
     same, and reported once. A partition's `remote_log_snapshot` is read (and checked): in the manifest, named only
     by its own check."""
     import hashlib
