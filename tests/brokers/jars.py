@@ -36,6 +36,8 @@ BINDINGS = ("rocketmq-logback-classic", "slf4j-reload4j", "log4j-slf4j-impl",
 # newest published one, 4.3.0's, does not load in a 4.4.0 broker (NoClassDefFoundError
 # org/apache/kafka/common/utils/LogContext: 4.4.0 moved that class), so 4.4.0 has no tiered lab.
 TIERED_TEST_JAR = {"3.9.1": "3.9.1", "4.0.2": "4.0.2"}
+# The kafka-streams jar for the lab's Streams application (KIP-1071 "streams" groups, on by default at 4.4.0).
+STREAMS_JAR = {"4.4.0": "4.4.0"}
 LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 
 
@@ -143,6 +145,13 @@ def rocketmq_resolve(version: str) -> Path:
     return lib
 
 
+def streams_jar(version: str) -> Path:
+    """The kafka-streams jar for a lab version, resolved once through the pom's `streams` profile into
+    kafka-<version>/streams/ (the jar alone: the Streams application runs on the broker's class path beside it)."""
+    return _profile_jar(version, "streams", f"kafka-streams-{STREAMS_JAR[version]}.jar",
+                        f"-Dstreams.version={STREAMS_JAR[version]}", "-DincludeArtifactIds=kafka-streams")
+
+
 def tiered_jar(version: str) -> Path:
     """The kafka-storage test jar (`LocalTieredStorage`) for a lab version, resolved once through the pom's
     `tiered` profile into kafka-<version>/tiered/. Only that jar: its classes need nothing the broker's class
@@ -150,14 +159,20 @@ def tiered_jar(version: str) -> Path:
     tiered = TIERED_TEST_JAR.get(version)
     if tiered is None:
         raise RuntimeError(f"kafka {version}: no kafka-storage test jar is known for it (TIERED_TEST_JAR)")
-    folder = resolve(version) / "tiered"
-    jar = folder / f"kafka-storage-{tiered}-test.jar"
+    return _profile_jar(version, "tiered", f"kafka-storage-{tiered}-test.jar", f"-Dtiered.version={tiered}",
+                        "-DincludeArtifactIds=kafka-storage", "-DincludeClassifiers=test")
+
+
+def _profile_jar(version: str, profile: str, name: str, *options: str) -> Path:
+    """One jar of a pom profile, resolved once into kafka-<version>/<profile>/ (through a scratch folder, moved
+    in whole: a half-copied jar is never found there)."""
+    folder = resolve(version) / profile
+    jar = folder / name
     if jar.is_file():
         return jar
-    scratch = Path(tempfile.mkdtemp(prefix=".tiered-", dir=folder.parent))
+    scratch = Path(tempfile.mkdtemp(prefix=f".{profile}-", dir=folder.parent))
     try:
-        _mvn(version, "-Ptiered", f"-Dtiered.version={tiered}", "dependency:copy-dependencies",
-             "-DincludeArtifactIds=kafka-storage", "-DincludeClassifiers=test", "-DexcludeTransitive=true",
+        _mvn(version, f"-P{profile}", *options, "dependency:copy-dependencies", "-DexcludeTransitive=true",
              f"-DoutputDirectory={scratch}")
         got = scratch / jar.name
         if not got.is_file():
@@ -181,6 +196,8 @@ def main(argv: list[str]) -> int:
         print(f"kafka {version}: {lib}")
         if version in TIERED_TEST_JAR:
             print(f"kafka {version}: {tiered_jar(version)} (LocalTieredStorage)")
+        if version in STREAMS_JAR:
+            print(f"kafka {version}: {streams_jar(version)} (Kafka Streams)")
     for version in rocketmq if argv else ROCKETMQ_VERSIONS:
         lib = rocketmq_resolve(version)
         print(f"rocketmq {version}: {lib}")

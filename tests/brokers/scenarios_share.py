@@ -12,11 +12,13 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.brokers.jars import streams_jar
 from tests.brokers.kafka_lab import TOOL_JVM, Cluster, ClusterSpec, wait_until
 from tests.brokers.scenarios import ASSIGNMENT, JAVA, TOPIC, copy_frozen, crash_and_elect, values, wait_isr
 
 GROUP = "lab-share"
 REGEX_GROUP = "lab-regex"   # a KIP-848 consumer group subscribed by a regular expression
+STREAMS_APP = "lab-streams"  # a Kafka Streams application's group (KIP-1071)
 STATE_TOPIC = "__share_group_state"
 # the share coordinator's state topic and the group coordinator's topic (share group membership) on every broker
 # (one partition each), so that both move to b2 while b3 and b4 are frozen and survive b2's crash
@@ -59,6 +61,17 @@ def regex_consume(cluster: Cluster, want: int, seconds: int) -> list[int]:
     return [int(m) for m in re.findall(r"^record (\d+) ", done.stdout, re.M)]
 
 
+def streams_consume(cluster: Cluster, work: Path, want: int, seconds: int) -> list[int]:
+    """Offsets the lab's Kafka Streams application (`StreamsCount.java`, application `STREAMS_APP`, the KIP-1071
+    streams protocol) processes within `seconds`, up to `want` records."""
+    cp = f"{cluster.cp}:{streams_jar(cluster.spec.version)}"
+    done = subprocess.run(["java", *TOOL_JVM, *cluster.log4j, "-cp", cp, str(JAVA / "StreamsCount.java"),
+                           cluster.bootstrap, STREAMS_APP, TOPIC, str(want), str(seconds), str(work / "streams-state")],
+                          capture_output=True, text=True, timeout=seconds + 180)
+    assert done.returncode == 0, f"the Streams application failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    return [int(m) for m in re.findall(r"^record (\d+) ", done.stdout, re.M)]
+
+
 def describe_offsets(cluster: Cluster) -> str:
     return str(cluster.retrying(lambda: cluster.tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand",
                                                      "--bootstrap-server", cluster.bootstrap, "--describe",
@@ -91,6 +104,8 @@ def acknowledged_then_truncated(cluster: Cluster, work: Path) -> ShareOutcome:
     cluster.produce(TOPIC, values("A", 0, 10), acks="all")
     read = regex_consume(cluster, 10, 90)   # a KIP-848 group with a regex: records 3-8 and 16 for dump's check
     assert read == list(range(10)), f"premise: the regex consumer reads 0..9: {read}"
+    read = streams_consume(cluster, work, 10, 120)   # a Streams group: records 17, 19-23 for dump's check
+    assert sorted(read) == list(range(10)), f"premise: the Streams application processes 0..9: {read}"
     first = share_consume(cluster, 10, 90)
     cluster.pause(3, 4)
     wait_isr(cluster, [2])

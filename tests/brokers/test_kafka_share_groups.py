@@ -55,5 +55,8 @@ def _group_records_decode_as_kafka_dump_log_does(copy: Path) -> None:
     assert share_lines, f"premise: kafka-dump-log printed share group records: {[c.real for c in cases][:2]}"
     regex_lines = [line for c in cases for line in c.real or [] if 'key: {"type":"16"' in line]
     assert regex_lines, "premise: kafka-dump-log printed the regex group's ConsumerGroupRegularExpression record"
+    streams_key = re.compile(r'key: \{"type":"(1[79]|2[0-3])"')
+    streams_types = {m for c in cases for line in c.real or [] for m in streams_key.findall(line)}
+    assert streams_types >= {"17", "19", "23"}, f"premise: the Streams group's records were printed: {streams_types}"
     differ = [c for c in cases if not c.identical]
     assert not differ, "\n".join(f"{c.file}\n{c.diff()}" for c in differ[:4])
