@@ -25,7 +25,7 @@ def _serial_group(item: pytest.Item) -> str | None:
     return None
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)   # before xdist's own hook reads the xdist_group markers into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         group = _serial_group(item)
