@@ -45,6 +45,7 @@ def diverged_with_offsets(root: Path) -> Diverged:
     are copied. Premise: nothing runs at the copy; the group restarts from (repaired) copies, checkpoints flushed."""
     with running_rocketmq(RmqSpec(VERSION, brokers=2), root / "cluster") as c:
         c.create_topic(TOPIC, QUEUES)
+        c.create_topic(f"%RETRY%{CONSUMER}", 1)     # 4.9.7's examineConsumeStats routes through the retry topic
         common = sent_seqs(c.send(TOPIC, (0, 1), 0, COMMON, BODY))
         wait_caught_up(c, "n1", "n0")
         out = c.java_source("RmqCommit.java", "consume", c.namesrv_addr, CONSUMER, TOPIC, GROUP,
