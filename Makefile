@@ -9,7 +9,7 @@ PAGES := out/pages
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: run test test-fast test-brokers brokers chromium lint bench fuzz clean java screenshots
+.PHONY: run test test-fast test-brokers brokers chromium lint bench golden fuzz clean java screenshots
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +81,12 @@ test-fast: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test brokers
 	$(PY) -m bench --brokers
+
+# Every command on the sample fleet and the real broker files, outputs hashed into $(GOLDEN)/SUMS: run it before and
+# after a change that must not change behaviour, then `$(PY) -m bench.golden compare DIR_BEFORE DIR_AFTER`.
+GOLDEN ?= out/golden
+golden: $(VENV)/.installed-test java
+	$(PY) -m bench.golden run $(GOLDEN) --spark
 
 fuzz: $(VENV)/.installed-test
 	$(PY) -m tests.fuzz --seconds $${FUZZ_SECONDS:-60}
