@@ -4,8 +4,14 @@ follower keeps, loses and fetches when the group runs again (docs/reference/rock
 The rules are dledger 0.3.x's (openmessaging/dledger, tag dledger-all-0.3.1.2):
 - Election (`DLedgerLeaderElector#handleVote`): a peer grants its vote only to a candidate whose log is at least
   as up to date, by (ledgerEndTerm, ledgerEndIndex); so with every peer present the leader has the greatest
-  (last term, last index). Among peers tied on it (their logs are equal) the one a majority of the term files
-  (`currterm`: currTerm, voteLeader) name as this term's leader is the leader already; else the first given.
+  (last term, last index). Among peers tied on it (their logs are equal, so any of them keeps the same entries)
+  the name is a race the disk can only bias: every peer restarts as a candidate whose first vote request is in
+  its stored term (`lastParseResult` starts `WAIT_TO_REVOTE`), and a peer that voted in that term (`currterm`'s
+  voteLeader, restored by `MemberState#loadTerm`) refuses any other candidate in it (`REJECT_ALREADY_VOTED`). So
+  the peer a majority of the `currterm` files voted for in the newest term wins its first request unless a
+  refused peer's random timer (`getNextTimeToRequestVote`: 300-1000 ms) fires twice before it and wins the next
+  term; with no such majority the first timer to fire wins. replog names the majority's peer, else the first
+  given, and says the name is not certain.
 - Follower repair (`DLedgerEntryPusher.EntryDispatcher#doCompare`): the leader compares from its end index down,
   starting at the follower's end when that is lower; the first index where the follower's entry equals the
   leader's (`DLedgerEntry#equals`: size, magic, index, term, channel, pos, body) is the truncate index, unless it
@@ -48,8 +54,11 @@ def choose_leader(stores: Sequence[StoreModel], leader: str | None) -> tuple[Sto
         return tied[0], f"{tied[0].name} has {why}"
     voted = _term_leader(stores)
     chosen = next((s for s in tied if s.name == voted or _log(s).peer == voted), tied[0])
-    because = ("named this term's leader by a majority of the term files" if chosen.name == voted
-               or _log(chosen).peer == voted else "the first given (equal logs: any of them leads alike)")
+    because = ("the likely winner: a majority of the `currterm` files voted for it in their newest term, and "
+               "handleVote refuses the others in that term (REJECT_ALREADY_VOTED)" if chosen.name == voted
+               or _log(chosen).peer == voted else "the first given: no term file majority, so the first random "
+               "vote timer to fire wins (getNextTimeToRequestVote)")
+    because += "; equal logs keep the same entries whichever leads"
     return chosen, f"{', '.join(s.name for s in tied)} share {why}; {chosen.name} is {because}"
 
 

@@ -70,6 +70,22 @@ def test_election_and_truncation(tmp_path: Path) -> None:
     assert (n1.status, n1.lost) == ("in_sync", []), f"n1 {n1.status} {n1.lost}"
 
 
+def test_tied_peers_name_the_term_majority_and_say_it_is_a_race(tmp_path: Path) -> None:
+    """n1 and n2 hold equal logs; n2 has the votes of term 2 (handleVote: REJECT_ALREADY_VOTED to n1 in it)."""
+    stores = [load_store(p, p.name) for p in group(tmp_path)]
+    leader, why = choose_leader(stores, None)
+    assert leader.name == "n2", f"the term's majority peer must be named: {leader.name}"
+    assert "REJECT_ALREADY_VOTED" in why, f"the reason does not cite the vote rule: {why}"
+    assert "same entries" in why, f"the reason does not say the tie keeps the same entries: {why}"
+
+
+def test_tied_peers_without_a_term_majority_take_the_first_given(tmp_path: Path) -> None:
+    paths = [store(tmp_path, name, [(i, 1) for i in range(3)], vote=(1, name)) for name in ("x", "y", "z")]
+    leader, why = choose_leader([load_store(p, p.name) for p in paths], None)
+    assert leader.name == "x", f"the first given must be named: {leader.name}"
+    assert "getNextTimeToRequestVote" in why, f"the reason does not say the timers decide: {why}"
+
+
 def test_longest_term_wins_over_longest_log(tmp_path: Path) -> None:
     """A longer log of an older term loses the vote (handleVote compares ledgerEndTerm first)."""
     a = store(tmp_path, "a", [(i, 1) for i in range(9)])
