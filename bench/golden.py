@@ -124,8 +124,11 @@ def _tree_digest(root: Path, norm: Normalizer) -> str:
     lines = []
     for path in _files(root) if root.is_dir() else [root]:
         data = path.read_bytes()
-        if path.suffix in (".html", ".json", ".txt", ".properties") or path.name.endswith("checkpoint"):
-            data = norm(data.decode("utf-8", "replace")).encode()
+        if b"\0" not in data:
+            try:
+                data = norm(data.decode("utf-8")).encode()
+            except UnicodeDecodeError:
+                pass
         lines.append(f"{hashlib.sha256(data).hexdigest()}  {norm(str(path))}")
     return "\n".join(lines)
 

@@ -136,7 +136,7 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
                                                r["partition"]))[:limit]
     rep.brokers = _brokers(parts, finds)
     rep.topics = _topics(parts, reps)
-    rep.finding_codes = dict(sorted(_group_count(finds, "code").items(), key=lambda kv: -kv[1]))
+    rep.finding_codes = dict(sorted(_group_count(finds, "code").items(), key=lambda kv: (-kv[1], kv[0])))
     rep.worst_partitions = _worst(parts, limit)
     rows = reps.to_pylist()
     rep.divergent = sorted((r for r in rows if r["first_divergent_offset"] is not None),
