@@ -14,7 +14,8 @@ Premise: the broker keeps running until everything is dispatched and read, then 
 deliver time: `PopMessageProcessor#buildCkMsg`, `AckMessageProcessor#appendAck` `setDeliverTimeMs`). POP_COUNT
 messages are sent to one queue of POP_TOPIC, popped by POP_GROUP in two POP requests (POP_SIZES: two checkpoints)
 with an invisible time of INVISIBLE_MS (tests/brokers/java/RmqPop.java, the remoting calls of a POP push
-consumer), and only ACKED are acked. The broker is stopped cleanly (SIGTERM) right after, within the invisible time,
+consumer), and only ACKED are acked (one ACK_MESSAGE per message, or one BATCH_ACK_MESSAGE). The broker is
+stopped cleanly (SIGTERM) right after, within the invisible time,
 and its store copied: that copy is what replog reads. The broker is then restarted on its own store and drained
 (every queue, retry included, for DRAIN_S seconds, acking all): the messages it delivers again are the ones its
 revive service found un-acked.
@@ -114,14 +115,17 @@ class PopOutcome:
     log: str
 
 
-def pop_store(root: Path) -> PopOutcome:
+def pop_store(root: Path, ack_mode: str = "single") -> PopOutcome:
+    """`ack_mode` "batch" acks through one BATCH_ACK_MESSAGE request: with the 5.3.3 defaults
+    (`enablePopBufferMerge` and `popConsumerKVServiceEnable` off) `AckMessageProcessor#appendAck` writes one
+    `BatchAckMsg` ("bAck", `aol`: the acked offsets) per checkpoint instead of one "ack" per message."""
     with running_rocketmq(POP_SPEC, root / "cluster") as c:
         c.create_topic(POP_TOPIC, 1)
         c.send(POP_TOPIC, (0,), 0, POP_COUNT)
         c.wait_dispatched("n0")
         base = (c.namesrv_addr, c.broker_addr("n0"), GROUP, POP_TOPIC, POP_GROUP)
         out = c.java_source("RmqPop.java", "pop", *base, "0", ",".join(map(str, POP_SIZES)), str(INVISIBLE_MS),
-                            ",".join(map(str, sorted(ACKED))))
+                            ",".join(map(str, sorted(ACKED))), ack_mode)
         popped = {int(s): (int(o), int(t), int(i)) for s, o, t, i in
                   re.findall(r"^POP (\d+) (\d+) (\d+) (\d+)$", out, re.M)}
         acked = {int(s): st for s, st in re.findall(r"^ACK (\d+) (\S+)$", out, re.M)}

@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 
 from replog.recovery.rocketmq.impact import read_offsets
-from replog.recovery.rocketmq.pop import REVIVE_GROUP, checkpoints
+from replog.recovery.rocketmq.pop import (
+    ACK_TAG,
+    BATCH_ACK_TAG,
+    REVIVE_GROUP,
+    REVIVE_PREFIX,
+    TIMER_TOPIC,
+    checkpoints,
+)
 from replog.recovery.rocketmq.store_model import load_store
 from tests.brokers.rocketmq_pop_bcq import (
     ACKED,
@@ -86,10 +93,12 @@ def test_batch_consume_queue_matches_the_broker(tmp_path: Path) -> None:
     check_doctor(outcome.store, tmp_path)
 
 
-def test_pop_revive_view_matches_the_broker(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ack_mode", ["single", "batch"])
+def test_pop_revive_view_matches_the_broker(tmp_path: Path, ack_mode: str) -> None:
     """replog's reading of the stopped store's revive records (checkpoints still to process, acks merged) must name
-    exactly the popped offsets the restarted broker delivers again, and those acked as acked."""
-    outcome = pop_store(tmp_path)
+    exactly the popped offsets the restarted broker delivers again, and those acked as acked; the acks written one
+    per message ("ack") or one per checkpoint ("bAck", a batch ack)."""
+    outcome = pop_store(tmp_path, ack_mode)
     assert sorted(outcome.popped) == list(range(POP_COUNT)), f"premise: every message popped: {outcome.popped}"
     assert outcome.acked == {s: "OK" for s in ACKED}, f"premise: the acks succeeded: {outcome.acked}"
     first_revive = min(t for _, t, _ in outcome.popped.values()) + INVISIBLE_MS - 1000   # ck deliver time
@@ -99,6 +108,9 @@ def test_pop_revive_view_matches_the_broker(tmp_path: Path) -> None:
     unacked = sorted(set(range(POP_COUNT)) - ACKED)
     assert again == unacked, f"premise: the restarted broker delivered again {again}, expected the un-acked {unacked}"
     model = load_store(outcome.copy)
+    tags = {m.field("TAGS") for m in model.messages if m.topic.startswith(REVIVE_PREFIX) or m.topic == TIMER_TOPIC}
+    expected_tag = {"single": ACK_TAG, "batch": BATCH_ACK_TAG}[ack_mode]
+    assert expected_tag in tags, f"premise: the {ack_mode} acks left {expected_tag!r} revive records; tags {tags}"
     offsets, _ = read_offsets(model, [])
     consumed = {(t, q): o for (t, g), qs in offsets.items() if g == REVIVE_GROUP for q, o in qs.items()}
     cks = [ck for ck in checkpoints(model.messages, consumed).values() if ck.group == POP_GROUP]

@@ -2,10 +2,11 @@
 // DefaultMQPushConsumer does in POP mode), for a RocketMQ 5.x broker.
 //   pop:   one POP request per size in SIZES on QUEUE (each records one checkpoint), then an ACK of every popped
 //          message whose sequence number is in ACK_SEQS. Lines "POP <seq> <queueOffset> <popTime> <invisibleTime>"
-//          and "ACK <seq> <status>".
+//          and "ACK <seq> <status>". ACK_MODE "batch" acks them in one BATCH_ACK_MESSAGE request
+//          (MQClientAPIImpl#batchAckMessageAsync: the broker writes one "bAck" revive message per checkpoint).
 //   drain: POP requests on every queue (retry queues included) for SECONDS, acking all it gets: "GOT <seq> <topic>
 //          <queueOffset>" per message the broker (re-)delivers.
-// Usage: java -cp CP RmqPop.java pop   NAMESRV ADDR BROKER_NAME TOPIC GROUP QUEUE SIZES INVISIBLE_MS ACK_SEQS
+// Usage: java -cp CP RmqPop.java pop   NAMESRV ADDR BROKER_NAME TOPIC GROUP QUEUE SIZES INVISIBLE_MS ACK_SEQS [ACK_MODE]
 //        java -cp CP RmqPop.java drain NAMESRV ADDR BROKER_NAME TOPIC GROUP SECONDS INVISIBLE_MS
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -52,7 +53,12 @@ public class RmqPop {
                         if (ackSeqs.contains(seq)) toAck.add(m);
                     }
                 }
-                for (MessageExt m : toAck) System.out.println("ACK " + seq(m) + " " + ack(m).getStatus());
+                if (args.length > 10 && args[10].equals("batch")) {
+                    AckResult r = batchAck(toAck);
+                    for (MessageExt m : toAck) System.out.println("ACK " + seq(m) + " " + r.getStatus());
+                } else {
+                    for (MessageExt m : toAck) System.out.println("ACK " + seq(m) + " " + ack(m).getStatus());
+                }
             } else {
                 long end = System.currentTimeMillis() + Long.parseLong(args[6]) * 1000;
                 long invisible = Long.parseLong(args[7]);
@@ -112,6 +118,17 @@ public class RmqPop {
             public void onSuccess(AckResult r) { f.complete(r); }
             public void onException(Throwable e) { f.completeExceptionally(e); }
         }, h);
+        return f.get(30, TimeUnit.SECONDS);
+    }
+
+    static AckResult batchAck(java.util.List<MessageExt> msgs) throws Exception {
+        var extra = new java.util.ArrayList<String>();
+        for (MessageExt m : msgs) extra.add(m.getProperty(MessageConst.PROPERTY_POP_CK));
+        var f = new CompletableFuture<AckResult>();
+        client.getMQClientAPIImpl().batchAckMessageAsync(addr, 10000, new AckCallback() {
+            public void onSuccess(AckResult r) { f.complete(r); }
+            public void onException(Throwable e) { f.completeExceptionally(e); }
+        }, topic, group, extra);
         return f.get(30, TimeUnit.SECONDS);
     }
 }
