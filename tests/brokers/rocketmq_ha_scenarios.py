@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,7 +178,8 @@ class Decision:
     in_sync: set[str]                    # the brokers in the SyncStateSet then (mqadmin getSyncStateSet)
 
 
-def controller_decision(root: Path, version: str = "5.3.3") -> Decision:
+def controller_decision(root: Path, version: str = "5.3.3",
+                        on_common: Callable[[RmqCluster], None] | None = None) -> Decision:
     """Controller mode (controller in the name server, `enableElectUncleanMaster`). n0 master, n1 in sync, 100
     messages both hold; n1 freezes and leaves the SyncStateSet; n0 takes 60 alone (seq 100..159) and crashes (kill
     -9); n1 resumes, is elected uncleanly, takes 40 (seq 160..199) and crashes too. The controller, still running,
@@ -187,7 +189,9 @@ def controller_decision(root: Path, version: str = "5.3.3") -> Decision:
     new epoch. (A controller copied while it still names n1 master races the restart: if n1 heartbeats before the
     controller's election, "The old master 2 is still alive" keeps epoch 5, n1's `changeToMaster(5)` moves epoch
     5's start to its end, `truncateSuffixByEpoch` then `appendEntry`, and n0 truncates at 63170, not 45090,
-    keeping 40 of its own messages at offsets where the master holds others; seen once in this lab.)"""
+    keeping 40 of its own messages at offsets where the master holds others; seen once in this lab.)
+    `on_common`, when given, runs once both hold the common messages and n1 is caught up (e.g. a consumer group
+    commits offsets on n0)."""
     with running_rocketmq(RmqSpec(version, mode="controller", brokers=2), root / "cluster", start=False) as c:
         c.start_namesrv()
         c.start_broker("n0")
@@ -197,6 +201,8 @@ def controller_decision(root: Path, version: str = "5.3.3") -> Decision:
         c.create_topic(TOPIC, QUEUES, "n0")
         common = sent_seqs(c.send(TOPIC, (0, 1), 0, 100, BODY))
         wait_caught_up(c, "n1", "n0")
+        if on_common is not None:
+            on_common(c)
         c.brokers["n1"].pause()
         wait_sync_state(c, "n0", 1)
         own0 = sent_seqs(c.send(TOPIC, (0, 1), 100, 60, BODY))

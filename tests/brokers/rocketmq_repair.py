@@ -77,6 +77,7 @@ class Served:
     messages: list[tuple[int, int, int, int]]           # (queue, queue offset, commit-log offset, seq): RmqDump
     offsets: Offsets                                    # the group's offsets (examineConsumeStats)
     master_log: str
+    slave_offsets: dict[tuple[str, int], int]           # n1's config/consumerOffset.json after a clean stop
 
 
 def serve(stores: dict[str, Path], root: Path) -> Served:
@@ -101,6 +102,41 @@ def serve(stores: dict[str, Path], root: Path) -> Served:
         out = c.java_source("RmqDump.java", c.namesrv_addr, GROUP, f"{TOPIC}:{QUEUES}")
         offsets = progress(c)
         log = c.brokers["n0"].output_since_start()
+        slave_offsets = synced_offsets(c, "n1")
     messages = [(int(q), int(qo), int(off), int(seq)) for q, qo, off, seq in
                 re.findall(r"^MSG \S+ (\d+) (\d+) (\d+) (-?\d+)$", out, re.M)]
-    return Served(inspection, slave_end, messages, offsets, log)
+    return Served(inspection, slave_end, messages, offsets, log, slave_offsets)
+
+
+SYNCED = r"Update slave consumer offset from master"
+
+
+def synced_offsets(c: RmqCluster, slave: str, timeout: float = 120) -> dict[tuple[str, int], int]:
+    """The slave's consumer offsets as it wrote them: once it logged a sync from its master since it started
+    (`SlaveSynchronize#syncConsumerOffset` puts the master's table and persists it; 4.9.7 every 10 s from
+    `BrokerController#handleSlaveSynchronize`, 5.3.3 controller mode every 3 s from
+    `ReplicasManager#handleSlaveSynchronize`), the slave is stopped cleanly (the shutdown persists the table again)
+    and its `config/consumerOffset.json` is read as text."""
+    c.brokers[slave].wait_for_line(SYNCED, timeout)
+    c.stop(slave)
+    return file_offsets(c.store(slave) / "config" / "consumerOffset.json", CONSUMER)
+
+
+def file_offsets(path: Path, group: str) -> dict[tuple[str, int], int]:
+    """`offsetTable` of a broker's consumerOffset.json for `group`: {"topic@group": {queue: offset}}. fastjson writes
+    the queue ids as bare numbers, so the file is read with a brace count and patterns, not a JSON parser."""
+    text = path.read_text()
+    start = text.find('"offsetTable"')
+    assert start >= 0, f"{path}: no offsetTable"
+    first = text.index("{", start)
+    depth, end = 0, first
+    for end in range(first, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            break
+    table = text[first:end + 1]
+    out = {}
+    for topic, body in re.findall(r'"([^"@]+)@' + re.escape(group) + r'"\s*:\s*\{([^}]*)\}', table):
+        for queue, offset in re.findall(r'"?(\d+)"?\s*:\s*(-?\d+)', body):
+            out[(topic, int(queue))] = int(offset)
+    return out
