@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,25 +39,55 @@ from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.columns import BATCH_SCHEMA
 from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.kafka.segment_pass import Markers, SegmentResult, Walked
+from replog.spark.schemas import I32, I64, Str, rows_of, schema_of
 from replog.spark.sinks import IpcSink, ParquetSink
 
 CACHE_DIR = "_cache"
 BLOCK_SCHEMA = pa.schema([f for f in BATCH_SCHEMA if f.name != "path"])
-_FINDING = pa.struct([("code", pa.string()), ("severity", pa.string()), ("path", pa.string()),
-                      ("position", pa.int64()), ("offset", pa.int64()), ("message", pa.string()),
-                      ("details", pa.string())])
-_MARKER = pa.struct([("position", pa.int64()), ("control_type", pa.int32()), ("coordinator_epoch", pa.int32())])
-INDEX = pa.schema([
-    ("partition_path", pa.string()), ("path", pa.string()), ("base_offset", pa.int64()),
-    ("size", pa.int64()), ("mtime_ns", pa.int64()), ("inode", pa.int64()),
-    ("first_crc", pa.int64()), ("last_crc", pa.int64()), ("last_position", pa.int64()),   # null: no batch
-    ("file", pa.string()), ("first_batch", pa.int32()), ("first_row", pa.int32()), ("rows", pa.int64()),
-    ("valid_bytes", pa.int64()), ("end_position", pa.int64()),
-    ("findings", pa.list_(_FINDING)), ("record_findings", pa.list_(_FINDING)), ("markers", pa.list_(_MARKER)),
-])
+class CachedFinding(TypedDict):
+    """A walk's finding as the index keeps it (`details` as JSON)."""
+    code: Str
+    severity: Str
+    path: Str
+    position: I64 | None
+    offset: I64 | None
+    message: Str
+    details: Str | None
+
+
+class MarkerRow(TypedDict):
+    """A transaction marker of the walk by batch position (control type None: not a marker the pass read)."""
+    position: I64
+    control_type: I32 | None
+    coordinator_epoch: I32 | None
+
+
+class IndexEntry(TypedDict):
+    """One recorded segment: its file metadata, where its rows are in the block files, the walk's outcome."""
+    partition_path: Str
+    path: Str
+    base_offset: I64
+    size: I64
+    mtime_ns: I64
+    inode: I64
+    first_crc: I64 | None
+    last_crc: I64 | None
+    last_position: I64 | None             # null: no batch
+    file: Str
+    first_batch: I32
+    first_row: I32
+    rows: I64
+    valid_bytes: I64
+    end_position: I64
+    findings: list[CachedFinding]
+    record_findings: list[CachedFinding]
+    markers: list[MarkerRow]
+
+
+INDEX = schema_of(IndexEntry)
 Stat = tuple[int, int, int]   # size, mtime_ns, inode
 ROWS = 1 << 16                # batch rows per record batch of a block file (small segments share one)
-Index = dict[str, dict[int, dict[str, Any]]]   # partition path -> base offset -> index row
+Index = dict[str, dict[int, IndexEntry]]   # partition path -> base offset -> index row
 
 
 def file_stat(st: os.stat_result) -> Stat:
@@ -67,25 +97,25 @@ def file_stat(st: os.stat_result) -> Stat:
 # -- findings and markers as cache rows --------------------------------------------------------
 
 
-def _finding_row(f: Finding) -> dict[str, Any]:
+def _finding_row(f: Finding) -> CachedFinding:
     return {"code": f.code, "severity": f.severity.value, "path": f.path, "position": f.position,
             "offset": f.offset, "message": f.message,
             "details": json.dumps(f.details, default=str) if f.details else None}
 
 
-def _finding(row: dict[str, Any]) -> Finding:
+def _finding(row: CachedFinding) -> Finding:
     return Finding(row["code"], row["path"], row["position"], row["offset"], row["message"],
                    Severity(row["severity"]), json.loads(row["details"]) if row["details"] else {})
 
 
-def _marker_rows(markers: Markers) -> list[dict[str, Any]]:
+def _marker_rows(markers: Markers) -> list[MarkerRow]:
     return [{"position": pos, "control_type": None if m is None else m[0],
              "coordinator_epoch": None if m is None else m[1]} for pos, m in sorted(markers.items())]
 
 
-def _markers(rows: list[dict[str, Any]]) -> Markers:
-    return {r["position"]: (None if r["control_type"] is None else (r["control_type"], r["coordinator_epoch"]))
-            for r in rows}
+def _markers(rows: list[MarkerRow]) -> Markers:
+    return {r["position"]: (None if r["control_type"] is None or r["coordinator_epoch"] is None
+                            else (r["control_type"], r["coordinator_epoch"])) for r in rows}
 
 
 # -- recording (executors) ------------------------------------------------------------------------
@@ -117,7 +147,7 @@ class Recorder:
         self._open: dict[str, _Open] = {}
         self._pending: list[pa.RecordBatch] = []   # rows for the next record batch of the block file
         self._pending_rows = 0
-        self._index_rows: list[dict[str, Any]] = []
+        self._index_rows: list[IndexEntry] = []
         self.rows = 0
 
     def begin(self, partition_path: str, path: Path, stat: Stat) -> None:
@@ -167,11 +197,11 @@ class Recorder:
             "record_findings": [_finding_row(f) for f in result.record_findings],
             "markers": _marker_rows(seg.markers)})
 
-    def carry(self, entry: dict[str, Any]) -> None:
+    def carry(self, entry: IndexEntry) -> None:
         """Index again a segment reused from `entry` (its blocks stay in the file they are in)."""
         self._write({**entry, "file": _relative(Path(entry["file"]), self.dir)})
 
-    def _write(self, row: dict[str, Any]) -> None:
+    def _write(self, row: IndexEntry) -> None:
         self._index_rows.append(row)
         self.rows += 1
         if len(self._index_rows) >= 4096:
@@ -212,7 +242,7 @@ class Recorder:
 class CachedWalk:
     """A recorded walk (`segment_pass.RecordedWalk`) read back from the cache files."""
 
-    entry: dict[str, Any]
+    entry: IndexEntry
 
     @property
     def size(self) -> int:
@@ -250,7 +280,7 @@ class CachedWalk:
                 batch, skip = batch + 1, 0
 
 
-def unchanged(entry: dict[str, Any], path: Path) -> bool:
+def unchanged(entry: IndexEntry, path: Path) -> bool:
     """The segment at `path` is the one `entry` recorded: same size, mtime and inode, and the same CRC in
     the headers of its first and last batches (read at the recorded positions)."""
     try:
@@ -281,7 +311,7 @@ def load_index(folder: Path) -> Index:
     files = sorted(folder.glob("index-*.parquet")) if folder.is_dir() else []
     out: Index = {}
     for f in files:
-        for row in pq.read_table(f, schema=INDEX).to_pylist():
+        for row in rows_of(pq.read_table(f, schema=INDEX), IndexEntry):
             row["file"] = str(folder / row["file"])
             if Path(row["file"]).is_file():
                 out.setdefault(row["partition_path"], {})[row["base_offset"]] = row
@@ -321,7 +351,7 @@ def prune(out: Path) -> int:
 
 
 def candidates(index: Index, partition_path: str,
-               stats: dict[int, Stat]) -> list[dict[str, Any]]:
+               stats: dict[int, Stat]) -> list[IndexEntry]:
     """The recorded segments of a partition that look unchanged (`stats`: base offset -> file metadata of
     its sealed segments, the active one left out); the executor checks their CRCs (`unchanged`)."""
     recorded = index.get(partition_path, {})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +24,13 @@ from replog.formats.kafka.blocks import walk_blocks
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.spark import schemas
 from replog.spark.digests import BUCKET_BITS
+from replog.spark.rows import WHERE, where_columns
+from replog.spark.schemas import Where
+
+# One fetch: which replica (`where`, its partition dir `path`), and which of its batches: those whose base
+# offset is in a bucket of `buckets`, or whose last offset is at or after `from`.
+FetchTask = TypedDict("FetchTask", {"where": Where, "path": str, "buckets": NotRequired[list[int]],
+                                    "from": NotRequired[int]})
 
 
 def wanted_segments(bases: list[int], buckets: list[int] | None, from_offset: int | None) -> list[int]:
@@ -43,7 +50,7 @@ def wanted_segments(bases: list[int], buckets: list[int] | None, from_offset: in
     return out
 
 
-def fetch_rows(task: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+def fetch_rows(task: FetchTask) -> Iterator[pa.RecordBatch]:
     """A task's rows (`schemas.REPLICA_BATCHES`): the batches of partition dir `path` whose base offset
     is in a bucket of `buckets`, or whose last offset is at or after `from`. An unreadable segment
     gives no rows (the scan reported it)."""
@@ -70,15 +77,14 @@ def fetch_rows(task: dict[str, Any]) -> Iterator[pa.RecordBatch]:
             continue
 
 
-def _rows(where: dict[str, Any], cols: dict[str, np.ndarray]) -> pa.RecordBatch:
+def _rows(where: Where, cols: dict[str, np.ndarray]) -> pa.RecordBatch:
     schema, n = schemas.REPLICA_BATCHES, len(cols["base_offset"])
-    arrays = [pa.array([where[f.name]] * n, f.type) for f in schema if f.name not in cols]
-    arrays += [pa.array(cols[f.name], f.type) for f in schema if f.name in cols]
-    names = [f.name for f in schema if f.name not in cols] + [f.name for f in schema if f.name in cols]
-    return pa.RecordBatch.from_arrays(arrays, names=names).select([f.name for f in schema])
+    arrays = where_columns(where, schema, n) + [pa.array(cols[f.name], f.type) for f in schema if f.name in cols]
+    return pa.RecordBatch.from_arrays(arrays, names=[*WHERE, *(f.name for f in schema if f.name in cols)]).select(
+        schema.names)
 
 
-def fetched_frame(spark: Any, tasks: list[dict[str, Any]]) -> Any:
+def fetched_frame(spark: Any, tasks: list[FetchTask]) -> Any:
     """The rows of `tasks`, read by executor tasks, as a DataFrame of `schemas.REPLICA_BATCHES`."""
     sc = spark.sparkContext
     schema = schemas.spark_schema(schemas.REPLICA_BATCHES)
@@ -89,7 +95,7 @@ def fetched_frame(spark: Any, tasks: list[dict[str, Any]]) -> Any:
 
     def rows(lines: Iterator[str]) -> Iterator[tuple[Any, ...]]:
         for line in lines:
-            for rb in fetch_rows(json.loads(line)):
+            for rb in fetch_rows(cast(FetchTask, json.loads(line))):
                 yield from zip(*(rb.column(n).to_pylist() for n in names), strict=True)
 
     return spark.createDataFrame(rdd.mapPartitions(rows), schema)

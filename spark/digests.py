@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from replog.formats.kafka.blocks import BatchBlock
 from replog.spark import schemas
+from replog.spark.schemas import Where
 
 BUCKET_BITS = 12     # 4096 offsets a bucket: one bucket of one-record batches is 4096 rows at most
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -58,7 +59,7 @@ def block_digests(base: np.ndarray, last: np.ndarray, crc: np.ndarray) -> tuple[
     return buckets.astype(np.int64), counts, digests
 
 
-def digest_rows(where: dict[str, Any], block: BatchBlock) -> pa.RecordBatch:
+def digest_rows(where: Where, block: BatchBlock) -> pa.RecordBatch:
     """One block's `replica_digests` rows (the where columns as dictionaries: one value per block)."""
     schema = schemas.REPLICA_DIGESTS
     if not len(block):
@@ -66,8 +67,8 @@ def digest_rows(where: dict[str, Any], block: BatchBlock) -> pa.RecordBatch:
     buckets, counts, digests = block_digests(block.column("base_offset"), block.column("last_offset"),
                                              block.column("crc"))
     zeros = pa.array(np.zeros(len(buckets), dtype=np.int32))
-    cols: list[pa.Array] = [pa.DictionaryArray.from_arrays(zeros, pa.array([where[k]], pa.string()))
-                            for k in ("cluster", "log_dir", "topic")]
+    cols: list[pa.Array] = [pa.DictionaryArray.from_arrays(zeros, pa.array([v], pa.string()))
+                            for v in (where["cluster"], where["log_dir"], where["topic"])]
     cols += [pa.array(np.full(len(buckets), where["partition"], dtype=np.int32)), pa.array(buckets),
              pa.array(counts), pa.array(digests)]
     return pa.RecordBatch.from_arrays(cols, schema=schema)

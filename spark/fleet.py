@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,7 +34,7 @@ from replog.recovery import outputs
 from replog.spark import cache, schemas
 from replog.spark.impact_tasks import write_impact
 from replog.spark.inputs import LOG_DIR, LogDir, discover, log_dirs_table
-from replog.spark.job import WORK, JobOptions, deal, task_function, total
+from replog.spark.job import WORK, JobOptions, TaskReport, deal, task_function, total
 from replog.spark.replicas import replicas_frame
 from replog.spark.report import MARKER, fails, load_table, replicas_diverging
 from replog.spark.session import DEFAULT_LOG_LEVEL, get_session, sigint_seen, stop_session
@@ -234,12 +234,12 @@ def _spark(session: Any, master: str | None, out: Path, log_level: str, conf: di
         stop_session(spark)
 
 
-def _run_job(spark: Any, units: list[Unit], out: Path, options: JobOptions) -> list[dict[str, Any]]:
+def _run_job(spark: Any, units: list[Unit], out: Path, options: JobOptions) -> list[TaskReport]:
     """The scan stage: units dealt into tasks (`job.deal`), each task's report collected."""
     sc = spark.sparkContext
     bins = deal(units, max(1, sc.defaultParallelism * TASKS_PER_CORE))
     texts = [json.dumps([u.to_dict() for u in b]) for b in bins]
-    return [json.loads(r) for r in sc.parallelize(texts, len(texts)).mapPartitionsWithIndex(
+    return [cast(TaskReport, json.loads(r)) for r in sc.parallelize(texts, len(texts)).mapPartitionsWithIndex(
         task_function(options)).collect()]
 
 

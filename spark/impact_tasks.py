@@ -13,16 +13,27 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import pyarrow as pa
 
 from replog.formats.errors import ReplogError
 from replog.spark import schemas
+from replog.spark.schemas import ImpactRow, ReplicaSetRow, rows_of
+
+
+class ImpactTask(TypedDict):
+    """One divergent replica set to replay on an executor (shipped as JSON)."""
+    cluster: str
+    topic: str
+    partition: int
+    replicas: list[list[str]]   # [replica name, partition dir], by name
+    offsets: list[str]          # the cluster's local Kafka log dirs, searched for the internal topics
+    remote: list[str]           # replicas on remote filesystems: the set cannot be replayed
 
 
 def impact_tasks(replicas: pa.Table, partitions: pa.Table, offsets: dict[str, list[str]],
-                 remote_log_dirs: Sequence[str] = ()) -> list[dict[str, Any]]:
+                 remote_log_dirs: Sequence[str] = ()) -> list[ImpactTask]:
     """One task per divergent replica set: its (replica name, partition dir) pairs and the log dirs of
     its cluster (`offsets`: cluster -> local Kafka log dirs) to search for the internal topics. A replica
     is named by its broker, or by broker and log dir where one broker holds two of the set."""
@@ -30,8 +41,8 @@ def impact_tasks(replicas: pa.Table, partitions: pa.Table, offsets: dict[str, li
     for p in partitions.select(["cluster", "log_dir", "topic", "partition", "path", "state"]).to_pylist():
         if p["state"] == "live" and p["topic"] is not None:
             paths[(p["cluster"], p["topic"], p["partition"], p["log_dir"])] = p["path"]
-    tasks = []
-    for r in replicas.to_pylist():
+    tasks: list[ImpactTask] = []
+    for r in rows_of(replicas, ReplicaSetRow):
         if r["first_divergent_offset"] is None:
             continue
         brokers, dirs = r["replicas"], r["log_dirs"]
@@ -44,18 +55,18 @@ def impact_tasks(replicas: pa.Table, partitions: pa.Table, offsets: dict[str, li
     return tasks
 
 
-def impact_row(task: dict[str, Any]) -> dict[str, Any]:
+def impact_row(task: ImpactTask) -> ImpactRow:
     """Executor side: replay one set and read its impact; failures become the row's `error`."""
     from replog.recovery.kafka.impact import read_impact
     from replog.recovery.kafka.impact_groups import UNAFFECTED
     from replog.recovery.kafka.replay import run_replay
     from replog.recovery.kafka.replica import load_replicas
 
-    row: dict[str, Any] = {"cluster": task["cluster"], "topic": task["topic"], "partition": task["partition"],
-                           "replicas": [b for b, _ in task["replicas"]], "leader": None, "groups": 0,
-                           "groups_affected": 0, "records_consumed_lost": 0, "producers_with_lost_writes": 0,
-                           "hanging_transactions": 0, "open_transactions": 0, "affected_groups": [],
-                           "hanging": [], "error": None}
+    row: ImpactRow = {"cluster": task["cluster"], "topic": task["topic"], "partition": task["partition"],
+                      "replicas": [b for b, _ in task["replicas"]], "leader": None, "groups": 0,
+                      "groups_affected": 0, "records_consumed_lost": 0, "producers_with_lost_writes": 0,
+                      "hanging_transactions": 0, "open_transactions": 0, "affected_groups": [],
+                      "hanging": [], "error": None}
     if task["remote"]:
         row["error"] = f"replicas on remote filesystems ({', '.join(task['remote'])}): impact needs local dirs"
         return row
@@ -65,7 +76,12 @@ def impact_row(task: dict[str, Any]) -> dict[str, Any]:
     except (ReplogError, OSError) as e:
         row["error"] = str(e)
         return row
-    row.update(impact.summary, leader=impact.leader.name)
+    counts = impact.summary
+    row["groups"], row["groups_affected"] = counts["groups"], counts["groups_affected"]
+    row["records_consumed_lost"] = counts["records_consumed_lost"]
+    row["producers_with_lost_writes"] = counts["producers_with_lost_writes"]
+    row["hanging_transactions"], row["open_transactions"] = counts["hanging_transactions"], counts["open_transactions"]
+    row["leader"] = impact.leader.name
     row["affected_groups"] = [{"group": g.group, "classification": g.classification,
                                "records_consumed_lost": g.lost.records}
                               for g in impact.groups if g.classification != UNAFFECTED]
@@ -78,8 +94,8 @@ def _rows(lines: Any) -> Any:
     """mapPartitions body: task JSON lines -> rows as tuples in the table's column order."""
     names = schemas.IMPACT.names
     for line in lines:
-        row = impact_row(json.loads(line))
-        yield tuple(row[n] for n in names)
+        row = impact_row(cast(ImpactTask, json.loads(line)))
+        yield tuple(row.get(n) for n in names)   # every key is there: the schema was derived from the row
 
 
 def write_impact(spark: Any, out: Path, local: Sequence[Any], remote_log_dirs: Sequence[str]) -> int:

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -95,7 +95,31 @@ class TaskFiles:
             sink.discard()
 
 
-def run_task(task: int, units: Iterable[Unit], options: JobOptions) -> dict[str, Any]:
+class TaskReport(TypedDict):
+    """What a task did (JSON back to the driver): rows written per table, error findings, the pass's
+    counts (bytes read and reused ...), segments recorded for the next scan, and its time."""
+    task: int
+    units: int
+    rows: dict[str, int]
+    errors: int
+    counts: dict[str, int]
+    recorded: int
+    seconds: float
+    cpu_seconds: float
+
+
+class Totals(TypedDict):
+    """The tasks' reports added up (`total`)."""
+    rows: dict[str, int]
+    counts: dict[str, int]
+    errors: int
+    recorded: int
+    units: int
+    task_seconds: float
+    task_cpu_seconds: float
+
+
+def run_task(task: int, units: Iterable[Unit], options: JobOptions) -> TaskReport:
     """Scan `units`, write their rows and their record; the task's report."""
     started, cpu = time.monotonic(), time.process_time()
     # Reads confined as the driver's are; set on every task, as a Python worker outlives one scan's tasks.
@@ -179,7 +203,7 @@ def task_function(options: JobOptions) -> Any:
     return run
 
 
-def total(reports: list[dict[str, Any]]) -> dict[str, Any]:
+def total(reports: list[TaskReport]) -> Totals:
     """The tasks' reports added up."""
     rows: Counter[str] = Counter()
     counts: Counter[str] = Counter()

@@ -28,6 +28,8 @@ SMALL_LIMIT = 64 << 20
 _DIGITS20 = re.compile(r"^[0-9]{20}$")
 _MANGLED = re.compile(r"^([a-z][a-z0-9+.-]*):/([^/].*)$")
 
+FileInfo = Any   # a pyarrow.fs.FileInfo (pyarrow ships no types: see pyproject's mypy overrides)
+
 
 def restore_uri(raw: str) -> str:
     """`s3:/b/k` back to `s3://b/k`: a URI that went through `pathlib.Path` lost one slash."""
@@ -84,12 +86,12 @@ def is_dir(filesystem: Any, path: str) -> bool:
         return False
 
 
-def _files(infos: list[Any]) -> dict[str, Any]:
+def _files(infos: list[FileInfo]) -> dict[str, FileInfo]:
     from pyarrow import fs as pafs
     return {i.base_name: i for i in infos if i.type == pafs.FileType.File}
 
 
-def _dirs(infos: list[Any]) -> dict[str, Any]:
+def _dirs(infos: list[FileInfo]) -> dict[str, FileInfo]:
     from pyarrow import fs as pafs
     return {i.base_name: i for i in infos if i.type == pafs.FileType.Directory}
 

@@ -19,45 +19,77 @@ differ only as the cleaners left them. A remote replica keeps the pairing's answ
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
 import numpy as np
+import pyarrow as pa
 
 from replog.recovery.kafka.divergence import first_difference_keys, reaching
 from replog.recovery.kafka.election import Candidate, elect
+from replog.spark.schemas import ReplicaSetRow
 
 # One replica against the leader, as replay compares them below the cleaner points.
 Compared = tuple[int | None, int | None]   # (divergent offset, compacted up to)
 
 
-def replica_set_row(topic: str, partition: int, replicas: list[dict[str, Any]], *, cluster: str = "",
-                    topic_id: str | None = None) -> dict[str, Any]:
-    """One `replicas` row from each replica's facts and tail.
+class Verdict(TypedDict):
+    """One replica of a set as `assemble_replica_set` judges it: its facts, and where the scan found its
+    log leaving the leader's (divergent_offset None or absent: it does not)."""
+    broker: str
+    log_dir: NotRequired[str | None]      # tells two replicas of one broker apart
+    log_end_offset: int
+    high_watermark: int | None
+    latest_epoch: int | None
+    divergent_offset: NotRequired[int | None]
+    records_from_d: NotRequired[int | None]     # the records its truncation at divergent_offset discards
+    committed_from_d: NotRequired[int | None]   # those of them below its own high watermark
 
-    Each replica dict: broker, log_dir (optional: it tells two replicas of one broker apart),
-    log_start_offset, log_end_offset, high_watermark, latest_epoch, lower_bound (L, None when Spark
-    found nothing to compare) and tail (its kept batches ending at or after L: base_offset,
-    last_offset, crc, count; None when it holds none)."""
-    reps = sorted((dict(r) for r in replicas), key=_order)
-    lower = next((r["lower_bound"] for r in reps if r.get("lower_bound") is not None), None)
-    keys = [_keys(r.get("tail")) for r in reps]
+
+@dataclass
+class ReplicaTail:
+    """One replica of a set as the full scan's comparison reads it: its facts, the lower bound L Spark
+    found for the set (None: nothing to compare), and its kept batches ending at or after L as columns:
+    `keys` (3, n) base offset, last offset, CRC, in offset order, and their record `counts`."""
+    broker: str
+    log_dir: str | None
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int | None
+    latest_epoch: int | None
+    lower_bound: int | None
+    keys: np.ndarray = field(default_factory=lambda: np.empty((3, 0), dtype=np.int64))
+    counts: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+    def __post_init__(self) -> None:
+        order = np.lexsort((self.keys[1], self.keys[0]))
+        self.keys, self.counts = self.keys[:, order], self.counts[order]
+
+
+def replica_set_row(topic: str, partition: int, replicas: list[ReplicaTail], *, cluster: str = "",
+                    topic_id: str | None = None) -> ReplicaSetRow:
+    """One `replicas` row from each replica's facts and tail."""
+    reps = sorted(replicas, key=lambda r: (r.broker, r.log_dir or ""))
+    lower = next((r.lower_bound for r in reps if r.lower_bound is not None), None)
     lead = _leader_index(reps)
     compacted = None
+    verdicts: list[Verdict] = []
     for k, r in enumerate(reps):
         found = None
         if lower is not None and k != lead:
-            start = max(r["log_start_offset"], reps[lead]["log_start_offset"])
+            start = max(r.log_start_offset, reps[lead].log_start_offset)
             at = max(start, lower)
-            found = first_difference_keys([reaching(keys[k][0], at)], [reaching(keys[lead][0], at)], start)
-            found, up_to = compacted_comparison(found, r, reps[lead], topic, partition)
+            found = first_difference_keys([reaching(r.keys, at)], [reaching(reps[lead].keys, at)], start)
+            found, up_to = compacted_comparison(found, r.log_dir, reps[lead].log_dir, topic, partition)
             compacted = up_to if compacted is None or (up_to is not None and up_to > compacted) else compacted
-        r.update(_facts_at(found, *keys[k], r["high_watermark"]))
-    row = assemble_replica_set(topic, partition, reps, cluster=cluster, topic_id=topic_id)
+        verdicts.append(_verdict(r, found))
+    row = assemble_replica_set(topic, partition, verdicts, cluster=cluster, topic_id=topic_id)
     row["compacted_up_to"] = compacted
     return row
 
 
-def compacted_comparison(found: int | None, rep: dict[str, Any], lead: dict[str, Any], topic: str,
+def compacted_comparison(found: int | None, log_dir: str | None, lead_log_dir: str | None, topic: str,
                          partition: int) -> Compared:
     """`found` (the batch pairing's divergent offset) checked by replay's rule when a cleaner cleaned the
     partition on either broker (its `cleaner-offset-checkpoint` has an entry for it): (divergent offset,
@@ -68,7 +100,7 @@ def compacted_comparison(found: int | None, rep: dict[str, Any], lead: dict[str,
     from replog.recovery.kafka.logdir import read_broker_checkpoints
     if found is None:
         return None, None
-    dirs = [Path(str(x.get("log_dir") or "")) / partition_dir_name(topic, partition) for x in (rep, lead)]
+    dirs = [Path(str(x or "")) / partition_dir_name(topic, partition) for x in (log_dir, lead_log_dir)]
     if not all(d.is_dir() for d in dirs):
         return found, None
     points = [(read_broker_checkpoints(d.parent).cleaner_offsets or {}).get((topic, partition)) for d in dirs]
@@ -80,34 +112,27 @@ def compacted_comparison(found: int | None, rep: dict[str, Any], lead: dict[str,
     return compared.diverged_at, compared.compaction.up_to if compared.compaction is not None else None
 
 
-def _keys(tail: list[dict[str, Any]] | None) -> tuple[np.ndarray, np.ndarray]:
-    """(3, n) (base, last, crc) keys in offset order, and the record counts."""
-    rows = sorted(tail or [], key=lambda b: (b["base_offset"], b["last_offset"]))
-    keys = np.array([[b["base_offset"] for b in rows], [b["last_offset"] for b in rows], [b["crc"] for b in rows]],
-                    dtype=np.int64).reshape(3, len(rows))
-    return keys, np.array([b["count"] for b in rows], dtype=np.int64)
-
-
-def _facts_at(d: int | None, keys: np.ndarray, counts: np.ndarray, hw: int | None) -> dict[str, Any]:
+def _verdict(r: ReplicaTail, d: int | None) -> Verdict:
     """A replica diverging from the leader at `d` (None: it does not): its records in batches ending at
     or after `d`, and of those the ones in batches starting below its high watermark."""
-    if d is None:
-        return {"divergent_offset": None, "records_from_d": None, "committed_from_d": None}
-    after = keys[1] >= d
-    committed = after & (keys[0] < hw) if hw is not None else np.zeros_like(after)
-    return {"divergent_offset": d, "records_from_d": int(counts[after].sum()),
-            "committed_from_d": int(counts[committed].sum())}
+    v: Verdict = {"broker": r.broker, "log_dir": r.log_dir, "log_end_offset": r.log_end_offset,
+                  "high_watermark": r.high_watermark, "latest_epoch": r.latest_epoch, "divergent_offset": d,
+                  "records_from_d": None, "committed_from_d": None}
+    if d is not None:
+        after = r.keys[1] >= d
+        committed = after & (r.keys[0] < r.high_watermark) if r.high_watermark is not None else np.zeros_like(after)
+        v["records_from_d"], v["committed_from_d"] = int(r.counts[after].sum()), int(r.counts[committed].sum())
+    return v
 
 
-def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, Any]], *, cluster: str = "",
-                         topic_id: str | None = None) -> dict[str, Any]:
+def assemble_replica_set(topic: str, partition: int, replicas: list[Verdict], *, cluster: str = "",
+                         topic_id: str | None = None) -> ReplicaSetRow:
     """One `replicas` row for one replica set (the replicas of one partition in one `cluster`, of one
     `topic_id` when their partition.metadata gives one): the one verdict both fleet scan modes give.
 
-    Each replica dict: broker, log_dir (optional), log_end_offset, high_watermark, latest_epoch, and
-    where the scan found its log leaving the leader's: divergent_offset (None or absent: it does not),
-    records_from_d (the records its truncation there discards) and committed_from_d (those of them
-    below its own high watermark: records it reported committed, which consumers may have read).
+    Each replica (`Verdict`): its facts, and where the scan found its log leaving the leader's:
+    divergent_offset, records_from_d and committed_from_d (records it reported committed, which
+    consumers may have read).
 
     The leader is the replica `replay` would elect (`election.elect`: among those reaching the highest
     high watermark, the latest leader epoch, then the longest log); its own divergent_offset is ignored.
@@ -119,7 +144,7 @@ def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, An
     reps = sorted(replicas, key=_order)
     lead = _leader_index(reps)
     parts = {k: r for k, r in enumerate(reps) if k != lead and r.get("divergent_offset") is not None}
-    d = min((r["divergent_offset"] for r in parts.values()), default=None)
+    d = min((at for r in parts.values() if (at := r.get("divergent_offset")) is not None), default=None)
     leos = [r["log_end_offset"] for r in reps]
     known_hws = [r["high_watermark"] for r in reps if r["high_watermark"] is not None]
     behind = [k for k, r in enumerate(reps) if d is not None and k != lead and k not in parts and leos[k] <= d]
@@ -139,12 +164,45 @@ def assemble_replica_set(topic: str, partition: int, replicas: list[dict[str, An
         "compacted_up_to": None}
 
 
-def _order(r: dict[str, Any]) -> tuple[str, str]:
+def _order(r: Verdict) -> tuple[str, str]:
     """Replicas in a row: by broker, then log dir (two replicas of one broker)."""
     return r["broker"], r.get("log_dir") or ""
 
 
-def _leader_index(reps: list[dict[str, Any]]) -> int:
+def _leader_index(reps: list[Verdict] | list[ReplicaTail]) -> int:
     """Which replica `replay` would elect from the same facts (`election.elect`; an unknown HW counts as 0)."""
-    return int(elect([Candidate(str(k), r["high_watermark"] or 0, r["log_end_offset"], r["latest_epoch"])
-                      for k, r in enumerate(reps)]).name)
+    facts = [(r.high_watermark, r.log_end_offset, r.latest_epoch) if isinstance(r, ReplicaTail)
+             else (r["high_watermark"], r["log_end_offset"], r["latest_epoch"]) for r in reps]
+    return int(elect([Candidate(str(k), hw or 0, leo, epoch) for k, (hw, leo, epoch) in enumerate(facts)]).name)
+
+
+# -- from Spark's grouped rows ---------------------------------------------------------------------------
+
+
+def set_tails(rb: pa.RecordBatch) -> Iterator[list[ReplicaTail]]:
+    """The replicas of each row of a batch of grouped replica sets (`replicas.replicas_frame`: a `replicas`
+    list of each replica's facts, lower bound and `tail` of batch keys); the batch keys go from Arrow to
+    numpy as columns, never a Python object per batch."""
+    reps = rb.column("replicas")
+    at = reps.offsets.to_numpy()
+    flat = reps.values
+    facts = {name: flat.field(name).to_pylist() for name in
+             ("broker", "log_dir", "log_start_offset", "log_end_offset", "high_watermark", "latest_epoch",
+              "lower_bound")}
+    tails = flat.field("tail")
+    bounds = tails.offsets.to_numpy()
+    cols = [_int64(tails.values.field(name)) for name in ("base_offset", "last_offset", "crc", "count")]
+    keys, counts = np.vstack(cols[:3]), cols[3]
+    for i in range(rb.num_rows):
+        members = []
+        for j in range(int(at[i]), int(at[i + 1])):
+            lo, hi = int(bounds[j]), int(bounds[j + 1])
+            members.append(ReplicaTail(
+                facts["broker"][j], facts["log_dir"][j], facts["log_start_offset"][j], facts["log_end_offset"][j],
+                facts["high_watermark"][j], facts["latest_epoch"][j], facts["lower_bound"][j],
+                keys[:, lo:hi], counts[lo:hi]))
+        yield members
+
+
+def _int64(column: pa.Array) -> np.ndarray:
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)

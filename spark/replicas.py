@@ -9,12 +9,17 @@ told apart by its log dir, so two log dirs of one broker are two replicas.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from replog.spark import schemas
 from replog.spark.digests import BUCKET_BITS, suspects_frame
+from replog.spark.schemas import Where
+
+if TYPE_CHECKING:
+    from replog.spark.detail import FetchTask
 
 SET = ("cluster", "topic", "partition", "set_topic_id")       # one replica set
 REPLICA = "log_dir"                                            # one replica of it
@@ -87,14 +92,15 @@ class _Source:
 
     def __init__(self, sets: Any, batches: Any, fetch: bool, remote: set[str]) -> None:
         self.batches, self.fetch = batches, fetch
-        self.members: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        self.members: dict[tuple[Any, ...], list[_Member]] = {}
         if fetch:
             cols = ["cluster", "broker", REPLICA, "topic", "partition", "set_topic_id", "path"]
             for r in sets.select(*cols).collect():
                 if r[REPLICA] in remote:
                     continue   # its scan wrote its rows
                 self.members.setdefault((r["cluster"], r["topic"], r["partition"], r["set_topic_id"]), []).append(
-                    r.asDict())
+                    _Member(where={"cluster": r["cluster"], "broker": r["broker"], "log_dir": r[REPLICA],
+                                   "topic": r["topic"], "partition": r["partition"]}, path=r["path"]))
 
     def located(self, reps: Any, key: list[str], *, suspects: list[Any] | None = None,
                 lower_bounds: list[Any] | None = None) -> Any:
@@ -111,15 +117,30 @@ class _Source:
                           [REPLICA, "cluster", "topic", "partition"]).select(
             REPLICA, *key, "base_offset", "last_offset", "crc", "count")
 
-    def _tasks(self, suspects: list[Any], lower_bounds: list[Any], key: list[str]) -> list[dict[str, Any]]:
-        wanted: dict[tuple[Any, ...], dict[str, Any]] = {}
+    def _tasks(self, suspects: list[Any], lower_bounds: list[Any], key: list[str]) -> list[FetchTask]:
+        buckets: dict[tuple[Any, ...], list[int]] = {}
+        starts: dict[tuple[Any, ...], int] = {}
         for s in suspects:
-            wanted.setdefault(tuple(s[k] for k in key), {"buckets": []})["buckets"].append(s["bucket"])
+            buckets.setdefault(tuple(s[k] for k in key), []).append(s["bucket"])
         for b in lower_bounds:
-            wanted[tuple(b[k] for k in key)] = {"from": b["lower_bound"]}
-        where = ("cluster", "broker", REPLICA, "topic", "partition")
-        return [{"where": {k: m[k] for k in where}, "path": m["path"], **want}
-                for set_key, want in wanted.items() for m in self.members.get(set_key, [])]
+            starts[tuple(b[k] for k in key)] = b["lower_bound"]
+        tasks: list[FetchTask] = []
+        for set_key in {**buckets, **starts}:
+            for m in self.members.get(set_key, []):
+                task: FetchTask = {"where": m.where, "path": m.path}
+                if set_key in starts:
+                    task["from"] = starts[set_key]
+                else:
+                    task["buckets"] = buckets[set_key]
+                tasks.append(task)
+        return tasks
+
+
+@dataclass
+class _Member:
+    """A local replica of a set whose batch rows may be fetched."""
+    where: Where
+    path: str
 
 
 def _lower_bounds(reps: Any, kept: Any, key: list[str]) -> Any:
@@ -149,10 +170,11 @@ def _same(columns: list[str], left: str, right: str) -> Any:
 
 def assemble_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: grouped per-replica facts and tails -> `replicas` rows."""
-    from replog.spark.replica_sets import replica_set_row
+    from replog.spark.replica_sets import replica_set_row, set_tails
 
     for rb in batches:
-        rows = [replica_set_row(r["topic"], r["partition"], r["replicas"], cluster=r["cluster"],
-                                topic_id=r["set_topic_id"] or None) for r in rb.to_pylist()]
+        key = {k: rb.column(k).to_pylist() for k in SET}
+        rows = [replica_set_row(key["topic"][i], key["partition"][i], members, cluster=key["cluster"][i],
+                                topic_id=key["set_topic_id"][i] or None) for i, members in enumerate(set_tails(rb))]
         if rows:
             yield pa.RecordBatch.from_pylist(rows, schema=schemas.REPLICAS)

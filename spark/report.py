@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,6 +18,7 @@ import pyarrow.dataset as ds
 
 from replog.formats.errors import UnreadableInput
 from replog.spark import schemas
+from replog.spark.schemas import ImpactRow, LogDirRow, ReplicaSetRow, StoreRow, rows_of
 
 MARKER = "_replog_fleet_scan.json"
 CHECKPOINT_CODES = frozenset({
@@ -27,24 +28,106 @@ CHECKPOINT_CODES = frozenset({
 })
 
 
+class BrokerSummary(TypedDict):
+    cluster: str
+    broker: str
+    log_dirs: int
+    partitions: int
+    bytes: int
+    errors: int
+    warnings: int
+    infos: int
+
+
+class TopicSummary(TypedDict):
+    topic: str
+    partitions: int
+    bytes: int
+    max_leo_spread: int
+    max_hw_spread: int
+    divergent: int
+    records_at_risk: int
+
+
+class WorstPartition(TypedDict):
+    """A `partitions` row's columns the report lists."""
+    cluster: str
+    broker: str
+    topic: str | None
+    partition: int | None
+    log_end_offset: int
+    high_watermark: int | None
+    errors: int
+    warnings: int
+    flags: list[str]
+
+
+class DamagedSegment(TypedDict):
+    """A `segments` row's columns the report lists."""
+    cluster: str
+    broker: str
+    topic: str | None
+    partition: int | None
+    path: str
+    size: int
+    valid_bytes: int
+    errors: int
+    warnings: int
+
+
+class CheckpointDisagreement(TypedDict):
+    """A `findings` row's columns the report lists."""
+    cluster: str
+    broker: str
+    topic: str | None
+    partition: int | None
+    code: str
+    severity: str
+    path: str
+    offset: int | None
+    message: str
+
+
+class StoreGroup(TypedDict):
+    """A RocketMQ broker's stores (`store_groups`)."""
+    cluster: str
+    broker_name: str
+    stores: list[str]
+    roles: list[str | None]
+    commitlog_max_offsets: list[int]
+    max_offset_spread: int
+    errors: int
+
+
+class BrokerTopic(TypedDict):
+    """A cell of the heat map: one broker's partitions of one topic."""
+    broker: str
+    topic: str | None
+    partitions: int
+    errors: int
+    warnings: int
+    divergent: int
+    lagging: int
+
+
 @dataclass
 class FleetReport:
     out_dir: str
     totals: dict[str, int] = field(default_factory=dict)
-    brokers: list[dict[str, Any]] = field(default_factory=list)
-    topics: list[dict[str, Any]] = field(default_factory=list)
-    worst_partitions: list[dict[str, Any]] = field(default_factory=list)
-    divergent: list[dict[str, Any]] = field(default_factory=list)
-    lagging: list[dict[str, Any]] = field(default_factory=list)
-    damaged_segments: list[dict[str, Any]] = field(default_factory=list)
-    checkpoint_disagreements: list[dict[str, Any]] = field(default_factory=list)
-    stores: list[dict[str, Any]] = field(default_factory=list)      # RocketMQ stores, worst first
-    impact: list[dict[str, Any]] = field(default_factory=list)      # divergent sets' impact, worst first
+    brokers: list[BrokerSummary] = field(default_factory=list)
+    topics: list[TopicSummary] = field(default_factory=list)
+    worst_partitions: list[WorstPartition] = field(default_factory=list)
+    divergent: list[ReplicaSetRow] = field(default_factory=list)
+    lagging: list[ReplicaSetRow] = field(default_factory=list)
+    damaged_segments: list[DamagedSegment] = field(default_factory=list)
+    checkpoint_disagreements: list[CheckpointDisagreement] = field(default_factory=list)
+    stores: list[StoreRow] = field(default_factory=list)            # RocketMQ stores, worst first
+    impact: list[ImpactRow] = field(default_factory=list)           # divergent sets' impact, worst first
     finding_codes: dict[str, int] = field(default_factory=dict)
     mode: str = "full"                                              # full | tail (`fleet scan --tail`)
-    store_groups: list[dict[str, Any]] = field(default_factory=list)   # RocketMQ master and slaves of a broker
-    flagged_log_dirs: list[dict[str, Any]] = field(default_factory=list)   # e.g. no cluster id: grouped by folder
-    broker_topics: list[dict[str, Any]] = field(default_factory=list)  # one per (broker, topic): the heat map
+    store_groups: list[StoreGroup] = field(default_factory=list)    # RocketMQ master and slaves of a broker
+    flagged_log_dirs: list[LogDirRow] = field(default_factory=list)  # e.g. no cluster id: grouped by folder
+    broker_topics: list[BrokerTopic] = field(default_factory=list)  # one per (broker, topic): the heat map
 
     @property
     def has_errors(self) -> bool:
@@ -124,13 +207,14 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
         "damaged_segments": int(pc.sum(segs.column("damaged")).as_py() or 0),
         "stores": stores.num_rows,
         "errors": _count(sev, "error"), "warnings": _count(sev, "warning"), "infos": _count(sev, "info")}
-    rep.stores = sorted(stores.to_pylist(), key=lambda r: (-r["errors"], -r["warnings"], r["cluster"] or "",
+    rep.stores = sorted(rows_of(stores, StoreRow), key=lambda r: (-r["errors"], -r["warnings"], r["cluster"] or "",
                                                            r["broker_name"] or "", r["broker"], r["path"]))
-    rep.flagged_log_dirs = [r for r in dirs.to_pylist() if r["flags"]][:limit * 5]
+    rep.flagged_log_dirs = [r for r in rows_of(dirs, LogDirRow) if r["flags"]][:limit * 5]
     rep.store_groups = store_groups(rep.stores)[:limit]
-    impact = load_table(out, "impact").to_pylist()
-    rep.totals.update({k: sum(r[k] for r in impact) for k in ("groups_affected", "records_consumed_lost",
-                                                               "hanging_transactions")})
+    impact = rows_of(load_table(out, "impact"), ImpactRow)
+    rep.totals.update(groups_affected=sum(r["groups_affected"] for r in impact),
+                      records_consumed_lost=sum(r["records_consumed_lost"] for r in impact),
+                      hanging_transactions=sum(r["hanging_transactions"] for r in impact))
     rep.impact = sorted(impact, key=lambda r: (-r["groups_affected"], -r["records_consumed_lost"],
                                                -r["hanging_transactions"], r["cluster"] or "", r["topic"],
                                                r["partition"]))[:limit]
@@ -138,7 +222,7 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
     rep.topics = _topics(parts, reps)
     rep.finding_codes = dict(sorted(_group_count(finds, "code").items(), key=lambda kv: (-kv[1], kv[0])))
     rep.worst_partitions = _worst(parts, limit)
-    rows = reps.to_pylist()
+    rows = rows_of(reps, ReplicaSetRow)
     rep.divergent = sorted((r for r in rows if r["first_divergent_offset"] is not None),
                            key=lambda r: (-r["records_at_risk"], *_where(r)))[:limit]
     lagging = [r for r in rows if r["first_divergent_offset"] is None and r["leo_spread"]]
@@ -146,22 +230,21 @@ def fleet_report(out_dir: str | Path, limit: int = 20) -> FleetReport:
     rep.lagging = sorted(lagging, key=lambda r: (-r["leo_spread"], *_where(r)))[:limit]
     rep.broker_topics = _broker_topics(parts, rows)
     damaged = segs.filter(segs.column("damaged"))
-    rep.damaged_segments = sorted(damaged.select(["cluster", "broker", "topic", "partition", "path", "size",
-                                                  "valid_bytes", "errors", "warnings"]).to_pylist(),
+    rep.damaged_segments = sorted(rows_of(damaged.select(list(DamagedSegment.__annotations__)), DamagedSegment),
                                   key=lambda r: (-r["errors"], r["broker"], r["path"]))[:limit]
     cp = finds.filter(pc.is_in(finds.column("code"), pa.array(sorted(CHECKPOINT_CODES))))
-    rep.checkpoint_disagreements = cp.select(["cluster", "broker", "topic", "partition", "code", "severity", "path",
-                                              "offset", "message"]).to_pylist()[:limit * 5]
+    rep.checkpoint_disagreements = rows_of(cp.select(list(CheckpointDisagreement.__annotations__)),
+                                           CheckpointDisagreement)[:limit * 5]
     return rep
 
 
-def store_groups(stores: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def store_groups(stores: list[StoreRow]) -> list[StoreGroup]:
     """The stores of each RocketMQ broker (one broker name in one cluster): the master and its slaves,
     how far their commit logs end apart. Stores whose config names no broker stand alone."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[StoreRow]] = {}
     for r in stores:
         groups.setdefault((r["cluster"], r["broker_name"] or r["path"]), []).append(r)
-    out = []
+    out: list[StoreGroup] = []
     for (cluster, name), members in groups.items():
         members = sorted(members, key=lambda r: (r["role"] != "master", r["broker_id"] or 0, r["path"]))
         ends = [r["commitlog_max_offset"] for r in members]
@@ -193,11 +276,11 @@ def _group_count(t: pa.Table, key: str) -> dict[Any, int]:
     return dict(zip(g.column(key).to_pylist(), g.column("count_all").to_pylist(), strict=True))
 
 
-def _brokers(parts: pa.Table, finds: pa.Table) -> list[dict[str, Any]]:
+def _brokers(parts: pa.Table, finds: pa.Table) -> list[BrokerSummary]:
     """Per broker of each cluster (one broker id in two clusters is two brokers)."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str], BrokerSummary] = {}
 
-    def row(cluster: str | None, broker: str) -> dict[str, Any]:
+    def row(cluster: str | None, broker: str) -> BrokerSummary:
         cluster = cluster or ""   # an older scan's rows have none
         return out.setdefault((cluster, broker), {"cluster": cluster, "broker": broker, "log_dirs": 0,
                                                   "partitions": 0, "bytes": 0, "errors": 0, "warnings": 0,
@@ -207,24 +290,31 @@ def _brokers(parts: pa.Table, finds: pa.Table) -> list[dict[str, Any]]:
         g = parts.group_by(["cluster", "broker"]).aggregate([("partition", "count"), ("bytes", "sum"),
                                                              ("log_dir", "count_distinct")])
         for r in g.to_pylist():
-            row(r["cluster"], r["broker"]).update(log_dirs=r["log_dir_count_distinct"],
-                                                  partitions=r["partition_count"], bytes=r["bytes_sum"])
+            b = row(r["cluster"], r["broker"])
+            b["log_dirs"], b["partitions"] = r["log_dir_count_distinct"], r["partition_count"]
+            b["bytes"] = r["bytes_sum"]
     if finds.num_rows:
         g = finds.group_by(["cluster", "broker", "severity"]).aggregate([([], "count_all")])
         for r in g.to_pylist():
-            row(r["cluster"], r["broker"])[r["severity"] + "s"] = r["count_all"]
+            b, n = row(r["cluster"], r["broker"]), r["count_all"]
+            if r["severity"] == "error":
+                b["errors"] = n
+            elif r["severity"] == "warning":
+                b["warnings"] = n
+            elif r["severity"] == "info":
+                b["infos"] = n
     return [out[k] for k in sorted(out)]
 
 
-def _topics(parts: pa.Table, reps: pa.Table) -> list[dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def _topics(parts: pa.Table, reps: pa.Table) -> list[TopicSummary]:
+    out: dict[str, TopicSummary] = {}
     if parts.num_rows:
         g = parts.group_by("topic").aggregate([("partition", "count_distinct"), ("bytes", "sum")])
         for r in g.to_pylist():
             out[r["topic"]] = {"topic": r["topic"], "partitions": r["partition_count_distinct"],
                                "bytes": r["bytes_sum"], "max_leo_spread": 0, "max_hw_spread": 0,
                                "divergent": 0, "records_at_risk": 0}
-    for r in reps.to_pylist():
+    for r in rows_of(reps, ReplicaSetRow):
         t = out.setdefault(r["topic"], {"topic": r["topic"], "partitions": 0, "bytes": 0, "max_leo_spread": 0,
                                         "max_hw_spread": 0, "divergent": 0, "records_at_risk": 0})
         t["max_leo_spread"] = max(t["max_leo_spread"], r["leo_spread"] or 0)
@@ -234,19 +324,19 @@ def _topics(parts: pa.Table, reps: pa.Table) -> list[dict[str, Any]]:
     return [out[k] for k in sorted(out)]
 
 
-def _where(row: dict[str, Any]) -> tuple[str, str, int]:
+def _where(row: ReplicaSetRow) -> tuple[str, str, int]:
     """A replica set's place in a sorted list: cluster (none in an older scan's rows), topic, partition."""
     return row["cluster"] or "", row["topic"], row["partition"]
 
 
-def _broker_topics(parts: pa.Table, replica_sets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _broker_topics(parts: pa.Table, replica_sets: list[ReplicaSetRow]) -> list[BrokerTopic]:
     """Per broker and topic: partitions, their findings, and in how many replica sets of the topic the
     broker's replica diverges (holds other batches, or nothing, where the set parts) or lags (ends below
     the longest replica). A broker is named `cluster/broker` when the scan holds several clusters."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str | None], BrokerTopic] = {}
     several = parts.num_rows > 0 and len(pc.unique(parts.column("cluster"))) > 1
 
-    def cell(cluster: str | None, broker: str, topic: str) -> dict[str, Any]:
+    def cell(cluster: str | None, broker: str, topic: str | None) -> BrokerTopic:
         name = f"{cluster}/{broker}" if several else broker
         return out.setdefault((name, topic), {"broker": name, "topic": topic, "partitions": 0, "errors": 0,
                                               "warnings": 0, "divergent": 0, "lagging": 0})
@@ -255,7 +345,8 @@ def _broker_topics(parts: pa.Table, replica_sets: list[dict[str, Any]]) -> list[
                                                                       ("warnings", "sum")])
         for r in g.to_pylist():
             c = cell(r["cluster"], r["broker"], r["topic"])
-            c.update(partitions=r["partition_count"], errors=r["errors_sum"] or 0, warnings=r["warnings_sum"] or 0)
+            c["partitions"] = r["partition_count"]
+            c["errors"], c["warnings"] = r["errors_sum"] or 0, r["warnings_sum"] or 0
     for rs in replica_sets:
         top = max(rs["log_end_offsets"] or [0])
         parted = set(rs["diverged"] or []) | set(rs["behind"] or [])
@@ -266,10 +357,8 @@ def _broker_topics(parts: pa.Table, replica_sets: list[dict[str, Any]]) -> list[
     return [out[k] for k in sorted(out)]
 
 
-def _worst(parts: pa.Table, limit: int) -> list[dict[str, Any]]:
-    cols = ["cluster", "broker", "topic", "partition", "log_end_offset", "high_watermark", "errors", "warnings",
-            "flags"]
+def _worst(parts: pa.Table, limit: int) -> list[WorstPartition]:
     bad = parts.filter(pc.greater(pc.add(parts.column("errors"), parts.column("warnings")), 0))
-    rows = bad.select(cols).to_pylist()
+    rows = rows_of(bad.select(list(WorstPartition.__annotations__)), WorstPartition)
     return sorted(rows, key=lambda r: (-r["errors"], -r["warnings"], r["topic"], r["partition"],
                                        r["broker"]))[:limit]

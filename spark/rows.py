@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -19,12 +19,13 @@ from replog.recovery.kafka.logdir import (
 )
 from replog.recovery.kafka.segment_pass import Walked
 from replog.spark import schemas
+from replog.spark.schemas import Counts, Epoch, FindingRow, PartitionRow, SegmentRow, Where
 from replog.spark.units import Unit
 
 WHERE = ("cluster", "broker", "log_dir", "topic", "partition")
 
 
-def unit_place(unit: Unit) -> dict[str, Any]:
+def unit_place(unit: Unit) -> Where:
     """Where a unit's rows belong: cluster, broker, log dir, and the partition its dir names (or None)."""
     parsed = names.parse_partition_dir(Path(unit.path).name) if unit.kind in ("partition", "segments", "tail") else None
     return {"cluster": unit.cluster, "broker": unit.broker, "log_dir": unit.log_dir,
@@ -46,17 +47,24 @@ def topic_id(partition_dir: str) -> str | None:
 # -- rows ----------------------------------------------------------------------------
 
 
-def severity_counts(found: Iterable[Finding]) -> dict[str, int]:
+def severity_counts(found: Iterable[Finding]) -> Counts:
     """A row's finding counts by severity."""
     sev = [f.severity.value for f in found]
     return {"errors": sev.count("error"), "warnings": sev.count("warning"), "infos": sev.count("info")}
 
 
-def _epochs(entries: Iterable[Any] | None) -> list[dict[str, int]] | None:
+class _EpochEntry(Protocol):
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def start_offset(self) -> int: ...
+
+
+def _epochs(entries: Iterable[_EpochEntry] | None) -> list[Epoch] | None:
     return None if entries is None else [{"epoch": e.epoch, "start_offset": e.start_offset} for e in entries]
 
 
-def partition_row(unit: Unit, part: PartitionSummary, found: list[Finding]) -> dict[str, Any]:
+def partition_row(unit: Unit, part: PartitionSummary, found: list[Finding]) -> PartitionRow:
     """The `partitions` row: the numbers `ls` shows, the finding counts `doctor` gives."""
     return {**unit_place(unit), "path": part.path, "topic_id": topic_id(part.path), "state": part.state,
             "segments": len(part.segments),
@@ -73,9 +81,9 @@ def partition_batch(unit: Unit, part: PartitionSummary, found: list[Finding]) ->
     return pa.RecordBatch.from_pylist([partition_row(unit, part, found)], schema=schemas.PARTITIONS)
 
 
-def segments_batch(where: dict[str, Any], part: PartitionSummary, found: list[Finding]) -> pa.RecordBatch:
+def segments_batch(where: Where, part: PartitionSummary, found: list[Finding]) -> pa.RecordBatch:
     """One row per `.log`; finding counts are doctor's findings located in that file."""
-    rows = []
+    rows: list[SegmentRow] = []
     for s in part.segments:
         counts = severity_counts(f for f in found if f.path == s.path)
         rows.append({**where, "path": s.path, "base_offset": s.base_offset, "size": s.size,
@@ -86,35 +94,41 @@ def segments_batch(where: dict[str, Any], part: PartitionSummary, found: list[Fi
     return pa.RecordBatch.from_pylist(rows, schema=schemas.SEGMENTS)
 
 
-def findings_batch(where: dict[str, Any], found: list[Finding]) -> pa.RecordBatch:
-    rows = [{**where, "code": f.code, "severity": f.severity.value, "path": f.path,
+def findings_batch(where: Where, found: list[Finding]) -> pa.RecordBatch:
+    rows: list[FindingRow] = [{**where, "code": f.code, "severity": f.severity.value, "path": f.path,
              "position": f.position, "offset": f.offset, "message": f.message} for f in found]
     return pa.RecordBatch.from_pylist(rows, schema=schemas.FINDINGS)
 
 
-def _where_columns(where: dict[str, Any], schema: pa.Schema, n: int) -> list[pa.Array]:
-    return [pa.repeat(pa.scalar(where[k], schema.field(k).type), n) for k in WHERE]
+def where_values(where: Where) -> list[str | int | None]:
+    """The place's values in the order of the tables' first columns (`WHERE`)."""
+    return [where["cluster"], where["broker"], where["log_dir"], where["topic"], where["partition"]]
 
 
-def batch_rows(where: dict[str, Any], walked: Walked, chunk: pa.RecordBatch | None = None) -> pa.RecordBatch:
-    """One block's `batches` rows: where it is, `kept` = recovery keeps the batch, its columns
+def where_columns(where: Where, schema: pa.Schema, n: int) -> list[pa.Array]:
+    """The where columns of `n` rows of one place."""
+    return [pa.repeat(pa.scalar(v, schema.field(k).type), n) for k, v in zip(WHERE, where_values(where), strict=True)]
+
+
+def batch_rows(where: Where, walked: Walked, chunk: pa.RecordBatch | None = None) -> pa.RecordBatch:
+    """One block's `batches` rows: where it is, `survives_recovery` (the broker's recovery keeps the batch), its columns
     (`chunk`: the block already typed by `BatchBlock.to_arrow`)."""
     chunk = walked.block.to_arrow(str(walked.segment.path)) if chunk is None else chunk
-    cols = _where_columns(where, schemas.BATCHES, chunk.num_rows)
+    cols = where_columns(where, schemas.BATCHES, chunk.num_rows)
     cols.append(pa.array(walked.kept, pa.bool_()))
     cols += [chunk.column(i).cast(schemas.BATCHES.field(name).type) for i, name in enumerate(chunk.schema.names)]
     return pa.RecordBatch.from_arrays(cols, schema=schemas.BATCHES)
 
 
-def replica_batch_rows(where: dict[str, Any], walked: Walked) -> pa.RecordBatch:
+def replica_batch_rows(where: Where, walked: Walked) -> pa.RecordBatch:
     """What the replica comparison reads of a block when the batch table is not written (the where
     columns as dictionaries: one value per block)."""
     block, schema = walked.block, schemas.REPLICA_BATCHES_WRITTEN
     zeros = pa.array(np.zeros(len(block), dtype=np.int32))
     cols: list[pa.Array] = [
-        pa.DictionaryArray.from_arrays(zeros, pa.array([where[k]], schema.field(k).type.value_type))
-        if pa.types.is_dictionary(schema.field(k).type) else pa.repeat(pa.scalar(where[k], schema.field(k).type),
-                                                                        len(block)) for k in WHERE]
+        pa.DictionaryArray.from_arrays(zeros, pa.array([v], schema.field(k).type.value_type))
+        if pa.types.is_dictionary(schema.field(k).type) else pa.repeat(pa.scalar(v, schema.field(k).type), len(block))
+        for k, v in zip(WHERE, where_values(where), strict=True)]
     cols += [pa.array(block.column(name), schema.field(name).type) for name in schema.names[len(WHERE):]]
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 

@@ -237,20 +237,21 @@ def _start(session_class: Any, master: str | None, app_name: str, level: str, si
 
 def on_own_thread(fn: Callable[[], T]) -> T:
     """`fn()` run on a new thread and waited for; its exception raised here."""
-    box: dict[str, Any] = {}
+    value: list[T] = []
+    error: list[BaseException] = []
 
     def run() -> None:
         try:
-            box["value"] = fn()
+            value.append(fn())
         except BaseException as e:  # noqa: BLE001 - handed to the caller as it is
-            box["error"] = e
+            error.append(e)
 
     thread = threading.Thread(target=run, name="replog-spark-start", daemon=True)
     thread.start()
     thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if error:
+        raise error[0]
+    return value[0]
 
 
 def _launch_jvm(conf: dict[str, str], conf_dir: Path, level: str, sink: Sink) -> None:

@@ -9,6 +9,7 @@ through, so a task holds at most one row group per table.
 """
 from __future__ import annotations
 
+import abc
 import io
 from pathlib import Path
 
@@ -37,7 +38,7 @@ class _Stream(io.RawIOBase):
         return len(data)
 
 
-class _Sink:
+class _Sink(abc.ABC):
     """Rows of one schema into one file; `close` commits it, `discard` drops it."""
 
     def __init__(self, path: Path, schema: pa.Schema) -> None:
@@ -54,8 +55,9 @@ class _Sink:
     def discard(self) -> None:
         self.out.discard()
 
+    @abc.abstractmethod
     def _finish(self) -> None:
-        raise NotImplementedError
+        """Write what is buffered and the file's footer (each format its own)."""
 
 
 class ParquetSink(_Sink):

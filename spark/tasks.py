@@ -68,6 +68,7 @@ from replog.spark.rows import (
     severity_counts,
     unit_place,
 )
+from replog.spark.schemas import SplitCountsRow, StoreRow, Where
 from replog.spark.units import Unit, checkpoints_for, file_stats, sealed_stats
 
 TableBatch = tuple[str, pa.RecordBatch]
@@ -167,7 +168,7 @@ def partition_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
     yield "findings", findings_batch(where, found)
 
 
-def _recorded(entries: dict[int, dict[str, Any]]) -> doctor.Recorded:
+def _recorded(entries: dict[int, cache.IndexEntry]) -> doctor.Recorded:
     """The unit's recorded walks, each handed to the pass when its segment is sealed and unchanged."""
 
     def recorded(base: int, path: Path, active: bool) -> cache.CachedWalk | None:
@@ -177,7 +178,7 @@ def _recorded(entries: dict[int, dict[str, Any]]) -> doctor.Recorded:
     return recorded
 
 
-def block_tables(where: dict[str, Any], walked: Walked, context: Context) -> Iterator[TableBatch]:
+def block_tables(where: Where, walked: Walked, context: Context) -> Iterator[TableBatch]:
     """One block's rows: the batch table's, or (without it) what the replica comparison reads; and the
     block recorded when its segment is."""
     recorder = context.recorder
@@ -224,7 +225,7 @@ def segment_group_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
     """A segments unit: doctor's record decoding of its segments (findings and their counts), batch rows."""
     where = unit_place(unit)
     found: list[Finding] = []
-    counts = []
+    counts: list[SplitCountsRow] = []
     sealed = sealed_stats(file_stats(Path(unit.path))) if context.recorder is not None else {}
     for base in unit.segments or []:
         path = Path(unit.path) / names.segment_file_name(base, "log")
@@ -244,7 +245,7 @@ class _MarkersOnly:
         return []
 
 
-def segment_tables(where: dict[str, Any], path: Path, base: int, context: Context,
+def segment_tables(where: Where, path: Path, base: int, context: Context,
                    partition_path: str | None = None,
                    stat: cache.Stat | None = None) -> Generator[TableBatch, None, list[Finding]]:
     """One pass over a segment of a split partition: its batch rows, and what doctor's deep pass adds
@@ -310,7 +311,7 @@ def store_tables(unit: Unit) -> Iterator[TableBatch]:
     found, _ = diagnose_store(unit.path)
     model = load_store(unit.path, Path(unit.path).name)
     ident = read_identity("rocketmq", unit.path)
-    row = {"cluster": unit.cluster, "broker": unit.broker, "broker_name": ident.broker_name,
+    row: StoreRow = {"cluster": unit.cluster, "broker": unit.broker, "broker_name": ident.broker_name,
            "broker_id": ident.node_id, "role": ident.role, "store": model.name, "path": unit.path,
            "commitlog_min_offset": model.min_offset if model.files else None,
            "commitlog_max_offset": model.max_offset, "messages": len(model.messages), "queues": len(model.queues),

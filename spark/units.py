@@ -49,7 +49,7 @@ class Unit:
     fs: str | None = None      # packed pyarrow filesystem holding `path` (None: a local path)
     cluster: str = ""          # replica sets form within one cluster (`spark.identity`)
     covered: list[int] | None = None     # a light unit's segments whose records its segments units decode
-    reuse: list[dict[str, Any]] | None = None   # recorded walks of sealed segments that look unchanged
+    reuse: list[cache.IndexEntry] | None = None   # recorded walks of sealed segments that look unchanged
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,7 +107,7 @@ def _offsets_of(cps: BrokerCheckpoints, name: str) -> tuple[dict[str, int | None
 
 
 def partition_units(unit: Unit, sizes: dict[str, int], split_bytes: int | None,
-                    reuse: list[dict[str, Any]] | None = None) -> list[Unit]:
+                    reuse: list[cache.IndexEntry] | None = None) -> list[Unit]:
     """One unit, or a light unit plus groups of consecutive segments of about `split_bytes` each, counting
     only the segments to read (`reuse`: recorded walks of the others, which the light unit replays)."""
     reuse = reuse or []
@@ -161,8 +161,9 @@ def checkpoints_for(unit: Unit) -> BrokerCheckpoints:
     """The broker checkpoints as `summarize_partition` would have read them, for this partition."""
     parsed = names.parse_partition_dir(Path(unit.path).name)
     tp = (parsed.topic, parsed.partition) if parsed else ("", -1)
-    offsets: dict[str, Any] = {attr: ({} if v is None else {tp: v}) for attr, v in unit.offsets.items()}
-    cps = BrokerCheckpoints(**offsets)
+    cps = BrokerCheckpoints()
+    for attr, v in unit.offsets.items():
+        setattr(cps, attr, {} if v is None else {tp: v})
     cps.line_positions = {attr: {tp: v} for attr, v in unit.positions.items() if v is not None}
     return cps
 

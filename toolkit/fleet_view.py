@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, stderr
-from replog.toolkit.render import Column, Columns, render, span, thousands, words
+from replog.toolkit.render import Column, Columns, Row, render, span, thousands, words
 
 
 @contextlib.contextmanager
@@ -94,15 +94,15 @@ def _names(xs: list[str] | None) -> str:
     return ", ".join(xs or []) or "-"
 
 
-def _leos(d: dict[str, Any]) -> str:
+def _leos(d: Row) -> str:
     return " ".join(f"{b}:{v}" for b, v in zip(d["replicas"], d["log_end_offsets"], strict=False))
 
 
-def _hws(d: dict[str, Any]) -> str:
+def _hws(d: Row) -> str:
     return " ".join(f"{b}:{'-' if v is None else v}" for b, v in zip(d["replicas"], d["high_watermarks"], strict=False))
 
 
-def _partition(d: dict[str, Any]) -> str:
+def _partition(d: Row) -> str:
     return "-" if d["topic"] is None else f"{d['topic']}-{d['partition']}"
 
 

@@ -93,7 +93,7 @@ def test_compiled_and_reference_walks_give_equal_tables(damaged: Path, monkeypat
     monkeypatch.setattr(logdir, "FAST_WALK_BYTES", 0)
     compiled = tables_of(units)
     same_tables(reference, compiled)
-    kept = Counter(compiled["batches"].column("kept").to_pylist())
+    kept = Counter(compiled["batches"].column("survives_recovery").to_pylist())
     assert kept[True] > 0 and kept[False] > 0
 
 

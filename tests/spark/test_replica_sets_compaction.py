@@ -3,23 +3,25 @@ differ below the cleaner points only as the cleaners left them are no divergence
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+import numpy as np
 
 from replog.recovery.kafka.replica import batch_refs, load_replica
-from replog.spark.replica_sets import replica_set_row
+from replog.spark.replica_sets import ReplicaTail, replica_set_row
 from tests.recovery.kafka.compacted import clean, compacted_replica, history
 
 RAW = history(5)
 
 
-def facts(part: Path, lower: int) -> dict[str, Any]:
+def facts(part: Path, lower: int) -> ReplicaTail:
     """What the fleet's Spark join hands `replica_set_row` for one replica (its tail from `lower` on)."""
     rep = load_replica(part)
-    tail = [{"base_offset": b.base_offset, "last_offset": b.last_offset, "crc": b.crc, "count": b.count}
-            for b in batch_refs(rep.log) if b.last_offset >= lower]
-    return {"broker": part.parent.name, "log_dir": str(part.parent), "log_start_offset": rep.log_start_offset,
-            "log_end_offset": rep.log_end_offset, "high_watermark": rep.high_watermark,
-            "latest_epoch": rep.epochs.latest_epoch, "lower_bound": lower, "tail": tail}
+    tail = [b for b in batch_refs(rep.log) if b.last_offset >= lower]
+    keys = np.array([[b.base_offset for b in tail], [b.last_offset for b in tail], [b.crc for b in tail]],
+                    dtype=np.int64).reshape(3, len(tail))
+    return ReplicaTail(part.parent.name, str(part.parent), rep.log_start_offset, rep.log_end_offset,
+                       rep.high_watermark, rep.epochs.latest_epoch, lower, keys,
+                       np.array([b.count for b in tail], dtype=np.int64))
 
 
 def test_replicas_cleaned_at_different_points_are_no_divergent_set(tmp_path: Path) -> None:

@@ -5,15 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from replog.formats.fileio import mapped
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.recovery.kafka.logdir import summarize_log_dir
+from replog.spark import schemas
 from replog.spark.inputs import discover
-from replog.spark.tail import compare_set, tail_start
+from replog.spark.tail import compare_batches, tail_start
 from replog.spark.tasks import run_unit
 from tests.spark.fleet_builder import build_fleet
+
+# A grouped replica set as `tail_replicas_frame` hands it to its Python task.
+_TAIL = pa.list_(pa.struct([f for f in schemas.TAIL_BATCHES if f.name in ("base_offset", "last_offset", "crc",
+                                                                         "partition_leader_epoch")]))
+GROUPED = pa.schema([("replicas", pa.list_(pa.struct(
+    [*(schemas.PARTITIONS.field(n) for n in ("cluster", "broker", "log_dir", "path", "topic", "partition")),
+     pa.field("set_topic_id", pa.string()),
+     *(schemas.PARTITIONS.field(n) for n in ("epoch_history", "log_start_offset", "log_end_offset",
+                                             "high_watermark", "latest_epoch")),
+     pa.field("tail", _TAIL)])))])
 
 
 def _tail_rows(log_dir: Path) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[tuple[str, int], list[dict]]]:
@@ -58,8 +70,11 @@ def test_epoch_divergence_and_lag_from_the_tails(fx: Path) -> None:
     rows = {b: _tail_rows(fx / f"broker-{b}") for b in ("1", "2", "3")}
 
     def compare(tp: tuple[str, int]) -> dict[str, Any]:
-        reps = [parts[tp] for parts, _ in rows.values()]
-        return compare_set(reps, {parts[tp]["log_dir"]: tails.get(tp, []) for parts, tails in rows.values()})
+        """The set's row as the Spark task makes it: its replicas grouped as Arrow, compared (`compare_batches`)."""
+        reps = [{**parts[tp], "tail": tails.get(tp, [])} for parts, tails in rows.values()]
+        [rb] = compare_batches(iter([pa.RecordBatch.from_pylist([{"replicas": reps}], schema=GROUPED)]))
+        [row] = rb.to_pylist()
+        return row
 
     diverged = compare(("fx.orders", 1))
     assert (diverged["first_divergent_offset"], diverged["diverged"]) == (30, ["broker-3"])

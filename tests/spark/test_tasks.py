@@ -70,9 +70,9 @@ def test_batches_table_marks_what_recovery_keeps(fleet: Path) -> None:
     rows = [r for r in _tables("1", fleet / "broker-1")["batches"].to_pylist()
             if (r["topic"], r["partition"]) == ("fx.orders", 1)]
     assert [r["base_offset"] for r in rows] == list(range(0, 60, 3))
-    assert all(r["kept"] and r["crc_valid"] and r["crc"] >= 0 for r in rows)
+    assert all(r["survives_recovery"] and r["crc_valid"] and r["crc"] >= 0 for r in rows)
     torn = [r for r in _tables("2", fleet / "broker-2")["batches"].to_pylist()
-            if (r["topic"], r["partition"]) == ("fx.orders", 0) and not r["kept"]]
+            if (r["topic"], r["partition"]) == ("fx.orders", 0) and not r["survives_recovery"]]
     assert torn and torn[0]["base_offset"] == 15 and not torn[0]["crc_valid"]
 
 
