@@ -457,11 +457,7 @@ class RocketImpact(TypedDict):
 
 
 ImpactDoc = KafkaImpact | RocketImpact
-
-
-def is_rocketmq(doc: ImpactDoc) -> bool:
-    """RocketMQ's impact says its system; Kafka's, the older document, does not."""
-    return doc.get("system") == "rocketmq"
+"""RocketMQ's impact says its `system`; Kafka's, the older document, does not."""
 
 
 # --- replay --what-if ----------------------------------------------------------------------------------
