@@ -157,6 +157,64 @@ class LsRow(TypedDict):
     remote_storage: dict[str, str] | None
 
 
+class QueueRow(TypedDict):
+    """One topic/queue of `ls --format json` on a RocketMQ store (`queues`)."""
+
+    topic: str
+    queue_id: int
+    messages: int
+    min_queue_offset: int | None
+    max_queue_offset: int | None
+    cq_max_offset: int | None
+    cq_min_offset: int | None
+    first_physical_offset: int | None
+    last_physical_offset: int | None
+    bytes: int
+    first_timestamp: int | None
+    max_timestamp: int | None
+
+
+class Recovery(TypedDict):
+    """Which of the broker's recovery rules a RocketMQ store's numbers follow."""
+
+    broker_version: str | None
+    mode: str
+    rule: str
+    scan_start: int
+
+
+class StoreTotals(TypedDict):
+    """A RocketMQ store's totals in `ls --format json` (`store`). `timers` and `dledger` are the
+    timer files' and the DLedger log's own summaries."""
+
+    path: str
+    system: str
+    store_type: str
+    file_size: int
+    files: int
+    min_offset: int
+    max_offset: int
+    dirty_tail_bytes: int
+    messages: int
+    queues: int
+    topics: int
+    abort_present: bool
+    confirm_offset: int | None
+    epochs: list[list[int]]
+    checkpoint: dict[str, int] | None
+    index_files: int
+    recovery: Recovery
+    timers: Mapping[str, Any] | None
+    dledger: NotRequired[Mapping[str, Any]]
+
+
+class StoreLs(TypedDict):
+    """`ls --format json` of a RocketMQ store."""
+
+    store: StoreTotals
+    queues: list[QueueRow]
+
+
 # --- the premise and profile of a Kafka replay ------------------------------------------------------
 
 

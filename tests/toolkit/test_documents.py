@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
@@ -47,7 +47,7 @@ def mismatches(kind: Any, value: Any, where: str = "$") -> Iterator[str]:
             return
         for i, item in enumerate(value):
             yield from mismatches(typing.get_args(kind)[0], item, f"{where}[{i}]")
-    elif origin is dict:
+    elif origin in (dict, Mapping):
         if not isinstance(value, dict):
             yield f"{where}: {type(value).__name__}, not an object"
             return
@@ -98,6 +98,7 @@ def _impact(fleet: Path) -> list[str]:
 
 CASES: list[tuple[str, Any, Any]] = [
     ("ls kafka", list[d.LsRow], lambda f: ["ls", str(f / "samples" / "kafka" / "broker-2")]),
+    ("ls rocketmq", d.StoreLs, lambda f: ["ls", str(f / "samples" / "rocketmq" / "master")]),
     ("doctor kafka", d.DoctorReport, lambda f: ["doctor", str(f / "samples" / "kafka" / "broker-3")]),
     ("doctor rocketmq", d.DoctorReport, lambda f: ["doctor", str(f / "samples" / "rocketmq" / "damaged")]),
     ("recover", d.RecoverDoc, lambda f: ["recover", str(f / "samples" / "kafka" / "broker-3" / "orders-1"),
