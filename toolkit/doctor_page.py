@@ -11,13 +11,13 @@ import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from replog.formats.codes import CODES
 from replog.toolkit import pages
 from replog.toolkit.axes import short
+from replog.toolkit.documents import DoctorReport, Finding
 from replog.toolkit.render import Column, Columns, thousands
 
 WIDTH, LEFT, RIGHT, ROW_H = 1100, 330, 80, 26
@@ -66,21 +66,22 @@ class CodeGroup:
         return SEVERITY_COLOURS.get(self.severity, "#607d8b")
 
 
-def _marks(findings: Sequence[dict[str, Any]], size: int) -> list[Mark]:
-    """One mark per pixel column that holds findings (their count and first message in its tooltip)."""
+def _marks(findings: Sequence[tuple[int, Finding]], size: int) -> list[Mark]:
+    """One mark per pixel column that holds findings, each with its byte position (their count and first
+    message in its tooltip)."""
     x0, w = LEFT, WIDTH - LEFT - RIGHT
-    pos = np.array([f["position"] for f in findings], dtype=np.float64)
+    pos = np.array([at for at, _ in findings], dtype=np.float64)
     cols = np.minimum(np.floor(pos / max(size, 1) * w), w - 1).astype(np.int64)
-    columns: dict[int, tuple[dict[str, Any], int]] = {}
-    for f, col in zip(findings, cols.tolist(), strict=True):
-        first, n = columns.get(col, (f, 0))
-        columns[col] = (first, n + 1)
+    columns: dict[int, tuple[tuple[int, Finding], int]] = {}
+    for placed, col in zip(findings, cols.tolist(), strict=True):
+        shown, n = columns.get(col, (placed, 0))
+        columns[col] = (shown, n + 1)
     out = []
-    for col, (first, n) in sorted(columns.items()):
+    for col, ((at, first), n) in sorted(columns.items()):
         end = size if reaches_end(first["code"]) else None
-        width = max(2.0, (end - first["position"]) / max(size, 1) * w) if end is not None else 2.0
+        width = max(2.0, (end - at) / max(size, 1) * w) if end is not None else 2.0
         more = f" (and {n - 1:,} more here)" if n > 1 else ""
-        where = f"byte {first['position']:,}" + (f", offset {first['offset']:,}" if first["offset"] is not None else "")
+        where = f"byte {at:,}" + (f", offset {first['offset']:,}" if first["offset"] is not None else "")
         out.append(Mark(x0 + col, min(width, x0 + w - (x0 + col)), f"{where}: {first['message']}{more}"))
     return out
 
@@ -90,22 +91,22 @@ def _label(path: str, root: str) -> str:
     return rel if not rel.startswith("..") else path
 
 
-def code_groups(doc: dict[str, Any]) -> list[CodeGroup]:
+def code_groups(doc: DoctorReport) -> list[CodeGroup]:
     """Findings by code, errors first, then the most frequent."""
     sizes = {i["path"]: i["size"] for i in doc["inputs"]}
     root = os.path.commonpath([os.path.dirname(p) for p in sizes]) if sizes else ""
-    by_code: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_code: dict[str, list[Finding]] = defaultdict(list)
     for f in doc["findings"]:
         by_code[f["code"]].append(f)
     groups = []
     for code, found in by_code.items():
-        by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        by_file: dict[str, list[tuple[int, Finding]]] = defaultdict(list)
         unplaced = 0
         for f in found:
             if f["position"] is None or sizes.get(f["path"]) is None:
                 unplaced += 1
             else:
-                by_file[f["path"]].append(f)
+                by_file[f["path"]].append((f["position"], f))
         paths = sorted(by_file, key=lambda p: (-len(by_file[p]), p))
         rows = [FileRow(_label(p, root), p, 8 + i * ROW_H, sizes[p], _marks(by_file[p], sizes[p]))
                 for i, p in enumerate(paths[:MAX_FILES])]
@@ -122,7 +123,7 @@ FINDINGS_TABLE = Columns(
 )
 
 
-def render_doctor(doc: dict[str, Any]) -> str:
+def render_doctor(doc: DoctorReport) -> str:
     return pages.render("doctor.html.j2", doc=doc, s=doc["summary"], groups=code_groups(doc),
                         findings=pages.table(FINDINGS_TABLE, doc["findings"][:TABLE_ROWS]), width=WIDTH, left=LEFT,
                         right=RIGHT, row_h=ROW_H, short=short, listed=min(len(doc["findings"]), TABLE_ROWS))

@@ -5,7 +5,7 @@ import datetime as dt
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from rich.markup import escape
 from replog.formats.fileio import atomic_write
 from replog.formats.kafka import names
 from replog.recovery.outputs import prepare_file_output
+from replog.toolkit.documents import DoctorReport, Dropped, Finding, Manifest, RecoverDoc, typed
 from replog.toolkit.render import Column, Columns
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -31,7 +32,7 @@ def _group(path: str) -> str:
     return str(p.parent)
 
 
-def _where(f: dict[str, Any]) -> str:
+def _where(f: Finding) -> str:
     parts = [Path(f["path"]).name]
     if f["position"] is not None:
         parts.append(f"@{f['position']}")
@@ -60,10 +61,10 @@ def _title(group: str, roots: Sequence[Path]) -> str:
     return group
 
 
-def print_doctor(doc: dict[str, Any], console: Console, roots: Sequence[Path] = ()) -> None:
+def print_doctor(doc: DoctorReport, console: Console, roots: Sequence[Path] = ()) -> None:
     """Findings grouped by partition (one table each, titled below its input in `roots`), errors first;
     a summary line last."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[Finding]] = defaultdict(list)
     for f in doc["findings"]:
         groups[_group(f["path"])].append(f)
     for group in sorted(groups):
@@ -75,14 +76,14 @@ def print_doctor(doc: dict[str, Any], console: Console, roots: Sequence[Path] = 
                   f"in {len(doc['inputs'])} files read")
 
 
-def _dropped(d: dict[str, Any]) -> str:
+def _dropped(d: Dropped) -> str:
     """The `dropped` totals as recovery computed them (holes included); an open range reads "from N"."""
     offsets = ("" if d["first_offset"] is None else f", offsets {d['first_offset']}.." if d["last_offset"] is None
                else f", offsets {d['first_offset']}..{d['last_offset']}")
     return f"{len(d['segments'])} segments, {d['bytes']} bytes, {d['batches']} batches{offsets}"
 
 
-def _truncation(r: dict[str, Any]) -> str:
+def _truncation(r: RecoverDoc) -> str:
     if r["truncated_to"] is None:
         return "not truncated"
     return f"truncated to offset {r['truncated_to']} at byte {r['valid_bytes']} of {r['truncated_segment']}"
@@ -103,7 +104,7 @@ RECOVER_COLUMNS = Columns(
 )
 
 
-def print_recover(doc: dict[str, Any], console: Console) -> None:
+def print_recover(doc: RecoverDoc, console: Console) -> None:
     """What recovery did as a two-column table, then the findings it met, one line each."""
     console.print(RECOVER_COLUMNS.record(doc, f"recovered {doc['partition']} -> {doc['output']}"))
     for f in doc["findings"]:
@@ -121,14 +122,14 @@ def tool_version() -> str:
         return "unknown"
 
 
-def write_manifest(target: Path, inputs: list[dict[str, Any]], roots: list[Path],
-                   stores: list[dict[str, str]] | None = None) -> None:
+def write_manifest(target: Path, inputs: Sequence[Mapping[str, object]], roots: list[Path],
+                   stores: Sequence[Mapping[str, str]] | None = None) -> None:
     """The digest of every input (SHA-256, or the `--hash` chosen), tool version, UTC time and command line, and
     the RocketMQ stores among the inputs with their store type; written atomically."""
     target = prepare_file_output(target, roots)
-    doc: dict[str, Any] = {"tool": "replog", "version": tool_version(),
-                           "created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-                           "command_line": list(sys.argv), "inputs": inputs}
+    doc = Manifest(tool="replog", version=tool_version(),
+                   created_utc=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                   command_line=list(sys.argv), inputs=inputs)
     if stores:
         doc["stores"] = stores
     atomic_write(target, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
@@ -152,7 +153,7 @@ def run_doctor(paths: list[Path], manifest: Path | None, fmt: Any, html: Path | 
         report = diagnose(list(paths), progress, algorithm)
     if manifest is not None:
         write_manifest(manifest, report.inputs, list(paths), report.stores)
-    doc = report.to_dict()
+    doc = typed(DoctorReport, report.to_dict())
     if html is not None:
         from replog.toolkit.doctor_page import render_doctor
         from replog.toolkit.pages import write_page
@@ -184,7 +185,7 @@ def run_recover(partition_dir: Path, out: Path, salvage: bool, force: bool, fmt:
 
     with work_progress("recover") as progress:
         result = recover_partition(partition_dir, out, salvage=salvage, force=force, progress=progress)
-    doc = result.to_dict()
+    doc = typed(RecoverDoc, result.to_dict())
     render(resolve(fmt), doc, lambda console: print_recover(doc, console))
     return EXIT_FINDINGS if result.has_errors else EXIT_CLEAN
 

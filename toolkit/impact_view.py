@@ -6,20 +6,24 @@ show the same thing in a table, in JSON and in the HTML report.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rich.console import Console
 from rich.markup import escape
 
+from replog.toolkit.documents import GroupImpact, ImpactSummary, KafkaImpact, RocketImpact, typed
 from replog.toolkit.premise_view import print_premise
-from replog.toolkit.render import Column, Columns, span, time_range
+from replog.toolkit.render import Column, Columns, Row, span, time_range
+
+if TYPE_CHECKING:
+    from replog.toolkit.pages import PageTable
 
 _CLASS_STYLE = {"unaffected": "green", "consumed_lost": "bold red", "will_detect_truncation": "yellow",
                 "will_reset": "bold yellow"}
 
 
-def _lost(r: dict[str, Any]) -> str:
+def _lost(r: GroupImpact) -> str:
     n = r["records_consumed_lost"]
     return f"{n} ({r['first_lost_offset']}..{r['last_lost_offset']})" if n else "0"
 
@@ -94,11 +98,15 @@ METADATA_COLUMNS = Columns(
 )
 
 
-def print_impact(doc: dict[str, Any], console: Console) -> None:
+def print_impact(document: Mapping[str, Any], console: Console) -> None:
     """The impact as tables, each followed by what a table cannot say (the explanations)."""
-    if doc.get("system") == "rocketmq":
-        _print_rocketmq(doc, console)
-        return
+    if document.get("system") == "rocketmq":
+        _print_rocketmq(typed(RocketImpact, document), console)
+    else:
+        _print_kafka(typed(KafkaImpact, document), console)
+
+
+def _print_kafka(doc: KafkaImpact, console: Console) -> None:
     s = doc["summary"]
     console.print(f"[bold]Impact on {escape(doc['topic'])}-{doc['partition']}[/] after the replay: leader "
                   f"{escape(doc['leader'])}, log {doc['log_start_offset_after']}..{doc['log_end_offset_after']}, "
@@ -122,7 +130,7 @@ def print_impact(doc: dict[str, Any], console: Console) -> None:
         console.print(TXN_COLUMNS.table(doc["transactions"], "open transactions after the replay"))
 
 
-def _print_rocketmq(doc: dict[str, Any], console: Console) -> None:
+def _print_rocketmq(doc: RocketImpact, console: Console) -> None:
     s = doc["summary"]
     console.print(f"[bold]Impact on consumers[/] after the replay: {s['groups_affected']} of {s['groups']} "
                   f"group queues affected, {s['messages_consumed_lost']} messages consumed then gone")
@@ -133,40 +141,53 @@ def _print_rocketmq(doc: dict[str, Any], console: Console) -> None:
     if doc["metadata_differences"]:
         console.print(METADATA_COLUMNS.table(doc["metadata_differences"],
                                              "master and slave metadata (what the slave's sync copies)"))
-    if doc.get("transactions"):
-        console.print(ROCKETMQ_TXN_COLUMNS.table(doc["transactions"], "transactions left open or changed"))
-        for state in sorted({t["state_after"] for t in doc["transactions"]}):
-            why = next(t["explanation"] for t in doc["transactions"] if t["state_after"] == state)
+    if txns := doc.get("transactions"):
+        console.print(ROCKETMQ_TXN_COLUMNS.table(txns, "transactions left open or changed"))
+        for state in sorted({t["state_after"] for t in txns}):
+            why = next(t["explanation"] for t in txns if t["state_after"] == state)
             console.print(f"[dim]{state}: {escape(why)}[/]")
-    if doc.get("pop"):
-        console.print(ROCKETMQ_POP_COLUMNS.table(doc["pop"], "POP checkpoints whose acks or selves are lost"))
+    if pop := doc.get("pop"):
+        console.print(ROCKETMQ_POP_COLUMNS.table(pop, "POP checkpoints whose acks or selves are lost"))
     for lost in doc.get("lost_scheduled_deliveries") or []:
         console.print(f"[yellow]{lost['store']}: {lost['count']} scheduled (timer) deliveries lost[/] to "
                       f"{', '.join(escape(t) for t in lost['topics']) or 'unknown topics'}: the store loses the "
                       "timer messages before the timer wheel delivered them")
 
 
-def page_data(doc: dict[str, Any]) -> dict[str, Any]:
-    """The impact for its report-page section (`templates/sections/impact.html.j2`): the same tables as the
-    terminal's, each as a page table, and the words on each affected group."""
+class ImpactSection(TypedDict):
+    """The impact as its report-page section draws it (`templates/sections/impact.html.j2`)."""
+
+    summary: ImpactSummary | None
+    tables: list[tuple[str, PageTable]]
+    notes: list[GroupImpact]
+
+
+def page_data(document: Mapping[str, Any]) -> ImpactSection:
+    """The impact for its report-page section: the same tables as the terminal's, each as a page table, and
+    the words on each affected group (Kafka's)."""
+    if document.get("system") == "rocketmq":
+        rmq = typed(RocketImpact, document)
+        return ImpactSection(summary=None, notes=[], tables=_page_tables([
+            ("Consumer offsets against each queue", ROCKETMQ_GROUP_COLUMNS, rmq["consumer_groups"]),
+            ("Master and slave metadata", METADATA_COLUMNS, rmq["metadata_differences"]),
+            ("Transactions left open or changed", ROCKETMQ_TXN_COLUMNS, rmq.get("transactions", [])),
+            ("POP checkpoints affected", ROCKETMQ_POP_COLUMNS, rmq.get("pop", []))]))
+    doc = typed(KafkaImpact, document)
+    return ImpactSection(summary=doc["summary"], tables=_page_tables([
+        ("Consumer groups", GROUP_COLUMNS, doc["consumer_groups"]),
+        ("Producers whose writes are lost", PRODUCER_COLUMNS, doc["producers"]),
+        ("Open transactions after the replay", TXN_COLUMNS, doc["transactions"])]),
+        notes=[g for g in doc["consumer_groups"] if g["classification"] != "unaffected"])
+
+
+def _page_tables(tables: list[tuple[str, Columns, Sequence[Row]]]) -> list[tuple[str, PageTable]]:
+    """The non-empty tables, each as a page table under its title."""
     from replog.toolkit.pages import table
 
-    if doc.get("system") == "rocketmq":
-        tables = [("Consumer offsets against each queue", ROCKETMQ_GROUP_COLUMNS, doc["consumer_groups"]),
-                  ("Master and slave metadata", METADATA_COLUMNS, doc["metadata_differences"]),
-                  ("Transactions left open or changed", ROCKETMQ_TXN_COLUMNS, doc.get("transactions", [])),
-                  ("POP checkpoints affected", ROCKETMQ_POP_COLUMNS, doc.get("pop", []))]
-        return {"summary": None, "notes": [],
-                "tables": [(title, table(columns, rows)) for title, columns, rows in tables if rows]}
-    tables = [("Consumer groups", GROUP_COLUMNS, doc["consumer_groups"]),
-              ("Producers whose writes are lost", PRODUCER_COLUMNS, doc["producers"]),
-              ("Open transactions after the replay", TXN_COLUMNS, doc["transactions"])]
-    return {"summary": doc["summary"],
-            "tables": [(title, table(columns, rows)) for title, columns, rows in tables if rows],
-            "notes": [g for g in doc["consumer_groups"] if g["classification"] != "unaffected"]}
+    return [(title, table(columns, rows)) for title, columns, rows in tables if rows]
 
 
-def print_with_impact(show: Callable[[], None], impact: dict[str, Any] | None, console: Console) -> None:
+def print_with_impact(show: Callable[[], None], impact: Mapping[str, Any] | None, console: Console) -> None:
     """A replay's (or repair's) table, then its impact when the disks held consumer offsets."""
     show()
     if impact is not None:

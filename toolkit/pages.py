@@ -13,14 +13,14 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import jinja2
 
 from replog.formats.fileio import atomic_write
 from replog.recovery.outputs import prepare_file_output
 from replog.toolkit.axes import short
-from replog.toolkit.render import Columns
+from replog.toolkit.render import Columns, Row
 
 TEMPLATES = Path(__file__).with_name("templates")
 DASH = "—"
@@ -64,14 +64,22 @@ def sort_key(v: Any) -> str:
     return ""
 
 
-def table(columns: Columns, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """A `Columns` table (the terminal's, one declaration) for a page: headers, rows of (text, sort key)
-    cells, and which columns hold numbers (right-aligned)."""
+class PageTable(TypedDict):
+    """A table as a page draws it: headers, rows of (text, sort key) cells, the numeric (right-aligned)
+    columns' indexes."""
+
+    headers: list[str]
+    numeric: list[int]
+    rows: list[list[tuple[str, str]]]
+
+
+def table(columns: Columns, rows: Sequence[Row]) -> PageTable:
+    """A `Columns` table (the terminal's, one declaration) for a page."""
     numeric = [i for i, c in enumerate(columns.columns)
                if rows and all(isinstance(c.value(r), (int, float)) or c.value(r) is None for r in rows)
                and any(c.value(r) is not None for r in rows)]
-    return {"headers": columns.headers, "numeric": numeric,
-            "rows": [[(c.text(r), sort_key(c.value(r))) for c in columns.columns] for r in rows]}
+    return PageTable(headers=columns.headers, numeric=numeric,
+                     rows=[[(c.text(r), sort_key(c.value(r))) for c in columns.columns] for r in rows])
 
 
 @cache

@@ -5,15 +5,14 @@ the same thing.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 
 from replog.recovery.kafka.replica import CHECKPOINT_INTERVALS
+from replog.toolkit.documents import Premise
 
 
-def follower_notes(premise: dict[str, Any]) -> list[str]:
+def follower_notes(premise: Premise) -> list[str]:
     """Why each running follower's fetcher restarts or keeps running (nothing to say when none runs)."""
     return [f"{f['name']}: {f['why']}" for f in premise["followers"] if f["running"]]
 
@@ -23,13 +22,13 @@ def _figure(name: str) -> str:
     return f"{name} ({file}, written every {ms // 1000} s by {setting})"
 
 
-def lag_notes(premise: dict[str, Any]) -> list[str]:
+def lag_notes(premise: Premise) -> list[str]:
     """One sentence per set of figures that may lag, naming the replicas whose log dir has no clean-shutdown
     marker: a running or crashed broker's memory can be ahead of its checkpoints."""
     groups: dict[tuple[str, ...], list[str]] = {}
-    for name, figures in premise["from_checkpoints"].items():
-        if figures:
-            groups.setdefault(tuple(figures), []).append(name)
+    for name, listed in premise["from_checkpoints"].items():
+        if listed:
+            groups.setdefault(tuple(listed), []).append(name)
     out = []
     for figures, names in groups.items():
         running = [n for n in names if n in premise["running"]]
@@ -40,7 +39,7 @@ def lag_notes(premise: dict[str, Any]) -> list[str]:
     return out
 
 
-def print_premise(premise: dict[str, Any] | None, console: Console) -> None:
+def print_premise(premise: Premise | None, console: Console) -> None:
     """The premise's one line, then why each running follower does what it does, then the lagging figures."""
     if premise is None:
         return

@@ -11,7 +11,7 @@ the JSON says, and a column naming a field can be checked against the shape.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,7 +22,10 @@ from rich.table import Table
 
 from replog.toolkit.output import Format, write_json, write_jsonl
 
-Row = dict[str, Any]
+Row = Mapping[str, Any]
+"""A JSON row as the table reads it: any document row (a `toolkit.documents` TypedDict or a plain dict)."""
+RowFunction = Callable[[Any], Any]
+"""A column's function of its row: typed by the row it is written for (`LsRow`, ...); a table takes any."""
 
 
 # --- how a person reads a value --------------------------------------------------------
@@ -86,10 +89,10 @@ class Column:
     """
 
     header: str
-    get: str | Callable[[Row], Any]
+    get: str | RowFunction
     show: Callable[[Any], str] = text
     justify: Literal["left", "right"] = "left"
-    style: str | Callable[[Row], str | None] | None = None
+    style: str | Callable[[Any], str | None] | None = None
     many: bool = False
     no_wrap: bool = False
     overflow: Literal["fold", "crop", "ellipsis"] | None = None
@@ -153,7 +156,7 @@ class Columns:
         """One table row per JSON row, laid out for the console it is printed on."""
         return FittedTable(self, list(rows), title)
 
-    def rich_table(self, rows: list[Row], title: str | None = None, width: int | None = None) -> Table:
+    def rich_table(self, rows: Sequence[Row], title: str | None = None, width: int | None = None) -> Table:
         """The rich table of `rows`; with `width`, fitted to it (`fit_widths`) when it does not fit as it is."""
         texts = [[c.text(r) for c in self.columns] for r in rows]
         fitted = fit_widths(self.columns, texts, width) if width is not None else None
@@ -187,7 +190,7 @@ PROSE_MIN = 10     # a message column narrower than this reads as a word list
 class FittedTable:
     """A `Columns` table that takes its layout from the console width at the moment it is printed."""
 
-    def __init__(self, columns: Columns, rows: list[Row], title: str | None) -> None:
+    def __init__(self, columns: Columns, rows: Sequence[Row], title: str | None) -> None:
         self.columns, self.rows, self.title = columns, rows, title
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

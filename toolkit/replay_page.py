@@ -11,14 +11,15 @@ protocol as a sequence diagram.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from replog.toolkit import pages
 from replog.toolkit.axes import Axis, Band, bands, colour, linear, zoomed
+from replog.toolkit.documents import Event, Fetched, Premise, ReplayDoc, typed
 from replog.toolkit.render import Columns
 from replog.toolkit.replay_logs import LogView
 from replog.toolkit.sequence import Diagram, describe, diagram
@@ -44,8 +45,9 @@ class Section:
     prepare: str | None = None   # "module:function" turning the member's value into what the template draws
 
 
-def section_data(section: Section, doc: dict[str, Any]) -> Any:
-    """What a section's template sees as `data`: the member's value, or its prepared form."""
+def section_data(section: Section, doc: Mapping[str, object]) -> Any:
+    """What a section's template sees as `data`: the member's value, or its prepared form. (A section
+    names its member as data, so the document is read here as the open object it is.)"""
     if section.prepare is None:
         return doc[section.member]
     import importlib
@@ -129,12 +131,12 @@ class Region:
     end: int
 
 
-def region(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]]) -> Region | None:
+def region(doc: ReplayDoc, pairs: Sequence[tuple[LogView, LogView]]) -> Region | None:
     """Where the replicas part: the lowest divergence, truncation, hole or changed log end; None when the
     replay changes nothing."""
-    points = []
+    points: list[int] = []
     for r in doc["replicas"]:
-        points += [r[k] for k in ("diverged_at", "truncated_to") if r.get(k) is not None]
+        points += [p for p in (r["diverged_at"], r["truncated_to"]) if p is not None]
         if r["log_end_offset_after"] != r["log_end_offset_before"]:
             points.append(min(r["log_end_offset_after"], r["log_end_offset_before"]))
         points += [h["first_offset"] for h in r.get("holes") or []]
@@ -180,7 +182,7 @@ def _views(pairs: Sequence[tuple[LogView, LogView]]) -> list[LogView]:
     return [v for pair in pairs for v in pair]
 
 
-def overview(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]], zoom: Region | None) -> Plot:
+def overview(doc: ReplayDoc, pairs: Sequence[tuple[LogView, LogView]], zoom: Region | None) -> Plot:
     """Every replica's whole log, before and after, on one straight axis."""
     views = _views(pairs)
     lo, hi = min(v.log_start for v in views), max(v.log_end for v in views)
@@ -199,7 +201,7 @@ def overview(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]], zoom
                 f"offsets {lo:,} to {hi:,}, one pixel ≈ {(hi - lo) / (axis.x1 - axis.x0):,.1f} offsets")
 
 
-def zoom_plot(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]], zoom: Region,
+def zoom_plot(doc: ReplayDoc, pairs: Sequence[tuple[LogView, LogView]], zoom: Region,
               unit_name: str) -> Plot:
     """The region around the divergence, every batch at least a few pixels wide, rows aligned by offset."""
     views = _views(pairs)
@@ -255,7 +257,7 @@ def ranges_drawn(plots: Sequence[Plot]) -> dict[str, str]:
     return {k: words for k, words in RANGE_KINDS.items() if k in kinds}
 
 
-def story(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
+def story(doc: ReplayDoc) -> list[tuple[str, str, str]]:
     """(replica, tone, sentence) per replica: what the replay does to it, in words."""
     out = []
     for r in doc["replicas"]:
@@ -264,8 +266,8 @@ def story(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
             parts.append("leads; keeps its log")
         if r["diverged_at"] is not None:
             parts.append(f"differs from the leader from offset {r['diverged_at']:,}")
-        if r.get("compaction_difference"):
-            parts.append(f"compacted differently below {r['compaction_difference']['up_to']:,} (same records kept)")
+        if compaction := r.get("compaction_difference"):
+            parts.append(f"compacted differently below {compaction['up_to']:,} (same records kept)")
         if r["truncated_to"] is not None:
             parts.append(f"truncates to {r['truncated_to']:,}")
         lost = r["lost"]
@@ -280,7 +282,7 @@ def story(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def fetched_words(f: dict[str, Any]) -> str:
+def fetched_words(f: Fetched) -> str:
     """A replay's `fetched` member in words: Kafka's records, batches and offsets; RocketMQ's bytes and frames."""
     if "records" in f:
         span = f" ({f['first_offset']:,}..{f['last_offset']:,})" if f.get("first_offset") is not None else ""
@@ -290,21 +292,21 @@ def fetched_words(f: dict[str, Any]) -> str:
     return pages.value(f)
 
 
-def hazards(doc: dict[str, Any]) -> list[str]:
+def hazards(doc: ReplayDoc) -> list[str]:
     """What the broker's own protocol does wrong to a replica: a failed fetcher, a stall, holes."""
     out = []
     for r in doc["replicas"]:
-        if r.get("failed"):
-            out.append(f"{r['name']} would FAIL ({r['failed']['error']}): {r['failed']['reason']}")
-        if r.get("stall"):
-            out.append(f"{r['name']} stalls ({r['stall']['cause']}): {r['stall']['explanation']}")
+        if failed := r.get("failed"):
+            out.append(f"{r['name']} would FAIL ({failed['error']}): {failed['reason']}")
+        if stall := r.get("stall"):
+            out.append(f"{r['name']} stalls ({stall['cause']}): {stall['explanation']}")
         for h in r.get("holes") or []:
             out.append(f"{r['name']}: offsets {h['first_offset']:,}..{h['last_offset']:,} are a hole the broker's "
                        "own truncation leaves, never fetched again")
     return out
 
 
-def premise_notes(premise: dict[str, Any] | None) -> list[str]:
+def premise_notes(premise: Premise | None) -> list[str]:
     """What the page says under the premise's sentence: each running follower's reason, the lagging
     checkpoint figures (none for RocketMQ, whose replay states no premise)."""
     from replog.toolkit.premise_view import follower_notes, lag_notes
@@ -312,15 +314,27 @@ def premise_notes(premise: dict[str, Any] | None) -> list[str]:
     return [] if premise is None else follower_notes(premise) + lag_notes(premise)
 
 
-def transcript_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"step": e["step"], "replica": e["replica"], "to": e.get("to"), "text": describe(e)[0],
-             "prose": describe(e)[1]} for e in events[:MAX_TRANSCRIPT]]
+class TranscriptRow(TypedDict):
+    """One event as the page's transcript table lists it."""
+
+    step: int
+    replica: str
+    to: str | None
+    text: str
+    prose: str
 
 
-def render_replay(doc: dict[str, Any], pairs: Sequence[tuple[LogView, LogView]], columns: Columns, *,
+def transcript_rows(events: Sequence[Event]) -> list[TranscriptRow]:
+    return [TranscriptRow(step=e["step"], replica=e["replica"], to=e.get("to"), text=describe(e)[0],
+                          prose=describe(e)[1]) for e in events[:MAX_TRANSCRIPT]]
+
+
+def render_replay(document: Mapping[str, Any], pairs: Sequence[tuple[LogView, LogView]], columns: Columns, *,
                   title: str, unit_name: str, offset_name: str) -> str:
-    """The whole page. `columns` is the replay's table as the terminal declares it; `unit_name` what the
-    zoom draws one by one (batches, messages); `offset_name` what an offset is (offset, physical offset)."""
+    """The whole page of a replay's (or repair's) JSON `document`. `columns` is the replay's table as the
+    terminal declares it; `unit_name` what the zoom draws one by one (batches, messages); `offset_name` what
+    an offset is (offset, physical offset)."""
+    doc = typed(ReplayDoc, document)
     zoom = region(doc, pairs)
     plots = [overview(doc, pairs, zoom)]
     if zoom is not None:

@@ -1,6 +1,7 @@
 """Rendering a replay: summary table, epoch timeline (terminal and SVG), transcript."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -9,6 +10,7 @@ from rich.text import Text
 
 from replog.recovery.kafka.replay import ReplayResult
 from replog.recovery.kafka.replica import Replica
+from replog.toolkit.documents import ElectionRow, Lost, Profile, Quorum, ReplayDoc, ReplicaRow, typed
 from replog.toolkit.premise_view import print_premise
 from replog.toolkit.render import Column, Columns
 
@@ -43,7 +45,7 @@ def _bar(rep: Replica, lo: int, hi: int, width: int = WIDTH) -> Text:
     return text
 
 
-def _lost(lost: dict[str, Any]) -> str:
+def _lost(lost: Lost) -> str:
     return f"{lost['records']} ({lost['first_offset']}..{lost['last_offset']})" if lost["records"] else "0"
 
 
@@ -60,7 +62,7 @@ REPLICA_COLUMNS = Columns(
 )
 
 
-def _print_quorum(q: dict[str, Any], console: Console) -> None:
+def _print_quorum(q: Quorum, console: Console) -> None:
     """The KRaft quorum's commit points, and the metadata records each voter loses."""
     console.print(f"KRaft quorum of {q['voters']} voters: leader's epoch starts at {q['epoch_start_offset']}"
                   + (" (its LeaderChangeMessage still to be appended there)" if q["start_of_epoch_pending"] else "")
@@ -78,7 +80,7 @@ def _print_quorum(q: dict[str, Any], console: Console) -> None:
 def print_replay(result: ReplayResult, console: Console) -> None:
     """The replicas' table, then what is not tabular: the cross-check warnings, the epoch timeline
     (a picture of each log by offset) and the transcript (one line per protocol step)."""
-    d = result.to_dict()
+    d = typed(ReplayDoc, result.to_dict())
     source = {"metadata": "the controller's metadata log", "partition_state": "the partition state",
               "option": "--leader", "rule": "the election rule"}.get(result.leader.source, result.leader.source)
     epoch = "" if result.leader.leader_epoch is None else f" in epoch {result.leader.leader_epoch}"
@@ -91,11 +93,11 @@ def print_replay(result: ReplayResult, console: Console) -> None:
                 console.print(f"[yellow]{escape(r.replica.name)}: {escape(f.message)}[/]")
     console.print(f"[dim]{result.leader.explanation}[/]")
     print_premise(d["premise"], console)
-    if d.get("profile"):
-        console.print(f"[dim]{escape(profile_line(d['profile']))}[/]")
+    if profile := d.get("profile"):
+        console.print(f"[dim]{escape(profile_line(profile))}[/]")
     console.print(REPLICA_COLUMNS.table(d["replicas"]))
-    if d.get("quorum"):
-        _print_quorum(d["quorum"], console)
+    if quorum := d.get("quorum"):
+        _print_quorum(quorum, console)
     for e in result.transcript.events:
         if e["kind"] == "cross_check" and not e["agree"]:
             console.print(f"[yellow]{e['replica']}: the OffsetsForLeaderEpoch path ends at "
@@ -111,7 +113,7 @@ def print_replay(result: ReplayResult, console: Console) -> None:
         console.print(f"[dim]{e['step']:>3}[/] [cyan]{e['kind']:<14}[/] {e['replica']:<12} {rest}", highlight=False)
 
 
-def profile_line(profile: dict[str, Any]) -> str:
+def profile_line(profile: Profile) -> str:
     """The settings the rules used, read ones first: `profile: read min.insync.replicas=2, ...; assumed ...`."""
     settings = profile["settings"]
 
@@ -121,18 +123,17 @@ def profile_line(profile: dict[str, Any]) -> str:
     return f"profile: read {words(profile['read'])}; assumed {words(profile['assumed'])}"
 
 
-def _print_hazards(replicas: list[dict[str, Any]], console: Console) -> None:
+def _print_hazards(replicas: list[ReplicaRow], console: Console) -> None:
     """What the broker's own code does wrong to a replica: a failed fetcher, holes left by its truncation;
     and where a replica's batches differ from the leader's only as the log cleaners left them."""
     for r in replicas:
-        c = r.get("compaction_difference")
-        if c:
+        if c := r.get("compaction_difference"):
             console.print(f"[dim]{escape(r['name'])}: batches differ from the leader's from {c['first_offset']} "
                           f"below the cleaner point {c['up_to']}, the records the cleaner keeps agree: a "
                           "compaction difference, not a divergence[/]")
-        if r["failed"]:
-            console.print(f"[bold red]{escape(r['name'])} would FAIL ({r['failed']['error']}):[/] "
-                          f"{escape(r['failed']['reason'])}")
+        if failed := r["failed"]:
+            console.print(f"[bold red]{escape(r['name'])} would FAIL ({failed['error']}):[/] "
+                          f"{escape(failed['reason'])}")
         for h in r["holes"]:
             console.print(f"[yellow]{escape(r['name'])}: offsets {h['first_offset']}..{h['last_offset']} are a hole "
                           "the broker's own truncation leaves: a silent divergence from the leader[/]")
@@ -181,7 +182,7 @@ ELECTION_COLUMNS = Columns(
 )
 
 
-def _print_elections(result: ReplayResult, d: dict[str, Any], console: Console) -> None:
+def _print_elections(result: ReplayResult, d: ReplayDoc, console: Console) -> None:
     """The controller's record beside the epochs: each change, and where each replica's epoch cache
     starts that leader epoch (nothing when the replica never saw it)."""
     if result.controller is None:
@@ -189,20 +190,20 @@ def _print_elections(result: ReplayResult, d: dict[str, Any], console: Console) 
     starts = {e: [f"{r.replica.name}@{x.start_offset}" for r in result.replicas
                   for x in r.replica.epochs.entries if x.epoch == e]
               for e in {x["leader_epoch"] for x in d["elections"]}}
-    rows = [x | {"starts": " ".join(starts[x["leader_epoch"]])} for x in d["elections"]]
+    rows = [ElectionRow(**x, starts=" ".join(starts[x["leader_epoch"]])) for x in d["elections"]]
     c = result.controller
     title = (f"Controller's record ({'KRaft metadata log' if c.source == 'metadata' else 'partition state'} "
              f"{c.path}{', topic id ' + c.topic_id if c.topic_id else ''})")
     console.print(ELECTION_COLUMNS.table(rows, title))
 
 
-def replay_html(result: ReplayResult, doc: dict[str, Any] | None = None) -> str:
+def replay_html(result: ReplayResult, doc: Mapping[str, Any] | None = None) -> str:
     """The self-contained report page (`replay_page`), drawn from the JSON document the command prints
     (`doc`: repair's, which adds what was written; by default the replay's)."""
     from replog.toolkit.replay_logs import kafka_views
     from replog.toolkit.replay_page import render_replay
 
-    d = result.to_dict() if doc is None else doc
+    d = typed(ReplayDoc, result.to_dict() if doc is None else doc)
     protocol = "leader-epoch protocol" if result.protocol == "epoch" else "high-watermark protocol (pre KIP-101)"
     return render_replay(d, kafka_views(result), REPLICA_COLUMNS,
                          title=f"Kafka replay of {d['topic']}-{d['partition']}, {protocol}",

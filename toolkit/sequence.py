@@ -9,9 +9,10 @@ coloured by what it does to the log. Text is built from the event's own members
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from replog.toolkit.documents import Event
 from replog.toolkit.pages import label, value
 
 MAX_STEPS = 400                   # events drawn; the transcript table below the diagram lists every one
@@ -24,8 +25,9 @@ _QUIET = frozenset({"step", "kind", "replica", "to", "api"})
 PROSE = ("reason", "rule", "why", "explanation", "cause")
 
 
-def describe(e: dict[str, Any]) -> tuple[str, str]:
-    """(headline, prose) of one event: `Fetch request: fetch offset 1,308, last fetched epoch 5` and the
+def describe(e: Mapping[str, object]) -> tuple[str, str]:
+    """(headline, prose) of one event, read as the open object it is (each kind has its own members):
+    `Fetch request: fetch offset 1,308, last fetched epoch 5` and the
     broker rule or reason it gives, if any."""
     name = f"{e['api']} {e['kind']}" if e.get("api") else label(e["kind"])
     facts = [f"{label(k)} {value(v)}" for k, v in e.items() if k not in _QUIET and k not in PROSE]
@@ -68,14 +70,14 @@ class Diagram:
     elided: int          # events not drawn (see the transcript table)
 
 
-def _tone(e: dict[str, Any], arrow: bool) -> str:
+def _tone(e: Event, arrow: bool) -> str:
     if arrow:
         return "harm" if e.get("error") else "message"
     kind = e["kind"]
     return "harm" if kind in HARMFUL else "growth" if kind in GROWING else "note"
 
 
-def diagram(events: list[dict[str, Any]], replicas: list[str], leader: str, width: float = 1100) -> Diagram:
+def diagram(events: Sequence[Event], replicas: list[str], leader: str, width: float = 1100) -> Diagram:
     """The diagram of `events` with the leader's lane first, then the other replicas in order."""
     names = [leader] + [r for r in replicas if r != leader]
     for e in events:                        # a party the replica list does not name (a controller, say)

@@ -2,18 +2,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from replog.formats.shape import Field, Shape
 from replog.recovery.kafka.logdir import PartitionSummary, flags
+from replog.toolkit.documents import LsRow, Problem, typed
 from replog.toolkit.render import Column, Columns, thousands, time_range, words
 
 
-def _problems(part: PartitionSummary) -> list[dict[str, Any]]:
+def _problems(part: PartitionSummary) -> list[Problem]:
     """The partition's error findings (an unreadable segment, a FIFO named like one), where and why."""
-    return [{"code": f.code, "path": f.path, "position": f.position, "message": f.message}
+    return [Problem(code=f.code, path=f.path, position=f.position, message=f.message)
             for f in part.all_findings() if f.severity.value == "error"]
 
 
@@ -24,7 +24,7 @@ LS_ROW = Shape("path", "topic", "partition", "state", Field("segments", lambda p
                Field("remote_storage", lambda p: p.remote_storage.to_dict() if p.remote_storage is not None else None))
 
 
-def _hw_style(r: dict[str, Any]) -> str | None:
+def _hw_style(r: LsRow) -> str | None:
     """A high watermark above the log end is impossible on a healthy replica."""
     hw = r["high_watermark"]
     return "bold red" if hw is not None and hw > r["log_end_offset"] else None
@@ -45,11 +45,11 @@ LS_COLUMNS = Columns(
 )
 
 
-def ls_rows(parts: list[PartitionSummary]) -> list[dict[str, Any]]:
-    return [LS_ROW.dump(p) for p in parts]
+def ls_rows(parts: list[PartitionSummary]) -> list[LsRow]:
+    return [typed(LsRow, LS_ROW.dump(p)) for p in parts]
 
 
-def print_ls(rows: list[dict[str, Any]], roots: list[Path], path: Path, console: Console) -> None:
+def print_ls(rows: list[LsRow], roots: list[Path], path: Path, console: Console) -> None:
     """One table for one root (titled with the path asked for); one per log dir when PATH holds several."""
     if len(roots) == 1:
         console.print(LS_COLUMNS.table(rows, str(path)))

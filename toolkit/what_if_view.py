@@ -6,19 +6,24 @@ RocketMQ), so the table, the JSON and the page say the same thing.
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rich.console import Console
 from rich.markup import escape
 
+from replog.toolkit.documents import Choice, Recommended, WhatIfDoc, typed
 from replog.toolkit.render import Column, Columns, words
 
+if TYPE_CHECKING:
+    from replog.toolkit.pages import PageTable
 
-def _leader(r: dict[str, Any]) -> str:
+
+def _leader(r: Choice) -> str:
     return r["leader"] if r.get("broker") is None else f"{r['leader']} (broker {r['broker']})"
 
 
-def _hit(key: str) -> Any:
+def _hit(key: str) -> Callable[[Mapping[str, object]], str | None]:
     return lambda r: "bold red" if r[key] else None
 
 
@@ -37,16 +42,17 @@ CHOICE_COLUMNS = Columns(
 )
 
 
-def title(doc: dict[str, Any]) -> str:
+def title(doc: WhatIfDoc) -> str:
     if doc["system"] == "kafka":
         return f"Which leader loses least: {doc['topic']}-{doc['partition']} ({doc['mode']} cluster)"
     return f"Which master loses least: {doc['broker_name'] or 'the stores given'} ({doc['mode']})"
 
 
-def print_what_if(doc: dict[str, Any], console: Console) -> None:
+def print_what_if(document: Mapping[str, Any], console: Console) -> None:
     """The choices, best first, then the recommendation: its command, its steps, why."""
-    if doc.get("premise"):
-        console.print(f"[dim]{escape(doc['premise'])}[/]")
+    doc = typed(WhatIfDoc, document)
+    if premise := doc.get("premise"):
+        console.print(f"[dim]{escape(premise)}[/]")
     console.print(CHOICE_COLUMNS.table(doc["choices"], title(doc)))
     for note in doc.get("notes", []):
         console.print(f"[yellow]{escape(note)}[/]")
@@ -58,9 +64,21 @@ def print_what_if(doc: dict[str, Any], console: Console) -> None:
     console.print(f"[dim]why: {escape(rec['why'])}[/]")
 
 
-def page_data(doc: dict[str, Any]) -> dict[str, Any]:
-    """The what-if for its report-page section (`templates/sections/what_if.html.j2`)."""
+class WhatIfSection(TypedDict):
+    """The what-if as its report-page section draws it (`templates/sections/what_if.html.j2`)."""
+
+    title: str
+    table: PageTable
+    choices: list[Choice]
+    recommended: Recommended
+    notes: list[str]
+    premise: str | None
+
+
+def page_data(document: Mapping[str, Any]) -> WhatIfSection:
+    """The what-if for its report-page section."""
     from replog.toolkit.pages import table
 
-    return {"title": title(doc), "table": table(CHOICE_COLUMNS, doc["choices"]), "choices": doc["choices"],
-            "recommended": doc["recommended"], "notes": doc.get("notes", []), "premise": doc.get("premise")}
+    doc = typed(WhatIfDoc, document)
+    return WhatIfSection(title=title(doc), table=table(CHOICE_COLUMNS, doc["choices"]), choices=doc["choices"],
+                         recommended=doc["recommended"], notes=doc.get("notes", []), premise=doc.get("premise"))
