@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replog.recovery.kafka.replica import batch_refs, load_replica
+from replog.recovery.kafka.replica import batch_rows, load_replica
 from replog.spark.replica_sets import replica_set_row
 from tests.recovery.kafka.compacted import clean, compacted_replica, history
 
@@ -16,7 +16,7 @@ def facts(part: Path, lower: int) -> dict[str, Any]:
     """What the fleet's Spark join hands `replica_set_row` for one replica (its tail from `lower` on)."""
     rep = load_replica(part)
     tail = [{"base_offset": b.base_offset, "last_offset": b.last_offset, "crc": b.crc, "count": b.count}
-            for b in batch_refs(rep.log) if b.last_offset >= lower]
+            for b in batch_rows(rep.log) if b.last_offset >= lower]
     return {"broker": part.parent.name, "log_dir": str(part.parent), "log_start_offset": rep.log_start_offset,
             "log_end_offset": rep.log_end_offset, "high_watermark": rep.high_watermark,
             "latest_epoch": rep.epochs.latest_epoch, "lower_bound": lower, "tail": tail}
