@@ -98,7 +98,7 @@ def replica_state(rep) -> dict:
     d = {f.name: getattr(rep, f.name) for f in dataclasses.fields(rep)}
     d["epochs"] = [tuple(e) for e in rep.epochs.entries]
     d["log"] = batch_rows(rep.log)
-    d["pieces"] = [(p.file, p.start, p.end, p.batches, p.records, p.first_offset, p.last_offset, p.min_base,
+    d["pieces"] = [(p.file, p.position, p.end_position, p.batches, p.records, p.first_offset, p.last_offset, p.min_base,
                     p.max_last, p.ordered, p.runs.tolist()) for p in rep.log.pieces]
     d["fingerprint"] = None if rep.fingerprint is None else [a.tolist() for a in rep.fingerprint.table()]
     d["findings"] = [f.to_dict() for f in rep.findings]
