@@ -38,7 +38,8 @@ from replog.formats.findings import Finding, Severity
 from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.columns import BATCH_SCHEMA
 from replog.formats.kafka.segment import SegmentWalk
-from replog.recovery.kafka.segment_pass import Markers, SegmentResult, Walked
+from replog.recovery.kafka.logdir import SegmentSummary
+from replog.recovery.kafka.segment_pass import Markers, Walked
 from replog.spark.schemas import I32, I64, Str, rows_of, schema_of
 from replog.spark.sinks import IpcSink, ParquetSink
 
@@ -180,7 +181,7 @@ class Recorder:
         seg.last = (int(walked.block.position[-1]), int(walked.block.crc[-1]))
         seg.markers.update(walked.markers)
 
-    def end(self, result: SegmentResult) -> None:
+    def end(self, result: SegmentSummary) -> None:
         """The segment's pass is over: index it (unless it was reused or not begun here)."""
         seg = self._open.pop(str(result.path), None)
         if seg is None or result.reused:

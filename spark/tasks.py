@@ -48,14 +48,8 @@ from replog.formats.kafka import names
 from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_segments, doctor
 from replog.recovery.kafka.checks_broker import PartitionOffsets
-from replog.recovery.kafka.logdir import (
-    SegmentSummary,
-    SummaryFold,
-    summarize_partition,
-    summary_from_walk,
-    use_fast_walk,
-)
-from replog.recovery.kafka.segment_pass import SegmentResult, Walked, segment_blocks
+from replog.recovery.kafka.logdir import SegmentSummary, SummaryFold, summarize_partition, use_fast_walk
+from replog.recovery.kafka.segment_pass import Walked, segment_blocks
 from replog.spark import cache, remote, schemas
 from replog.spark.digests import digest_rows
 from replog.spark.identity import read_identity
@@ -89,7 +83,7 @@ class Context:
     replica_rows: bool = True   # without the batch table: the comparison's rows (a scan reads local ones again)
     counts: Counter[str] = field(default_factory=Counter)
 
-    def count(self, seg: SegmentResult) -> None:
+    def count(self, seg: SegmentSummary) -> None:
         kind = "reused" if seg.reused else "read"
         self.counts[f"segments_{kind}"] += 1
         self.counts[f"bytes_{kind}"] += seg.size
@@ -138,7 +132,7 @@ def partition_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
                                   deep=lambda base: base not in covered, fast_threshold=context.fast_threshold,
                                   recorded=_recorded(entries) if entries else None)
     summaries = PassSummaries()
-    current: SegmentResult | None = None
+    current: SegmentSummary | None = None
     while True:
         try:
             step = next(steps)
@@ -152,7 +146,7 @@ def partition_tables(unit: Unit, context: Context) -> Iterator[TableBatch]:
                 current = seg
                 if context.recorder is not None and seg.base_offset in sealed and seg.base_offset not in covered \
                         and not seg.reused:
-                    context.recorder.begin(unit.path, seg.path, sealed[seg.base_offset])
+                    context.recorder.begin(unit.path, Path(seg.path), sealed[seg.base_offset])
             if seg.base_offset not in covered:
                 yield from block_tables(where, step, context)
         else:
@@ -195,8 +189,8 @@ def block_tables(where: Where, walked: Walked, context: Context) -> Iterator[Tab
 
 
 class PassSummaries:
-    """The `ls` summary of every segment a doctor pass walked, from its steps: the blocks go through
-    `SummaryFold`, the segment's end (`SegmentResult`) gives the walk's counts and findings."""
+    """The `ls` summary of every segment a doctor pass walked: the pass's own result (`SegmentSummary`),
+    its blocks folded by `SummaryFold` for the timestamps and epoch starts."""
 
     def __init__(self) -> None:
         self.by_base: dict[int, SegmentSummary] = {}
@@ -205,17 +199,11 @@ class PassSummaries:
     def feed(self, step: doctor.PartitionStep) -> None:
         if isinstance(step, Walked):
             if self._fold is None:
-                self._fold = SummaryFold(_empty_summary(step.segment))
+                self._fold = SummaryFold(step.segment)
             self._fold.feed(step.block, step.valid_bytes)
             return
-        summary = self._fold.summary if self._fold is not None else _empty_summary(step)
-        self.by_base[step.base_offset] = summary_from_walk(summary, step.batch_count, step.first_base_offset,
-                                                           step.valid_bytes, step.findings)
+        self.by_base[step.base_offset] = step
         self._fold = None
-
-
-def _empty_summary(seg: SegmentResult) -> SegmentSummary:
-    return SegmentSummary(str(seg.path), seg.base_offset, seg.size)
 
 
 # -- split partitions ------------------------------------------------------------------
@@ -264,7 +252,7 @@ def segment_tables(where: Where, path: Path, base: int, context: Context,
                 try:
                     walked = next(steps)
                 except StopIteration as done:
-                    seg: SegmentResult = done.value
+                    seg: SegmentSummary = done.value
                     break
                 yield from block_tables(where, walked, context)
             seg.record_findings = records.finish()

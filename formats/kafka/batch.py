@@ -20,6 +20,8 @@ from replog.formats.kafka import codecs
 from replog.formats.kafka.varint import encode_varint, read_varint, read_varlong
 from replog.formats.layout import field_positions, struct_of
 
+# The wire layout, in `DefaultRecordBatch`'s names; decoded, it is a `BatchInfo` (the block's names:
+# base_timestamp -> first_timestamp, records_count -> count, batch_length -> size).
 BATCH_HEADER = cs.Struct(
     "base_offset" / cs.Int64sb,
     "batch_length" / cs.Int32sb,            # bytes after this field: size = batch_length + 12
@@ -85,56 +87,68 @@ TIMESTAMP_TYPE_NAMES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTi
 INT32_MAX = 2**31 - 1
 
 
-class BatchHeader(NamedTuple):
-    """The 61-byte header of a v2 batch; `position` is where it starts in its file."""
+class BatchInfo(NamedTuple):
+    """One batch: the row view of a `BatchBlock` (`blocks.py`), one shape for v2 batches and legacy entries.
+
+    The block's columns are these fields in this order; `BatchBlock.row(i)` and iterating a block give
+    this type, and so does decoding one v2 header (`read_header`). It is the only per-batch object:
+    made for the few rows a check flags, a record decode, or a small log read batch by batch (tests).
+    Names are the block's: `first_timestamp` is the v2 header's base timestamp, `count` its records count.
+    """
 
     position: int
-    base_offset: int
-    batch_length: int
-    partition_leader_epoch: int
+    size: int
     magic: int
+    base_offset: int
+    last_offset: int
+    count: int  # type: ignore[assignment]  # the brokers' name; shadows tuple.count on purpose
+    partition_leader_epoch: int
     crc: int
+    crc_valid: bool
     attributes: int
-    last_offset_delta: int
-    base_timestamp: int
+    codec: int
+    timestamp_type: int
+    first_timestamp: int
     max_timestamp: int
     producer_id: int
     producer_epoch: int
     base_sequence: int
-    records_count: int
+    is_transactional: bool
+    is_control: bool
+    has_delete_horizon: bool
 
     @property
-    def size(self) -> int:
-        return self.batch_length + 12
+    def next_offset(self) -> int:
+        return self.last_offset + 1
 
     @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
+    def end(self) -> int:
+        return self.position + self.size
 
     @property
-    def codec(self) -> int:
-        return self.attributes & CODEC_MASK
-
-    @property
-    def timestamp_type(self) -> int:
-        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL_MASK)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & CONTROL_MASK)
-
-    @property
-    def has_delete_horizon(self) -> bool:
-        return bool(self.attributes & DELETE_HORIZON_MASK)
+    def last_sequence(self) -> int:
+        """The sequence of its last record (-1 without sequences): `DefaultRecordBatch.lastSequence`."""
+        if self.base_sequence < 0:
+            return -1
+        return increment_sequence(self.base_sequence, self.last_offset - self.base_offset)
 
 
-def read_header(buf: bytes | memoryview, pos: int) -> BatchHeader:
-    """Unpack the header at `pos` (the caller checked 61 bytes are there)."""
-    return BatchHeader(pos, *HEADER.unpack_from(buf, pos))
+def read_header(buf: bytes | memoryview, pos: int, *, crc_valid: bool | None = None) -> BatchInfo:
+    """Decode the v2 header at `pos` (the caller checked 61 bytes are there) into the block's row type.
+
+    `crc_valid`: the caller's answer when its walk already checked the CRC; None checks it here (a pass
+    over the whole batch, which a record decode that knows the answer should not pay twice)."""
+    (base_offset, batch_length, epoch, magic, crc, attributes, last_delta, first_timestamp, max_timestamp,
+     producer_id, producer_epoch, base_sequence, count) = HEADER.unpack_from(buf, pos)
+    size = batch_length + LOG_OVERHEAD
+    if crc_valid is None:
+        crc_valid = compute_crc(buf, pos, size) == crc
+    return BatchInfo(pos, size, magic, base_offset, base_offset + last_delta, count, epoch, crc, crc_valid,
+                     attributes, attributes & CODEC_MASK,
+                     LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME,
+                     first_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                     bool(attributes & TRANSACTIONAL_MASK), bool(attributes & CONTROL_MASK),
+                     bool(attributes & DELETE_HORIZON_MASK))
 
 
 def compute_crc(buf: bytes | memoryview, pos: int, size: int) -> int:
@@ -162,15 +176,15 @@ def increment_sequence(sequence: int, delta: int) -> int:
     return sequence + delta
 
 
-def check_record_count(header: BatchHeader) -> None:
+def check_record_count(header: BatchInfo) -> None:
     """Refuse to decode a batch claiming more than `MAX_BATCH_RECORDS` records (before any decompression)."""
-    if header.records_count > MAX_BATCH_RECORDS:
+    if header.count > MAX_BATCH_RECORDS:
         raise FormatError("KAFKA_BATCH_TOO_MANY_RECORDS",
-                          f"{header.records_count} records claimed; replog decodes at most {MAX_BATCH_RECORDS} "
+                          f"{header.count} records claimed; replog decodes at most {MAX_BATCH_RECORDS} "
                           "of one batch: its records are not decoded", header.position, header.base_offset)
 
 
-def records_payload(buf: bytes | memoryview, header: BatchHeader) -> bytes | memoryview:
+def records_payload(buf: bytes | memoryview, header: BatchInfo) -> bytes | memoryview:
     """The record bytes of a batch, decompressed (bounded) when a codec is set."""
     raw = buf[header.position + HEADER_SIZE:header.position + header.size]
     if header.codec == 0:
@@ -178,9 +192,9 @@ def records_payload(buf: bytes | memoryview, header: BatchHeader) -> bytes | mem
     return codecs.decompress(header.codec, raw, magic=MAGIC)
 
 
-def decode_records(header: BatchHeader, data: bytes | memoryview) -> list[Record]:
-    """Parse exactly `records_count` records from `data`, as the broker's iterator does."""
-    count = header.records_count
+def decode_records(header: BatchInfo, data: bytes | memoryview) -> list[Record]:
+    """Parse exactly the header's `count` of records from `data`, as the broker's iterator does."""
+    count = header.count
     if count < 0 or count > len(data) // MIN_RECORD_SIZE:
         raise FormatError("KAFKA_BATCH_BAD_RECORD_COUNT",
                           f"records count {count} impossible for {len(data)} bytes of records",
@@ -203,7 +217,7 @@ def decode_records(header: BatchHeader, data: bytes | memoryview) -> list[Record
     return out
 
 
-def _decode_record(data: bytes | memoryview, pos: int, header: BatchHeader,
+def _decode_record(data: bytes | memoryview, pos: int, header: BatchInfo,
                    log_append: bool) -> tuple[Record, int]:
     length, pos = read_varint(data, pos)
     end = pos + length
@@ -227,7 +241,7 @@ def _decode_record(data: bytes | memoryview, pos: int, header: BatchHeader,
     if pos != end:
         raise FormatError("KAFKA_RECORDS_UNDECODABLE",
                           f"record body is {length} bytes but its fields use {length - (end - pos)}")
-    timestamp = header.max_timestamp if log_append else header.base_timestamp + ts_delta
+    timestamp = header.max_timestamp if log_append else header.first_timestamp + ts_delta
     sequence = (increment_sequence(header.base_sequence, offset_delta)
                 if header.base_sequence >= 0 else -1)
     return Record(header.base_offset + offset_delta, timestamp, key, value, tuple(headers),

@@ -1,10 +1,11 @@
-"""Batch metadata as columns: the one in-memory form of the batches of a walk.
+"""Batch metadata as columns: the one model of a Kafka batch.
 
 A `BatchBlock` holds up to a few tens of thousands of batches as one int64
-array `cols[field, row]`, the fields being `BatchInfo`'s in its order (so a
-row converts to the reference walk's `BatchInfo` exactly). Every command
-consumes blocks; a Python object per batch exists only for the rows that a
-check flags. Flags (crc_valid, is_control, ...) are 0/1; values are raw (a
+array `cols[field, row]`, the fields being those of its row view `BatchInfo`
+(`batch.py`), in its order: `block.row(i)` and iterating a block give
+`BatchInfo`s, which is also what the reference walk and a v2 header decode
+yield. Every command consumes blocks; a Python object per batch exists only
+for the rows that a check flags. Flags (crc_valid, is_control, ...) are 0/1; values are raw (a
 legacy magic of 130 stays 130), typed only when turned into Arrow.
 """
 from __future__ import annotations
@@ -17,8 +18,9 @@ import pyarrow as pa
 
 from replog.formats.fileio import RELEASE_STEP, release_pages
 from replog.formats.kafka import legacy
+from replog.formats.kafka.batch import BatchInfo
 from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK
-from replog.formats.kafka.segment import BatchInfo, SegmentWalk
+from replog.formats.kafka.segment import SegmentWalk
 
 FIELDS: tuple[str, ...] = BatchInfo._fields
 ROW: dict[str, int] = {name: k for k, name in enumerate(FIELDS)}
@@ -33,7 +35,9 @@ def _column(name: str) -> Any:
 
 
 class BatchBlock:
-    """Consecutive batches of one segment, as columns (a view: copy it to keep it past the next block)."""
+    """Consecutive batches of one segment, as columns (a view: copy it to keep it past the next block).
+
+    Its row view is `BatchInfo`: `row(i)`, `rows()` and iteration give one per batch."""
 
     __slots__ = ("cols",)
 
@@ -98,7 +102,7 @@ class BatchBlock:
         return self.position + self.size
 
     def row(self, i: int) -> BatchInfo:
-        """Row `i` as the reference walk's `BatchInfo` (for the rows a check flags)."""
+        """Row `i` as its row view `BatchInfo` (for the rows a check flags)."""
         values: list[Any] = self.cols[:, i].tolist()
         for name in FLAG_FIELDS:
             values[ROW[name]] = bool(values[ROW[name]])
@@ -106,6 +110,9 @@ class BatchBlock:
 
     def rows(self) -> Iterator[BatchInfo]:
         return (self.row(i) for i in range(len(self)))
+
+    def __iter__(self) -> Iterator[BatchInfo]:
+        return self.rows()
 
     @classmethod
     def from_arrow(cls, batch: pa.RecordBatch) -> BatchBlock:

@@ -644,14 +644,14 @@ def _check_compressed(buf: bytes | memoryview, block: BatchBlock, rows: np.ndarr
     """Decompress the COMPRESSED rows in order into one reused chunk and run the payload kernel over it."""
     flagged_before = np.cumsum(status == SUSPECT)  # in-place rows flagged up to each index
     scratch = np.empty(chunk_bytes, dtype=np.uint8)  # reused: no fresh pages per chunk
-    pending: list[tuple[int, v2.BatchHeader, int, int]] = []
+    pending: list[tuple[int, BatchInfo, int, int]] = []
     held = flagged = 0
     for n, k in enumerate(compressed.tolist()):
         if budget is not None and int(flagged_before[k]) + flagged >= budget:
             status[compressed[n:]] = SUSPECT  # past the budget: the reference's, if ever asked
             break
         row = int(rows[k])
-        header = v2.read_header(buf, int(block.position[row]))
+        header = v2.read_header(buf, int(block.position[row]), crc_valid=bool(block.crc_valid[row]))
         try:
             payload = np.frombuffer(v2.records_payload(buf, header), dtype=np.uint8)
         except FormatError as err:  # a codec's error does not know its batch: place it there
@@ -673,12 +673,12 @@ def _check_compressed(buf: bytes | memoryview, block: BatchBlock, rows: np.ndarr
 
 
 def _check_payloads(block: BatchBlock, rows: np.ndarray, status: np.ndarray, data: np.ndarray,
-                    pending: list[tuple[int, v2.BatchHeader, int, int]]) -> int:
+                    pending: list[tuple[int, BatchInfo, int, int]]) -> int:
     """Run the payload kernel over data[start:stop] of each pending row; the number of rows it flags."""
     ks = np.array([k for k, _, _, _ in pending], dtype=np.int64)
     starts = np.array([start for _, _, start, _ in pending], dtype=np.int64)
     stops = np.array([stop for _, _, _, stop in pending], dtype=np.int64)
-    header = np.array([[h.records_count, h.base_offset, h.base_timestamp, h.max_timestamp,
+    header = np.array([[h.count, h.base_offset, h.first_timestamp, h.max_timestamp,
                         h.timestamp_type == v2.LOG_APPEND_TIME] for _, h, _, _ in pending], dtype=np.int64).T.copy()
     sel = rows[ks]
     rule = np.stack([block.base_offset[sel], block.last_offset[sel], block.max_timestamp[sel],

@@ -51,8 +51,8 @@ def batch_record_tables(buf: bytes | memoryview, info: BatchInfo,
     block = block or v2.BLOCK_RECORDS
     if not HAVE_NUMBA or info.magic != 2 or info.size < v2.HEADER_SIZE:
         return None
-    header = v2.read_header(buf, info.position)
-    count = header.records_count
+    header = v2.read_header(buf, info.position, crc_valid=info.crc_valid)
+    count = header.count
     if count < 0 or count > v2.MAX_BATCH_RECORDS:
         return None
     try:
@@ -72,18 +72,18 @@ def batch_record_tables(buf: bytes | memoryview, info: BatchInfo,
     return (_table(data, header, info.position, run) for run in runs)
 
 
-def _decode(data: np.ndarray, header: v2.BatchHeader, run: tuple[int, int, int]) -> tuple[bool, dict[str, np.ndarray]]:
+def _decode(data: np.ndarray, header: BatchInfo, run: tuple[int, int, int]) -> tuple[bool, dict[str, np.ndarray]]:
     """One block of records through the record kernel: (decoded cleanly, its columns)."""
     start, stop, n = run
     out = {name: np.zeros(n, dtype=dtype) for name, dtype in _COLUMNS}
     ok = np.zeros(1, dtype=np.bool_)
     one = np.ones(1, dtype=np.int64)
-    records_kernel(data, one * start, one * stop, one * n, one * header.base_offset, one * header.base_timestamp,
+    records_kernel(data, one * start, one * stop, one * n, one * header.base_offset, one * header.first_timestamp,
                    one * header.max_timestamp, np.array([header.timestamp_type == v2.LOG_APPEND_TIME]),
                    one * header.base_sequence, np.array([0, n], dtype=np.int64), ok, *out.values())
     return bool(ok[0]), out
 
 
-def _table(data: np.ndarray, header: v2.BatchHeader, position: int, run: tuple[int, int, int]) -> pa.Table:
+def _table(data: np.ndarray, header: BatchInfo, position: int, run: tuple[int, int, int]) -> pa.Table:
     _, columns = _decode(data, header, run)
     return RecordColumns(data, position=np.full(run[2], position, dtype=np.int64), **columns).to_table()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from replog.formats.errors import FormatError
 from replog.formats.fileio import RELEASE_STEP, all_zero, release_pages
@@ -18,6 +18,7 @@ from replog.formats.fileview import readable
 from replog.formats.findings import Finding, finding, from_error
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import control, legacy
+from replog.formats.kafka.batch import BatchInfo as BatchInfo  # re-exported: the walk yields it
 
 HEADER_SIZE_UP_TO_MAGIC = v2.AT["magic"] + 1  # offset, length, epoch, magic: what every magic shares
 MIN_ENTRY_SIZE = 14          # LegacyRecord.RECORD_OVERHEAD_V0: smaller is corrupt
@@ -26,39 +27,6 @@ V2_MIN_LENGTH = v2.HEADER_SIZE - v2.LOG_OVERHEAD
 # ... is larger than the maximum allowed segment size of Integer.MAX_VALUE";
 # clients/.../record/FileRecords.java), positions being ints; `log.segment.bytes` is an int too.
 MAX_SEGMENT_BYTES = v2.INT32_MAX
-
-
-class BatchInfo(NamedTuple):
-    """Batch-level metadata, one shape for v2 batches and legacy entries."""
-
-    position: int
-    size: int
-    magic: int
-    base_offset: int
-    last_offset: int
-    count: int  # type: ignore[assignment]  # the brokers' name; shadows tuple.count on purpose
-    partition_leader_epoch: int
-    crc: int
-    crc_valid: bool
-    attributes: int
-    codec: int
-    timestamp_type: int
-    first_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    is_transactional: bool
-    is_control: bool
-    has_delete_horizon: bool
-
-    @property
-    def next_offset(self) -> int:
-        return self.last_offset + 1
-
-    @property
-    def end(self) -> int:
-        return self.position + self.size
 
 
 @dataclass
@@ -156,13 +124,7 @@ class SegmentWalk:
             offset = int.from_bytes(buf[pos:pos + 8], "big", signed=True)
             return BatchInfo(pos, size + v2.LOG_OVERHEAD, magic, offset, offset, 0, -1, 0, False, 0, 0, -1,
                              -1, -1, -1, -1, -1, False, False, False)
-        h = v2.read_header(buf, pos)
-        crc_ok = v2.compute_crc(buf, pos, h.size) == h.crc
-        return BatchInfo(pos, h.size, magic, h.base_offset, h.last_offset, h.records_count,
-                         h.partition_leader_epoch, h.crc, crc_ok, h.attributes, h.codec,
-                         h.timestamp_type, h.base_timestamp, h.max_timestamp, h.producer_id,
-                         h.producer_epoch, h.base_sequence, h.is_transactional, h.is_control,
-                         h.has_delete_horizon)
+        return v2.read_header(buf, pos)
 
     def _read_legacy(self, pos: int, offset: int) -> BatchInfo:
         try:
@@ -272,7 +234,7 @@ def batch_records(buf: bytes | memoryview, info: BatchInfo) -> list[v2.Record]:
         raise FormatError("KAFKA_BATCH_LENGTH_TOO_SMALL", f"v2 batch of {info.size} bytes is smaller than its "
                           f"{v2.HEADER_SIZE}-byte header", info.position, info.base_offset)
     if info.magic == 2:
-        header = v2.read_header(buf, info.position)
+        header = v2.read_header(buf, info.position, crc_valid=info.crc_valid)
         v2.check_record_count(header)
         return v2.decode_records(header, v2.records_payload(buf, header))
     entry = legacy.read_legacy_entry(buf, info.position)

@@ -27,15 +27,15 @@ from replog.formats.kafka.txn_index import AbortedTxn
 from replog.recovery.evidence import Evidence
 from replog.recovery.kafka import checks_broker, checks_indexes, checks_segments, checks_state, segment_pass
 from replog.recovery.kafka.checks_broker import PartitionOffsets
-from replog.recovery.kafka.logdir import BrokerCheckpoints, use_fast_walk
+from replog.recovery.kafka.logdir import BrokerCheckpoints, SegmentSummary, use_fast_walk
 from replog.recovery.kafka.producer_state import ProducerState
 from replog.recovery.kafka.remote_index_cache import remote_index_cache_findings
-from replog.recovery.kafka.segment_pass import RecordedWalk, SegmentResult, Walked
+from replog.recovery.kafka.segment_pass import RecordedWalk, Walked
 from replog.recovery.kafka.tiered import log_start_findings, profile_beside, remote_log_snapshot_findings
 from replog.recovery.kafka.transactions import hanging_findings, txn_view
 from replog.recovery.kafka.txn_coordinator import log_dir_coordinator
 
-PartitionStep = Walked | SegmentResult   # a block of the pass, or the end of a segment's pass
+PartitionStep = Walked | SegmentSummary   # a block of the pass, or the end of a segment's pass
 # An earlier pass's record of a segment, when the caller has one it trusts: (base offset, path, active)
 Recorded = Callable[[int, Path, bool], RecordedWalk | None]
 
@@ -93,7 +93,7 @@ def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_
                    recorded: Recorded | None = None,
                    ) -> Generator[PartitionStep, None, tuple[PartitionOffsets, list[Finding]]]:
     """`check_partition`, handing out every block of each segment's one pass (`Walked`), then that
-    segment's `SegmentResult` (none for a segment it cannot read): a fleet scan builds its summary
+    segment's `SegmentSummary` (none for a segment it cannot read): a fleet scan builds its summary
     and batch table from the very blocks the checks read.
 
     `deep` may say per segment (by base offset) whether its records are decoded here; segments above
@@ -127,7 +127,7 @@ def partition_pass(ev: Evidence, pdir: Path, cps: BrokerCheckpoints | None, log_
         yield seg
         if prev is not None:
             out += segment_pass.check_continuity(prev, seg)
-        leo = seg.next_offset if seg.next_offset is not None else base
+        leo = seg.valid_next_offset if seg.valid_next_offset is not None else base
         if seg.batch_count or prev is None:
             prev = seg
     out += [f for f in state.finish(leo) if not (f.code == "KAFKA_EPOCH_CHECKPOINT_MISMATCH"
@@ -157,7 +157,7 @@ def _hanging_transactions(pdir: Path, topic: str, partition: int, producers: Pro
 def _segment(ev: Evidence, inv: checks_segments.Inventory, base: int, state: checks_state.StateChecker,
              active: bool, deep: bool = True, fast_threshold: int | None = None,
              recorded_walk: RecordedWalk | None = None,
-             ) -> Generator[Walked, None, tuple[SegmentResult | None, list[Finding]]]:
+             ) -> Generator[Walked, None, tuple[SegmentSummary | None, list[Finding]]]:
     """One pass over a segment: its walk, records, epochs and producers, and indexes (its blocks handed
     out); from `recorded_walk` (the walk and record decode an earlier pass recorded) instead of the bytes."""
     path = inv.files.logs[base]

@@ -125,7 +125,7 @@ def judge_producers(writes: list[LostWrites], after: ProducerScan, markers: Sequ
         w.next_producer_epoch, w.next_sequence = next_batch(w, markers)
         w.next_append = _append(w, w.next_producer_epoch, w.next_sequence)
         kept = after.recent[w.producer_id].batches if w.producer_id in after.recent else ()
-        duplicate = any(b.producer_epoch == w.producer_epoch and b.first_sequence == w.first_sequence
+        duplicate = any(b.producer_epoch == w.producer_epoch and b.base_sequence == w.first_sequence
                         and b.last_sequence == w.first_batch_last_sequence for b in kept)
         w.retry = DUPLICATE if duplicate else _append(w, w.producer_epoch, w.first_sequence)
         w.explanation = _explain(w)

@@ -20,6 +20,7 @@ from replog.formats.kafka import checkpoint, meta_properties, names
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
 from replog.formats.kafka.segment import SegmentWalk
+from replog.formats.kafka.txn_index import AbortedTxn
 from replog.recovery.kafka.checks_segments import entry_findings, transient_finding
 from replog.recovery.progress import Tally
 
@@ -31,17 +32,29 @@ if TYPE_CHECKING:
 
 @dataclass
 class SegmentSummary:
+    """What one pass over a `.log` found, without its batches: the one segment-scan result.
+
+    `ls` fills it from a walk (`summarize_segment`), doctor's pass from its blocks (`segment_pass`), and a
+    fleet scan has both done in one pass (the pass's result, folded by `SummaryFold`). Each fills what it
+    walks for: the timestamps and epoch starts come from `SummaryFold`; the end position, highest last
+    offset, ABORT markers, record findings and `reused` from the pass."""
+
     path: str
     base_offset: int
     size: int
-    batch_count: int = 0
-    first_offset: int | None = None
+    batch_count: int = 0                   # framed batches, valid or not
+    first_offset: int | None = None        # base offset of the first framed batch
     valid_bytes: int = 0
-    valid_next_offset: int | None = None   # next offset after the last batch recovery keeps
+    valid_next_offset: int | None = None   # last offset + 1 of the last batch recovery keeps
     first_timestamp: int | None = None
     max_timestamp: int | None = None
     epoch_starts: list[EpochEntry] = field(default_factory=list)  # epoch changes seen in batches
     findings: list[Finding] = field(default_factory=list)
+    end_position: int = 0
+    max_last_offset: int | None = None     # highest last offset of any framed batch
+    aborted: list[AbortedTxn] = field(default_factory=list)  # ABORT markers met, as the .txnindex holds them
+    record_findings: list[Finding] = field(default_factory=list)  # the record decode's (`RecordCheck`), if run
+    reused: bool = False                   # fed from a recorded walk: the segment was not read
 
 
 @dataclass

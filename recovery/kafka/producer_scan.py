@@ -20,9 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from replog.formats.fileio import mapped
-from replog.formats.kafka import batch as v2
 from replog.formats.kafka.blocks import BatchBlock
-from replog.recovery.kafka.producer_state import BatchHistory, BatchMeta, ProducerState
+from replog.recovery.kafka.producer_state import BatchHistory, ProducerState
 from replog.recovery.kafka.replica_log import Piece, ReplicaLog
 from replog.recovery.kafka.segment_pass import markers
 
@@ -69,9 +68,7 @@ class ProducerScan:
             if control or int(block.base_sequence[i]) < 0:
                 kept.meet(epoch)   # a marker forgets the batches of another epoch too
                 continue
-            base, last = int(block.base_offset[i]), int(block.last_offset[i])
-            seq = int(block.base_sequence[i])
-            kept.add(BatchMeta(epoch, seq, v2.increment_sequence(seq, last - base), last))
+            kept.add(block.row(i))
 
     def open_transactions(self) -> list[OpenTxn]:
         return open_transactions(self.state)

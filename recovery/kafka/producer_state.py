@@ -50,24 +50,16 @@ class ProducerEntry:
 RETAINED_BATCHES = 5   # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 
 
-@dataclass(frozen=True)
-class BatchMeta:
-    """What the broker remembers of one of a producer's last batches (`BatchMetadata`)."""
-
-    producer_epoch: int
-    first_sequence: int
-    last_sequence: int
-    last_offset: int
-
-
 @dataclass
 class BatchHistory:
     """A producer's last batches as the broker keeps them to answer a retry as a duplicate
     (`ProducerStateEntry.batchMetadata`, `findDuplicateBatch`): the same epoch rule as `ProducerEntry`,
-    a batch or marker of another epoch forgets them (`maybeUpdateProducerEpoch`, via `forgets`)."""
+    a batch or marker of another epoch forgets them (`maybeUpdateProducerEpoch`, via `forgets`). A kept
+    batch is its row view (`BatchInfo`): the broker's `BatchMetadata` (producer epoch, first and last
+    sequence, last offset) is its `producer_epoch`, `base_sequence`, `last_sequence` and `last_offset`."""
 
     producer_epoch: int = -1
-    batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=RETAINED_BATCHES))
+    batches: deque[BatchInfo] = field(default_factory=lambda: deque(maxlen=RETAINED_BATCHES))
 
     def meet(self, producer_epoch: int) -> None:
         """A batch or marker of `producer_epoch` arrives."""
@@ -75,7 +67,7 @@ class BatchHistory:
             self.batches.clear()
         self.producer_epoch = producer_epoch
 
-    def add(self, batch: BatchMeta) -> None:
+    def add(self, batch: BatchInfo) -> None:
         self.meet(batch.producer_epoch)
         self.batches.append(batch)
 

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from replog.formats.errors import FormatError, InputChanged, UnreadableInput, Va
 from replog.formats.fileio import mapped, read_small
 from replog.formats.findings import Finding, finding, from_unreadable
 from replog.formats.kafka import checkpoint, names
+from replog.formats.kafka.batch import BatchInfo
 from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock, walk_blocks
 from replog.formats.kafka.checkpoint import EpochEntry
 from replog.formats.kafka.partition_files import list_partition_files
@@ -30,7 +30,7 @@ from replog.recovery.kafka.compaction import CleaningSigns, cleaner_point
 from replog.recovery.kafka.divergence import Fingerprint
 from replog.recovery.kafka.epoch_cache import EpochCache
 from replog.recovery.kafka.logdir import RisingEpochs, node_id, read_broker_checkpoints, use_fast_walk
-from replog.recovery.kafka.replica_log import PieceBuilder, ReplicaLog, ref_epochs
+from replog.recovery.kafka.replica_log import PieceBuilder, ReplicaLog
 from replog.recovery.naming import broker_name
 from replog.recovery.progress import Tally
 
@@ -45,35 +45,10 @@ CHECKPOINT_INTERVALS = {
 }
 
 
-class BatchRef(NamedTuple):
-    """One batch as the protocol knows it (for reading a small log batch by batch: tests, pictures)."""
-
-    base_offset: int
-    last_offset: int
-    epoch: int
-    crc: int
-    count: int  # type: ignore[assignment]  # the brokers' name; shadows tuple.count on purpose
-    size: int
-    magic: int
-    first_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    file: str
-    position: int
-
-
-def batch_refs(log: ReplicaLog) -> list[BatchRef]:
-    """Every batch of `log` as a `BatchRef`: one object per batch, for small logs only."""
-    out: list[BatchRef] = []
-    for piece in log.pieces:
-        for block in piece.blocks():
-            cols = [block.base_offset, block.last_offset, ref_epochs(block)]
-            cols += [block.column(n) for n in ("crc", "count", "size", "magic", "first_timestamp", "max_timestamp",
-                                               "producer_id")]
-            rows = zip(*(c.tolist() for c in cols), strict=True)
-            out += [BatchRef._make((*row, piece.file, pos))
-                    for row, pos in zip(rows, block.position.tolist(), strict=True)]
-    return out
+def batch_rows(log: ReplicaLog) -> list[BatchInfo]:
+    """Every batch of `log` as its row view (`BatchInfo`), in log order: one object per batch, for small
+    logs only (tests, pictures). The file a row lies in is its piece's (`Piece.file`)."""
+    return [row for piece in log.pieces for block in piece.blocks() for row in block]
 
 
 @dataclass

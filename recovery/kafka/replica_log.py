@@ -39,12 +39,13 @@ def ref_epochs(block: BatchBlock) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Piece:
-    """Consecutive kept batches, back to back in bytes [start, end) of segment `file` (base offset `base`)."""
+    """Consecutive kept batches, back to back in bytes [position, end_position) of segment `file` (whose
+    base offset is `base_offset`)."""
 
     file: str
-    base: int
-    start: int
-    end: int
+    base_offset: int
+    position: int
+    end_position: int
     batches: int
     records: int
     first_offset: int        # base offset of its first batch
@@ -58,16 +59,16 @@ class Piece:
 
     @property
     def nbytes(self) -> int:
-        return self.end - self.start
+        return self.end_position - self.position
 
     def blocks(self, start: int | None = None) -> Iterator[BatchBlock]:
         """Its batches from byte `start` (a batch boundary; default its first) on, as blocks."""
-        start = self.start if start is None else start
+        start = self.position if start is None else start
         if self.rows is not None:
             pos = self.rows.position
-            yield self.rows[(pos >= start) & (pos < self.end)]
+            yield self.rows[(pos >= start) & (pos < self.end_position)]
             return
-        yield from walk_range(self.file, self.base, start, self.end)
+        yield from walk_range(self.file, self.base_offset, start, self.end_position)
 
 
 def walk_range(file: str, base: int, start: int, end: int) -> Iterator[BatchBlock]:
@@ -99,8 +100,8 @@ class PieceBuilder:
     """Accumulates blocks of consecutive batches of one file into a `Piece` (counts, marks, runs)."""
 
     def __init__(self, file: str, base: int, keep_rows: bool = False) -> None:
-        self.file, self.base, self.keep_rows = file, base, keep_rows
-        self.start = self.end = -1
+        self.file, self.base_offset, self.keep_rows = file, base, keep_rows
+        self.position = self.end_position = -1
         self.batches = self.records = 0
         self.first = self.last = self.prev_epoch = -1
         self.min_base, self.max_last, self.ordered = 2**63 - 1, -2**63, True
@@ -120,7 +121,7 @@ class PieceBuilder:
         base, last = block.base_offset, block.last_offset
         first_pos = int(block.position[0])
         if self.batches == 0:
-            self.start, self.first = first_pos, int(base[0])
+            self.position, self.first = first_pos, int(base[0])
         self.marks.append([first_pos, int(base[0]), self.batches, self.records, self.last if self.batches else -1])
         prev_last = np.concatenate(([self.last], last[:-1])) if self.batches else np.concatenate(([0], last[:-1]))
         increasing = base[1:] > last[:-1]
@@ -130,7 +131,7 @@ class PieceBuilder:
         self._feed_runs(base, last, ref_epochs(block), prev_last)
         self.batches += n
         self.records += int(block.count.sum())
-        self.last, self.end = int(last[-1]), int(block.position[-1] + block.size[-1])
+        self.last, self.end_position = int(last[-1]), int(block.position[-1] + block.size[-1])
         self.min_base, self.max_last = min(self.min_base, int(base.min())), max(self.max_last, int(last.max()))
         if self.keep_rows:
             self.rows.append(block.copy())
@@ -156,8 +157,8 @@ class PieceBuilder:
     def piece(self) -> Piece:
         runs = np.concatenate(self.runs, axis=1) if self.runs else _EMPTY_RUNS
         rows = BatchBlock.concat(self.rows) if self.keep_rows else None
-        return Piece(self.file, self.base, self.start, self.end, self.batches, self.records, self.first, self.last,
-                     self.min_base, self.max_last, self.ordered,
+        return Piece(self.file, self.base_offset, self.position, self.end_position, self.batches, self.records,
+                     self.first, self.last, self.min_base, self.max_last, self.ordered,
                      np.array(self.marks, dtype=np.int64).T.reshape(5, -1), runs, rows)
 
 
@@ -194,7 +195,7 @@ def locate(piece: Piece, offset: int) -> Cut | None:
     """The first batch of `piece` (in log order) whose last offset is >= `offset`."""
     if piece.max_last < offset:
         return None
-    start, batches, records, prev_last = piece.start, 0, 0, -1
+    start, batches, records, prev_last = piece.position, 0, 0, -1
     if piece.ordered and piece.marks.shape[1] and piece.rows is None:
         k = max(int(np.searchsorted(piece.marks[M_BASE], offset, side="right")) - 1, 0)
         start, batches, records, prev_last = (int(v) for v in piece.marks[[M_POS, M_BATCHES, M_RECORDS,
@@ -216,18 +217,19 @@ def split(piece: Piece, cut: Cut) -> tuple[Piece | None, Piece | None]:
     if cut.batches == 0:
         return None, piece
     if not piece.ordered or piece.rows is not None:  # rare or small: recount both halves by walking
-        return (build_piece(piece.file, piece.base, _bounded(piece, piece.start, cut.position), piece.rows is not None),
-                build_piece(piece.file, piece.base, _bounded(piece, cut.position, piece.end), piece.rows is not None))
+        file, base, keep_rows = piece.file, piece.base_offset, piece.rows is not None
+        return (build_piece(file, base, _bounded(piece, piece.position, cut.position), keep_rows),
+                build_piece(file, base, _bounded(piece, cut.position, piece.end_position), keep_rows))
     m = piece.marks
     left = m[M_POS] < cut.position
     head_runs, tail_runs = _split_runs(piece.runs, cut.prev_last + 1, cut.base_offset)
-    head = replace(piece, end=cut.position, batches=cut.batches, records=cut.records, last_offset=cut.prev_last,
-                   max_last=cut.prev_last, marks=m[:, left], runs=head_runs)
+    head = replace(piece, end_position=cut.position, batches=cut.batches, records=cut.records,
+                   last_offset=cut.prev_last, max_last=cut.prev_last, marks=m[:, left], runs=head_runs)
     rest = m[:, ~left].copy()
     rest[M_BATCHES] -= cut.batches
     rest[M_RECORDS] -= cut.records
     first = np.array([[cut.position], [cut.base_offset], [0], [0], [-1]], dtype=np.int64)
-    tail = replace(piece, start=cut.position, batches=piece.batches - cut.batches,
+    tail = replace(piece, position=cut.position, batches=piece.batches - cut.batches,
                    records=piece.records - cut.records, first_offset=cut.base_offset, min_base=cut.base_offset,
                    marks=np.concatenate((first, rest), axis=1), runs=tail_runs)
     return head, tail
@@ -325,13 +327,13 @@ class ReplicaLog:
         """The batches `keep` selects (a mask per block), as pieces of consecutive selected batches."""
         out: list[Piece] = []
         for piece in self.pieces:
-            builder = PieceBuilder(piece.file, piece.base, piece.rows is not None)
+            builder = PieceBuilder(piece.file, piece.base_offset, piece.rows is not None)
             for block in piece.blocks():
                 mask = keep(block)
                 for lo, hi in _true_runs(mask):
-                    if builder and int(block.position[lo]) != builder.end:
+                    if builder and int(block.position[lo]) != builder.end_position:
                         out.append(builder.piece())
-                        builder = PieceBuilder(piece.file, piece.base, piece.rows is not None)
+                        builder = PieceBuilder(piece.file, piece.base_offset, piece.rows is not None)
                     builder.feed(block[lo:hi])
             if builder:
                 out.append(builder.piece())
@@ -358,12 +360,12 @@ class ReplicaLog:
         """(file, start, end, segment base) of each piece, consecutive ranges of one file joined."""
         out: tuple[str, int, int, int] | None = None
         for p in self.pieces:
-            if out is not None and out[0] == p.file and out[2] == p.start:
-                out = (out[0], out[1], p.end, out[3])
+            if out is not None and out[0] == p.file and out[2] == p.position:
+                out = (out[0], out[1], p.end_position, out[3])
                 continue
             if out is not None:
                 yield out
-            out = (p.file, p.start, p.end, p.base)
+            out = (p.file, p.position, p.end_position, p.base_offset)
         if out is not None:
             yield out
 

@@ -5,7 +5,7 @@ Python object per batch), and each block goes to every check that reads
 batches: the record decode (`deep`), the state checker (sound batches only, in
 log order, with the markers of the few control batches decoded here), and the
 index checks. What the pass keeps of the batches is a handful of numbers
-(`SegmentResult`), so memory does not grow with the segment. `segment_blocks`
+(`SegmentSummary`), so memory does not grow with the segment. `segment_blocks`
 is the same pass handing each block out too (`Walked`), for a caller that
 builds more from the batches (a fleet scan's summary and batch table) without
 walking the segment again. `reuse_blocks` is that pass fed from a walk an
@@ -28,6 +28,7 @@ from replog.formats.findings import Finding, finding
 from replog.formats.kafka.blocks import BatchBlock, walk_blocks
 from replog.formats.kafka.segment import batch_records
 from replog.formats.kafka.txn_index import AbortedTxn
+from replog.recovery.kafka.logdir import SegmentSummary
 from replog.recovery.kafka.producer_state import marker_of
 
 
@@ -43,25 +44,6 @@ class StateFeed(Protocol):
 
 
 @dataclass
-class SegmentResult:
-    """What one pass over a `.log` found, without its batches."""
-
-    path: Path
-    base_offset: int
-    size: int
-    valid_bytes: int = 0
-    end_position: int = 0
-    findings: list[Finding] = field(default_factory=list)
-    batch_count: int = 0                  # framed batches, valid or not
-    first_base_offset: int | None = None  # of the first framed batch
-    max_last_offset: int | None = None    # highest last offset of any framed batch
-    next_offset: int | None = None        # last offset + 1 of the last batch recovery keeps
-    aborted: list[AbortedTxn] = field(default_factory=list)  # ABORT markers met, as the .txnindex holds them
-    record_findings: list[Finding] = field(default_factory=list)  # the record decode's (`RecordCheck`), if run
-    reused: bool = False                # fed from a recorded walk: the segment was not read
-
-
-@dataclass
 class Walked:
     """One block of a segment's pass, handed out once every check has read it (a view: use it before
     asking for the next one).
@@ -70,7 +52,7 @@ class Walked:
     once a batch recovery would stop at is met, never grows again, so `kept` is final.
     """
 
-    segment: SegmentResult   # still being filled: its path, base offset and size are known
+    segment: SegmentSummary   # still being filled: its path, base offset and size are known
     block: BatchBlock
     valid_bytes: int
     markers: dict[int, tuple[int, int] | None] = field(default_factory=dict)  # of its marker rows, by position
@@ -107,20 +89,20 @@ class RecordedWalk(Protocol):
 
 def segment_blocks(buf: memoryview | bytes, path: Path, base_offset: int, *, compiled: bool,
                    checks: Iterable[BlockCheck] = (),
-                   state: StateFeed | None = None) -> Generator[Walked, None, SegmentResult]:
+                   state: StateFeed | None = None) -> Generator[Walked, None, SegmentSummary]:
     """`scan_segment`, handing out every block after `checks` and `state` have read it; returns the result."""
     walk, blocks = walk_blocks(buf, str(path), base_offset, compiled)
-    seg = SegmentResult(path, base_offset, len(buf))
+    seg = SegmentSummary(str(path), base_offset, len(buf))
     yield from _feed(seg, blocks, lambda: walk.valid_bytes, lambda sound: markers(buf, sound), checks, state)
     seg.valid_bytes, seg.end_position, seg.findings = walk.valid_bytes, walk.end_position, list(walk.findings)
     return seg
 
 
 def reuse_blocks(recorded: RecordedWalk, path: Path, base_offset: int, *, checks: Iterable[BlockCheck] = (),
-                  state: StateFeed | None = None) -> Generator[Walked, None, SegmentResult]:
+                  state: StateFeed | None = None) -> Generator[Walked, None, SegmentSummary]:
     """`segment_blocks` fed from `recorded` instead of the segment's bytes: the same blocks to the same
     checks, the same result (and the record decode's findings as recorded)."""
-    seg = SegmentResult(path, base_offset, recorded.size, reused=True)
+    seg = SegmentSummary(str(path), base_offset, recorded.size, reused=True)
 
     def recorded_markers(sound: BatchBlock) -> Markers:
         rows = marker_rows(sound)
@@ -132,7 +114,7 @@ def reuse_blocks(recorded: RecordedWalk, path: Path, base_offset: int, *, checks
     return seg
 
 
-def _feed(seg: SegmentResult, blocks: Iterable[BatchBlock], valid_bytes: Callable[[], int],
+def _feed(seg: SegmentSummary, blocks: Iterable[BatchBlock], valid_bytes: Callable[[], int],
           markers_of: Callable[[BatchBlock], Markers], checks: Iterable[BlockCheck],
           state: StateFeed | None) -> Generator[Walked, None, None]:
     """Every block to `checks`, its sound batches (with their markers) to `state`, then out as `Walked`."""
@@ -148,12 +130,12 @@ def _feed(seg: SegmentResult, blocks: Iterable[BatchBlock], valid_bytes: Callabl
             found = markers_of(sound)
             if found:
                 walked.markers = {int(sound.position[i]): m for i, m in found.items()}
-            seg.aborted += state.feed_block(sound, str(seg.path), found)
+            seg.aborted += state.feed_block(sound, seg.path, found)
         yield walked
 
 
 def scan_segment(buf: memoryview | bytes, path: Path, base_offset: int, *, compiled: bool,
-                 checks: Iterable[BlockCheck] = (), state: StateFeed | None = None) -> SegmentResult:
+                 checks: Iterable[BlockCheck] = (), state: StateFeed | None = None) -> SegmentSummary:
     """Walk `buf` once; every block goes to `checks`, its sound batches to `state`."""
     return drain(segment_blocks(buf, path, base_offset, compiled=compiled, checks=checks, state=state))
 
@@ -170,19 +152,19 @@ def drain(steps: Generator[Any, None, R]) -> R:
             return done.value
 
 
-def _account(seg: SegmentResult, walked: Walked) -> None:
+def _account(seg: SegmentSummary, walked: Walked) -> None:
     """Fold one block into the result (its kept rows are final, see `Walked`)."""
     block = walked.block
     if not len(block):
         return
-    if seg.first_base_offset is None:
-        seg.first_base_offset = int(block.base_offset[0])
+    if seg.first_offset is None:
+        seg.first_offset = int(block.base_offset[0])
     top = int(block.last_offset.max())
     seg.max_last_offset = top if seg.max_last_offset is None else max(seg.max_last_offset, top)
     seg.batch_count += len(block)
     kept = np.flatnonzero(walked.kept)
     if len(kept):
-        seg.next_offset = int(block.last_offset[kept[-1]]) + 1
+        seg.valid_next_offset = int(block.last_offset[kept[-1]]) + 1
 
 
 def markers(buf: memoryview | bytes, sound: BatchBlock) -> dict[int, tuple[int, int] | None]:
@@ -203,17 +185,17 @@ def marker_rows(sound: BatchBlock) -> np.ndarray:
     return np.flatnonzero((sound.is_control == 1) & (sound.magic == 2) & (sound.producer_id >= 0))
 
 
-def check_continuity(prev: SegmentResult, seg: SegmentResult) -> list[Finding]:
+def check_continuity(prev: SegmentSummary, seg: SegmentSummary) -> list[Finding]:
     """Overlap or hole between a segment and the last earlier one that held batches."""
     if not prev.batch_count or prev.max_last_offset is None:
         return []
-    prev_last, first = prev.max_last_offset, seg.first_base_offset
+    prev_last, first = prev.max_last_offset, seg.first_offset
     if seg.base_offset <= prev_last or (first is not None and first <= prev_last):
-        return [finding("KAFKA_SEGMENT_OVERLAP", str(seg.path), position=0,
+        return [finding("KAFKA_SEGMENT_OVERLAP", seg.path, position=0,
                         offset=first if first is not None else seg.base_offset,
                         message=f"segment starts at {seg.base_offset} (first batch {first}); the "
                                 f"previous segment reaches offset {prev_last}")]
     if first is not None and first > prev_last + 1:
-        return [finding("KAFKA_OFFSET_GAP", str(seg.path), position=0, offset=prev_last + 1,
+        return [finding("KAFKA_OFFSET_GAP", seg.path, position=0, offset=prev_last + 1,
                         message=f"offsets {prev_last + 1}..{first - 1} are in no segment (normal after compaction)")]
     return []

@@ -146,5 +146,5 @@ def test_the_batch_bound_is_by_records_before_any_decompression() -> None:
     header = v2.read_header(data_batch(0, 3, codec=4), 0)
     v2.check_record_count(header)
     with pytest.raises(FormatError) as e:
-        v2.check_record_count(header._replace(records_count=v2.MAX_BATCH_RECORDS + 1))
+        v2.check_record_count(header._replace(count=v2.MAX_BATCH_RECORDS + 1))
     assert e.value.code == "KAFKA_BATCH_TOO_MANY_RECORDS"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from replog.formats.errors import UnreadableInput
-from replog.recovery.kafka.replica import batch_refs, load_replica
+from replog.recovery.kafka.replica import batch_rows, load_replica
 from replog.recovery.outputs import COMPLETE_MARKER
 from tests.reliability.trees import sha256_tree, unclean_pair
 
@@ -39,7 +39,7 @@ def run(args: list[str], kill_after: int | None = None) -> subprocess.CompletedP
 
 def signature(pdir: Path) -> tuple:
     rep = load_replica(pdir, "x")
-    return ([(b.base_offset, b.last_offset, b.crc) for b in batch_refs(rep.log)], rep.log_start_offset,
+    return ([(b.base_offset, b.last_offset, b.crc) for b in batch_rows(rep.log)], rep.log_start_offset,
             rep.high_watermark, [tuple(e) for e in rep.epochs.entries])
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from replog.recovery.kafka.replay import replay_paths
-from replog.recovery.kafka.replica import batch_refs
+from replog.recovery.kafka.replica import batch_rows
 from tests.recovery.kafka.independent import write_replica
 
 Batch = tuple[int, int, int]  # base offset, last offset, leader epoch
@@ -192,7 +192,7 @@ def test_replay_agrees_with_the_model(tmp_path: Path, seed: int) -> None:
     for k, r in enumerate(reps):
         got = next(x for x in result.replicas if x.replica.name == f"b{k}")
         d = got.to_dict()
-        ours = [(b.base_offset, b.last_offset, b.epoch) for b in batch_refs(got.final.log)]
+        ours = [(b.base_offset, b.last_offset, b.partition_leader_epoch) for b in batch_rows(got.final.log)]
         assert ours == r.batches, f"b{k}: batches after the replay"
         assert d["log_end_offset_after"] == r.end, f"b{k}: log end"
         assert (d["failed"] is not None) == r.failed, f"b{k}: failed"

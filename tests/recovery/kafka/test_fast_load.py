@@ -17,7 +17,7 @@ import pytest
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import checkpoint, codecs, control, fastwalk, legacy, names
 from replog.recovery.kafka.logdir import summarize_log_dir, summarize_partition, use_fast_walk
-from replog.recovery.kafka.replica import batch_refs, load_replica
+from replog.recovery.kafka.replica import batch_rows, load_replica
 
 pytestmark = pytest.mark.skipif(not fastwalk.HAVE_NUMBA, reason="numba not installed: nothing fast to compare")
 
@@ -97,8 +97,8 @@ def build_partition(root: Path, seed: int) -> Path:
 def replica_state(rep) -> dict:
     d = {f.name: getattr(rep, f.name) for f in dataclasses.fields(rep)}
     d["epochs"] = [tuple(e) for e in rep.epochs.entries]
-    d["log"] = batch_refs(rep.log)
-    d["pieces"] = [(p.file, p.start, p.end, p.batches, p.records, p.first_offset, p.last_offset, p.min_base,
+    d["log"] = batch_rows(rep.log)
+    d["pieces"] = [(p.file, p.position, p.end_position, p.batches, p.records, p.first_offset, p.last_offset, p.min_base,
                     p.max_last, p.ordered, p.runs.tolist()) for p in rep.log.pieces]
     d["fingerprint"] = None if rep.fingerprint is None else [a.tolist() for a in rep.fingerprint.table()]
     d["findings"] = [f.to_dict() for f in rep.findings]
@@ -138,7 +138,7 @@ def test_generated_partitions_cover_the_cases(tmp_path: Path) -> None:
     for seed in SEEDS:
         rep = load_replica(build_partition(tmp_path / str(seed), seed), "r", fast_threshold=0)
         codes |= {f.code for f in rep.findings}
-        magics |= {b.magic for b in batch_refs(rep.log)}
+        magics |= {b.magic for b in batch_rows(rep.log)}
         dropped += rep.dropped_at_load
         controls += sum(1 for f in rep.findings if f.code == "KAFKA_CONTROL_RECORD_INVALID")
     assert {0, 1, 2} <= magics and dropped > 0 and controls > 0

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from replog.formats.kafka.batch import BatchInfo
 from replog.recovery.kafka.impact import analyze_impact, read_impact
-from replog.recovery.kafka.producer_state import BatchHistory, BatchMeta, forgets
+from replog.recovery.kafka.producer_state import BatchHistory, forgets
 from replog.recovery.kafka.replay import replay_paths
 from tests.recovery.kafka.internal_records import TS, batch, high_watermarks, marker, partition_dir, txn_key, txn_value
 
@@ -75,16 +76,22 @@ def test_a_lost_marker_hangs_unless_the_coordinator_still_owes_it(tmp_path: Path
     assert "COMMIT marker at offset 5 was lost" in txns[0]["cause"], f"the cause names the lost marker: {txns}"
 
 
+def kept_row(producer_epoch: int, base_sequence: int, base_offset: int, last_offset: int) -> BatchInfo:
+    """A producer's batch as `BatchHistory` keeps it (its row view)."""
+    return BatchInfo(0, 100, 2, base_offset, last_offset, last_offset - base_offset + 1, 0, 0, True, 0, 0, 0,
+                     -1, -1, 7, producer_epoch, base_sequence, False, False, False)
+
+
 def test_batch_history_forgets_on_another_epoch_markers_included() -> None:
     """The batches kept for duplicate detection follow `ProducerEntry`'s epoch rule (`forgets`): a transactions v2
     marker (epoch + 1) drops them, a marker of the same epoch (v1) keeps them."""
     history = BatchHistory()
-    history.add(BatchMeta(0, 0, 4, 4))
+    history.add(kept_row(0, 0, 0, 4))
     history.meet(0)
     assert [b.last_sequence for b in history.batches] == [4], "a v1 marker (same epoch) keeps the batches"
     history.meet(1)
     assert list(history.batches) == [], "a v2 marker (epoch + 1) forgets them"
     for i in range(7):
-        history.add(BatchMeta(1, i, i, 10 + i))
-    assert [b.first_sequence for b in history.batches] == [2, 3, 4, 5, 6], "the last five are kept"
+        history.add(kept_row(1, i, 10 + i, 10 + i))
+    assert [b.base_sequence for b in history.batches] == [2, 3, 4, 5, 6], "the last five are kept"
     assert forgets(1, 2) and not forgets(2, 2), "the rule itself"

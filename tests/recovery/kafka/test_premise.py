@@ -15,7 +15,7 @@ import pytest
 from replog.formats.errors import ReplogError
 from replog.formats.kafka import names
 from replog.recovery.kafka.replay import replay_paths, run_replay
-from replog.recovery.kafka.replica import batch_refs, replica_from_batches
+from replog.recovery.kafka.replica import batch_rows, replica_from_batches
 from tests.recovery.kafka.replicas import batch, replica_dir
 
 
@@ -49,8 +49,8 @@ def test_hw_protocol_running_follower_keeps_its_divergent_tail(tmp_path: Path) -
     assert b["truncated_to"] is None and b["lost"]["records"] == 0 and b["fetched"]["records"] == 0
     assert b["diverged_at"] == 5 and b["log_end_offset_after"] == 10
     final = next(r.final for r in result.replicas if r.replica.name == "B")
-    own = {ref.crc for ref in batch_refs(next(r.replica for r in result.replicas if r.replica.name == "B").log)}
-    assert {ref.crc for ref in batch_refs(final.log)} == own   # every batch of its own still there
+    own = {ref.crc for ref in batch_rows(next(r.replica for r in result.replicas if r.replica.name == "B").log)}
+    assert {ref.crc for ref in batch_rows(final.log)} == own   # every batch of its own still there
     assert not [e for e in doc["events"] if e["kind"] == "truncate" and e["replica"] == "B"]
     premise = doc["premise"]
     assert (premise["source"], premise["restarted"], premise["running"]) == ("option", [], ["A", "B"])

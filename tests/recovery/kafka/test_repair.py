@@ -12,7 +12,7 @@ from replog.recovery.doctor import diagnose
 from replog.recovery.kafka.export import export_lost
 from replog.recovery.kafka.repair import repair
 from replog.recovery.kafka.replay import replay_paths
-from replog.recovery.kafka.replica import batch_refs, load_replica
+from replog.recovery.kafka.replica import batch_rows, load_replica
 from tests.recovery.kafka.replicas import replica_dir
 
 
@@ -36,7 +36,7 @@ def test_repair_writes_replicas_identical_to_the_leader(tmp_path: Path) -> None:
     assert all(r.identical_to_leader and not r.problems for r in report)
     assert digests(tmp_path / "in") == before
     ra, rb = load_replica(tmp_path / "out" / "A" / "t-0"), load_replica(tmp_path / "out" / "B" / "t-0")
-    assert [(x.base_offset, x.crc) for x in batch_refs(ra.log)] == [(x.base_offset, x.crc) for x in batch_refs(rb.log)]
+    assert [(x.base_offset, x.crc) for x in batch_rows(ra.log)] == [(x.base_offset, x.crc) for x in batch_rows(rb.log)]
     assert ra.log_end_offset == 12 and [tuple(e) for e in ra.epochs.entries] == [(0, 0), (2, 10)]
     assert (tmp_path / "out" / ".replog-complete").exists()
     for name in "AB":  # what a broker would start from: doctor finds no error in it

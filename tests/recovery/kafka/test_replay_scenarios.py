@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replog.recovery.kafka.replay import replay_paths, run_replay
-from replog.recovery.kafka.replica import batch_refs, load_replica, replica_from_batches
+from replog.recovery.kafka.replica import batch_rows, load_replica, replica_from_batches
 from tests.recovery.kafka.replicas import replica_dir
 
 
@@ -17,7 +17,7 @@ def by_name(result, name):  # noqa: ANN001, ANN201 - test helper
 
 def offsets_epochs(result, name):  # noqa: ANN001, ANN201
     final = next(r.final for r in result.replicas if r.replica.name == name)
-    return [(b.base_offset, b.epoch) for b in batch_refs(final.log)]
+    return [(b.base_offset, b.partition_leader_epoch) for b in batch_rows(final.log)]
 
 
 def test_kip101_hw_truncation_loss(tmp_path: Path) -> None:
@@ -133,8 +133,8 @@ def test_after_replay_every_follower_is_a_prefix_of_the_leader(h1, h2, h3, leade
     result = run_replay(reps, leader="ABC"[leader_index])
     lead = next(r.final for r in result.replicas if r.replica.name == "ABC"[leader_index])
     for r in result.replicas:
-        fb = [(b.base_offset, b.last_offset, b.crc) for b in batch_refs(r.final.log)]
-        lb = [(b.base_offset, b.last_offset, b.crc) for b in batch_refs(lead.log)]
+        fb = [(b.base_offset, b.last_offset, b.crc) for b in batch_rows(r.final.log)]
+        lb = [(b.base_offset, b.last_offset, b.crc) for b in batch_rows(lead.log)]
         assert fb == lb[:len(fb)]
         assert len(fb) == len(lb)  # the final fetch round brings every follower to the leader's end
     again = run_replay([r.final for r in result.replicas], leader="ABC"[leader_index])

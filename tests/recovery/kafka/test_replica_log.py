@@ -9,11 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from replog.formats.kafka.batch import BatchInfo
 from replog.recovery.kafka import replica_log
 from replog.recovery.kafka.divergence import first_difference, lost_batches
 from replog.recovery.kafka.protocol import append_offset
 from replog.recovery.kafka.replay import first_divergence
-from replog.recovery.kafka.replica import BatchRef, Replica, batch_refs, load_replica
+from replog.recovery.kafka.replica import Replica, batch_rows, load_replica
 from replog.recovery.kafka.replica_log import ReplicaLog
 from replog.recovery.kafka.writer import write_partition
 from tests.formats.kafka.segments import data_batch
@@ -40,24 +41,24 @@ def load(pdir: Path, monkeypatch: pytest.MonkeyPatch) -> Replica:
     return load_replica(pdir, pdir.parent.name)
 
 
-def keys(refs: list[BatchRef]) -> list[tuple[int, int, int]]:
+def keys(refs: list[BatchInfo]) -> list[tuple[int, int, int]]:
     return [(b.base_offset, b.last_offset, b.crc) for b in refs]
 
 
-def list_runs(refs: list[BatchRef]) -> list[tuple[int, int, int]]:
+def list_runs(refs: list[BatchInfo]) -> list[tuple[int, int, int]]:
     """`replay_view.epoch_runs` as it was written over a list of batches."""
     runs: list[list[int]] = []
     for b in refs:
-        if runs and runs[-1][2] == b.epoch and runs[-1][1] == b.base_offset:
+        if runs and runs[-1][2] == b.partition_leader_epoch and runs[-1][1] == b.base_offset:
             runs[-1][1] = b.last_offset + 1
         else:
-            runs.append([b.base_offset, b.last_offset + 1, b.epoch])
+            runs.append([b.base_offset, b.last_offset + 1, b.partition_leader_epoch])
     return [(a, b, c) for a, b, c in runs]
 
 
-def check_log(log: ReplicaLog, want: list[BatchRef]) -> None:
+def check_log(log: ReplicaLog, want: list[BatchInfo]) -> None:
     """The pieces' batches, counts and runs are those of the list."""
-    assert keys(batch_refs(log)) == keys(want)
+    assert keys(batch_rows(log)) == keys(want)
     assert log.batches == len(want) and log.records == sum(b.count for b in want)
     assert log.nbytes == sum(b.size for b in want)
     if want:
@@ -65,7 +66,7 @@ def check_log(log: ReplicaLog, want: list[BatchRef]) -> None:
     assert [tuple(r) for r in log.epoch_runs().T.tolist()] == list_runs(want)
 
 
-def first_reaching(refs: list[BatchRef], offset: int) -> int:
+def first_reaching(refs: list[BatchInfo], offset: int) -> int:
     return next((i for i, b in enumerate(refs) if b.last_offset >= offset), len(refs))
 
 
@@ -77,7 +78,7 @@ settings_ = settings(max_examples=40, deadline=None, suppress_health_check=[Heal
 def test_cut_and_slice_match_the_list(monkeypatch: pytest.MonkeyPatch, spec, offsets) -> None:  # noqa: ANN001
     with tempfile.TemporaryDirectory() as tmp:
         rep = load(write(Path(tmp), "a", spec), monkeypatch)
-        refs = batch_refs(rep.log)
+        refs = batch_rows(rep.log)
         check_log(rep.log, refs)
         for offset in offsets:
             i = first_reaching(refs, offset)
@@ -100,11 +101,11 @@ def test_divergence_and_loss_match_the_list(monkeypatch: pytest.MonkeyPatch, sha
     with tempfile.TemporaryDirectory() as tmp:
         a = load(write(Path(tmp), "a", shared + tail_a), monkeypatch)
         b = load(write(Path(tmp), "b", shared + tail_b, salt=0 if same_bytes else 1), monkeypatch)
-        ra, rb = batch_refs(a.log), batch_refs(b.log)
+        ra, rb = batch_rows(a.log), batch_rows(b.log)
         want = next((max(min(x.base_offset, y.base_offset), 0) for x, y in zip(ra, rb, strict=False)
                      if (x.base_offset, x.last_offset, x.crc) != (y.base_offset, y.last_offset, y.crc)), None)
         assert first_divergence(a, b) == want
         assert first_difference(a.log, b.log, 0) == want
         tail = rb[first_reaching(rb, min((x.base_offset for x in ra), default=0)):]
         kept = set(keys(tail))
-        assert keys(batch_refs(lost_batches(a.log, b.log))) == [k for k in keys(ra) if k not in kept]
+        assert keys(batch_rows(lost_batches(a.log, b.log))) == [k for k in keys(ra) if k not in kept]
