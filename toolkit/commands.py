@@ -1,4 +1,5 @@
-"""Glue between one library call and its rendering, one function per command."""
+"""Glue between one library call and its rendering, one function per command (the replica commands, replay,
+impact, repair and what-if, share one runner: `replica_commands`)."""
 from __future__ import annotations
 
 import contextlib

@@ -1,4 +1,5 @@
-"""RocketMQ stores on the command line: `ls` of a store, HA `replay` and `repair`."""
+"""RocketMQ stores on the command line: `ls` of a store, and how an HA replay is drawn (its table, transcript
+and page) for the replica commands' runner (`replica_commands`)."""
 from __future__ import annotations
 
 from typing import Any
