@@ -391,14 +391,16 @@ def replay(
 
       replog replay c1=/data/c1/__cluster_metadata-0 c2=... c3=...   (the KRaft controller quorum's voters)
     """
-    from replog.toolkit.commands import ReplayOptions, run_replay
+    from replog.recovery.replicas import ReplicaOptions
+    from replog.toolkit.replica_commands import Command, ReplicaRequest, run_replicas
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html, export_lost)
-    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr,
-                          cleanup_policy, remote_storage)
-    if what_if and (leader is not None or export_lost is not None):
-        raise typer.BadParameter("--what-if replays behind every replica: it takes no --leader or --export-lost")
-    raise typer.Exit(run_replay(replicas, leader, protocol, html, export_lost, force, fmt, given, offsets, what_if))
+    options = ReplicaOptions(leader=leader, protocol=protocol, metadata=metadata, partition_state=partition_state,
+                             broker_version=broker_version, running=running or (),
+                             min_insync_replicas=min_insync_replicas, elr=elr, cleanup_policy=cleanup_policy,
+                             remote_storage=remote_storage, offsets=offsets or ())
+    raise typer.Exit(run_replicas(ReplicaRequest(Command.WHAT_IF if what_if else Command.REPLAY, replicas, options,
+                                                 fmt, html, force=force, export_lost=export_lost)))
 
 
 @app.command(cls=ReplogCommand)
@@ -440,21 +442,23 @@ def repair(
     atomically for its repaired self; a running broker or a second run is refused (the log dirs' .lock). If
     that is interrupted, running it again starts over (nothing swapped yet) or restores everything from DIR.
     """
-    from replog.toolkit.commands import ReplayOptions, run_repair, run_repair_in_place
+    from replog.formats.errors import ReplogError
+    from replog.recovery.replicas import ReplicaOptions
+    from replog.toolkit.replica_commands import Command, ReplicaRequest, run_repair_in_place, run_replicas
 
-    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr,
-                          cleanup_policy, remote_storage)
+    options = ReplicaOptions(leader=leader, protocol=protocol, metadata=metadata, partition_state=partition_state,
+                             broker_version=broker_version, running=running or (),
+                             min_insync_replicas=min_insync_replicas, elr=elr, cleanup_policy=cleanup_policy,
+                             remote_storage=remote_storage, offsets=offsets or ())
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, out, backup, html)
     if in_place:
         if backup is None or out is not None or html is not None:
-            raise typer.BadParameter("--in-place needs --backup DIR, and takes no --out or --html")
+            raise ReplogError("--in-place needs --backup DIR, and takes no --out or --html")
         if running:
-            raise typer.BadParameter("--in-place repairs replicas whose brokers are stopped; --running names one "
-                                     "whose broker keeps running")
-        raise typer.Exit(run_repair_in_place(replicas, backup, leader, protocol, fmt, given))
-    if out is None:
-        raise typer.BadParameter("--out DIR is required (or --in-place --backup DIR)")
-    raise typer.Exit(run_repair(replicas, out, leader, protocol, force, fmt, given, html, offsets))
+            raise ReplogError("--in-place repairs replicas whose brokers are stopped; --running names one "
+                              "whose broker keeps running")
+        raise typer.Exit(run_repair_in_place(replicas, backup, options, fmt))
+    raise typer.Exit(run_replicas(ReplicaRequest(Command.REPAIR, replicas, options, fmt, html, out, force)))
 
 
 @app.command(cls=ReplogCommand)
@@ -493,12 +497,15 @@ def impact(
 
       replog impact b1=... b3=... --offsets /data/b2 --format json
     """
-    from replog.toolkit.commands import ReplayOptions, run_impact
+    from replog.recovery.replicas import ReplicaOptions
+    from replog.toolkit.replica_commands import Command, ReplicaRequest, run_replicas
 
     _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html)
-    given = ReplayOptions(metadata, partition_state, broker_version, running or [], min_insync_replicas, elr,
-                          cleanup_policy, remote_storage)
-    raise typer.Exit(run_impact(replicas, offsets or [], leader, protocol, html, fmt, given))
+    options = ReplicaOptions(leader=leader, protocol=protocol, metadata=metadata, partition_state=partition_state,
+                             broker_version=broker_version, running=running or (),
+                             min_insync_replicas=min_insync_replicas, elr=elr, cleanup_policy=cleanup_policy,
+                             remote_storage=remote_storage, offsets=offsets or ())
+    raise typer.Exit(run_replicas(ReplicaRequest(Command.IMPACT, replicas, options, fmt, html)))
 
 
 @samples_app.command("generate", cls=ReplogCommand)

@@ -1,10 +1,10 @@
-"""Glue between one library call and its rendering, one function per command."""
+"""Glue between one library call and its rendering, one function per command (the replica commands, replay,
+impact, repair and what-if, share one runner: `replica_commands`)."""
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
@@ -12,15 +12,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from replog.toolkit.impact_view import print_with_impact
 from replog.toolkit.output import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     Format,
-    exit_for_replay,
-    print_repaired,
     resolve,
-    write_json,
     write_json_array,
 )
 from replog.toolkit.progress import byte_progress, work_progress
@@ -134,207 +130,6 @@ def run_ls(path: Any, fmt: Format | None, broker_version: str | None = None,
                     + [f.severity.value for f in dir_findings])
 
 
-@dataclass(frozen=True)
-class ReplayOptions:
-    """What replay and repair may be told beyond the replicas: the Kafka controller's record of elections
-    (`--metadata`, `--partition-state`) and the replicas whose broker keeps running (`--running`), or the
-    RocketMQ broker's version (`--broker-version`)."""
-
-    metadata: Any = None
-    partition_state: Any = None
-    broker_version: str | None = None
-    running: Sequence[str] = ()
-    min_insync_replicas: int | None = None
-    elr: bool | None = None
-    cleanup_policy: str | None = None
-    remote_storage: bool | None = None
-
-    def for_kafka(self) -> dict[str, Any]:
-        from replog.recovery.kafka.profile import stated
-
-        if self.broker_version is not None:
-            raise typer.BadParameter("--broker-version is for RocketMQ stores; these are Kafka replicas")
-        return {"metadata": None if self.metadata is None else str(self.metadata),
-                "partition_state": None if self.partition_state is None else str(self.partition_state),
-                "running": list(self.running),
-                "assumed": stated(self.min_insync_replicas, self.elr, self.cleanup_policy, self.remote_storage)}
-
-    def for_rocketmq(self) -> str | None:
-        if (self.metadata is not None or self.partition_state is not None or self.running
-                or self.min_insync_replicas is not None or self.elr is not None or self.cleanup_policy is not None
-                or self.remote_storage is not None):
-            raise typer.BadParameter("--metadata, --partition-state, --running, --min-insync-replicas, --elr and "
-                                     "--cleanup-policy are for Kafka replicas; these are RocketMQ stores")
-        return self.broker_version
-
-
-def _is_rocketmq(specs: list[str]) -> bool:
-    from replog.formats.discovery import is_rocketmq_store
-    from replog.recovery.naming import parse_named
-    return bool(specs) and is_rocketmq_store(parse_named(specs[0])[1])
-
-
-def run_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, export_lost: Any,
-               force: bool, fmt: Format | None, given: ReplayOptions = ReplayOptions(),
-               offsets: list[Any] | None = None, what_if: bool = False) -> int:
-    """Replay and render; `--export-lost` saves what would be lost before anything else happens.
-    With `__consumer_offsets` beside the replicas (or under `offsets`), the impact is added.
-    Exit 1 when a replica loses records or would fail (`exit_for_replay`). `what_if`: every leader
-    (`run_what_if`)."""
-    if what_if:
-        return run_what_if(specs, protocol, html, fmt, given, offsets or [])
-    if _is_rocketmq(specs):
-        from replog.toolkit.rocketmq_views import run_rocketmq_replay
-        return run_rocketmq_replay(specs, leader, protocol, html, force, fmt, given.for_rocketmq())
-    from replog.recovery.kafka.replay import replay_paths
-    from replog.recovery.outputs import evidence_roots
-    from replog.toolkit.replay_view import print_replay, replay_html
-
-    report = kafka_report_target(html, specs)
-    with work_progress("loading replicas") as progress:
-        result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
-    if export_lost is not None:
-        from replog.recovery.kafka.export import export_lost as export
-        files = export(result, export_lost, force=force)
-        stderr_note(f"saved {len(files)} files of records that would be lost under {export_lost}")
-    impact = _impact_doc(result, offsets or [])
-    doc = result.to_dict() | ({"impact": impact} if impact is not None else {})
-    if report is not None:
-        from replog.toolkit.pages import write_page
-        write_page(report, replay_html(result, doc), evidence_roots(r.replica.path for r in result.replicas))
-    render(resolve(fmt), doc,
-           lambda console: print_with_impact(lambda: print_replay(result, console), impact, console))
-    return exit_for_replay(result)
-
-
-def run_what_if(specs: list[str], protocol: str | None, html: Any, fmt: Format | None, given: ReplayOptions,
-                offsets: list[Any]) -> int:
-    """`replay --what-if`: the choices ranked, the recommended one's command; the page is the recommended
-    choice's replay with the choices side by side. Exit 1 when even the best choice loses records or fails."""
-    if _is_rocketmq(specs):
-        from replog.toolkit.rocketmq_views import run_rocketmq_what_if
-        if offsets:
-            raise typer.BadParameter("--offsets is for Kafka replicas; RocketMQ stores hold their own offsets")
-        return run_rocketmq_what_if(specs, protocol, html, fmt, given.for_rocketmq())
-    from replog.recovery.kafka.what_if import what_if_paths
-    from replog.recovery.outputs import evidence_roots
-    from replog.toolkit.replay_view import replay_html
-    from replog.toolkit.what_if_view import print_what_if
-
-    report = kafka_report_target(html, specs)
-    with work_progress("loading replicas") as progress:
-        got = what_if_paths(specs, protocol or "epoch", progress, offsets=offsets, **given.for_kafka())
-    doc = got.to_dict()
-    if report is not None:
-        from replog.toolkit.pages import write_page
-        best = got.recommended
-        page = best.result.to_dict() | {"impact": best.impact.to_dict(), "what_if": doc}
-        write_page(report, replay_html(best.result, page), evidence_roots(r.replica.path for r in best.result.replicas))
-    render(resolve(fmt), doc, lambda console: print_what_if(doc, console))
-    return exit_for_replay(got)
-
-
-def _impact_doc(result: Any, offsets: list[Any]) -> dict[str, Any] | None:
-    """The impact of a Kafka replay as JSON, when consumer offsets are on the disks."""
-    from replog.recovery.kafka.impact import impact_of_replay
-
-    impact = impact_of_replay(result, offsets)
-    return None if impact is None else impact.to_dict()
-
-
-def run_impact(specs: list[str], offsets: list[Any], leader: str | None, protocol: str | None, html: Any,
-               fmt: Format | None, given: ReplayOptions = ReplayOptions()) -> int:
-    """Replay, then what its truncation means for consumers, producers and transactions; exit as replay."""
-    if _is_rocketmq(specs):
-        from replog.toolkit.rocketmq_views import run_rocketmq_impact
-        return run_rocketmq_impact(specs, leader, protocol, html, fmt, given.for_rocketmq())
-    from replog.recovery.kafka.impact import read_impact
-    from replog.recovery.kafka.replay import replay_paths
-    from replog.recovery.outputs import evidence_roots
-    from replog.toolkit.impact_view import print_impact
-    from replog.toolkit.replay_view import replay_html
-
-    report = kafka_report_target(html, specs)
-    with work_progress("loading replicas") as progress:
-        result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
-    impact = read_impact(result, offsets).to_dict()
-    impact["premise"] = None if result.premise is None else result.premise.to_dict()  # the replay it rests on
-    if report is not None:
-        from replog.toolkit.pages import write_page
-        write_page(report, replay_html(result, result.to_dict() | {"impact": impact}),
-                   evidence_roots(r.replica.path for r in result.replicas))
-    render(resolve(fmt), impact, lambda console: print_impact(impact, console))
-    return exit_for_replay(result)
-
-
-def kafka_report_target(html: Any, specs: list[str]) -> Path | None:
-    """Where an --html page of replicas goes, refused before any work: a report inside the evidence (any
-    replica's log dir) is a usage error, not a late surprise."""
-    from replog.recovery.naming import parse_named
-    from replog.recovery.outputs import evidence_roots, prepare_file_output
-
-    return None if html is None else prepare_file_output(html, evidence_roots(parse_named(s)[1] for s in specs))
-
-
-def run_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-               fmt: Format | None, given: ReplayOptions = ReplayOptions(), html: Any = None,
-               offsets: list[Any] | None = None) -> int:
-    """Replay, write the repaired replicas, verify them; exit 1 if a replica loses records or would fail,
-    or verification found a problem. `html`: the replay's page, with what was written."""
-    if _is_rocketmq(specs):
-        from replog.toolkit.rocketmq_views import run_rocketmq_repair
-        return run_rocketmq_repair(specs, out, leader, protocol, force, fmt, given.for_rocketmq(), html)
-    from replog.recovery.kafka.repair import repair
-    from replog.recovery.kafka.replay import replay_paths
-    from replog.toolkit.replay_view import print_replay, replay_html
-
-    report = kafka_report_target(html, specs)
-    with work_progress("loading replicas") as progress:
-        result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
-    impact = _impact_doc(result, offsets or [])
-    repaired = repair(result, out, force=force)
-    payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
-    if impact is not None:
-        payload["impact"] = impact
-    if report is not None:
-        from replog.recovery.outputs import evidence_roots
-        from replog.toolkit.pages import write_page
-        write_page(report, replay_html(result, payload), evidence_roots(r.replica.path for r in result.replicas))
-
-    def show(console: Console) -> None:
-        print_with_impact(lambda: print_replay(result, console), impact, console)
-        print_repaired(repaired, console, lambda r: (r.identical_to_leader,
-                                                     f"LEO {r.log_end_offset} HW {r.high_watermark}"))
-
-    render(resolve(fmt), payload, show)
-    return exit_for_replay(result, all(r.identical_to_leader and not r.problems for r in repaired))
-
-
-def run_repair_in_place(specs: list[str], backup: Any, leader: str | None, protocol: str | None,
-                        fmt: Format | None, given: ReplayOptions = ReplayOptions()) -> int:
-    from replog.recovery.kafka.inplace import holding, repair_in_place
-    from replog.recovery.kafka.replay import replay_paths
-    from replog.recovery.naming import parse_named
-
-    with holding([parse_named(spec)[1] for spec in specs], backup):   # read and written under the same locks
-        with work_progress("loading replicas") as progress:
-            result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
-        repaired = repair_in_place(result, backup)
-    payload = result.to_dict() | {"backup": str(backup), "repaired": [r.to_dict() for r in repaired]}
-    # one line per replica for a person; --format jsonl has always written the indented document here
-    if resolve(fmt) is Format.table:
-        from replog.toolkit.premise_view import print_premise
-
-        console = Console(highlight=False)
-        print_premise(payload["premise"], console)
-        for r in repaired:
-            console.print(f"repaired in place [bold]{r.name}[/] {r.path}  LEO {r.log_end_offset}  "
-                          + ("[green]identical to the leader[/]" if r.identical_to_leader else "[red]differs[/]"))
-    else:
-        write_json(payload)
-    return exit_for_replay(result, all(r.identical_to_leader for r in repaired))
-
-
 def stderr_note(message: str) -> None:
     from replog.toolkit.output import stderr
     stderr.print(f"[dim]{message}[/]")
@@ -344,7 +139,6 @@ def run_samples(out: Any, seed: int, force: bool, fmt: Format | None = None) -> 
     """Generate the sample Kafka fleet under OUT/kafka and RocketMQ stores under OUT/rocketmq;
     `--force` replaces only a previous generation. The summary is a table on a terminal and JSON in a
     pipe, like every other command's result, so a script can find what was planted where."""
-    from pathlib import Path
 
     from replog.samples.kafka_fleet import generate_kafka_fleet
     from replog.samples.manifest import MANIFEST_NAME

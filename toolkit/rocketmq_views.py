@@ -1,17 +1,15 @@
-"""RocketMQ stores on the command line: `ls` of a store, HA `replay` and `repair`."""
+"""RocketMQ stores on the command line: `ls` of a store, and how an HA replay is drawn (its table, transcript
+and page) for the replica commands' runner (`replica_commands`)."""
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
 
-from replog.recovery.rocketmq.ha import replay_paths
 from replog.recovery.rocketmq.ha_result import HAReplayResult
 from replog.recovery.rocketmq.store_model import StoreModel, load_store
 from replog.recovery.rocketmq.timers import timer_summary
-from replog.toolkit.impact_view import print_with_impact
-from replog.toolkit.output import EXIT_CLEAN, Format, exit_for_replay, print_repaired, resolve
-from replog.toolkit.progress import work_progress
+from replog.toolkit.output import EXIT_CLEAN, Format, resolve
 from replog.toolkit.render import Column, Columns, render, span, thousands, time_range
 
 
@@ -190,103 +188,3 @@ def replay_html(result: HAReplayResult, doc: dict[str, Any] | None = None) -> st
     return render_replay(result.to_dict() if doc is None else doc, rocketmq_views(result), STORE_COLUMNS,
                          title=f"RocketMQ {protocol} replay: {len(result.replicas)} stores, master “{result.master}”",
                          unit_name="messages", offset_name="physical offset")
-
-
-def _report_target(html: Any, specs: list[str]) -> Any:
-    """Where an --html page of stores goes, refused before any work when inside a store (evidence)."""
-    from replog.recovery.naming import parse_named
-    from replog.recovery.outputs import prepare_file_output
-
-    return None if html is None else prepare_file_output(html, [parse_named(s)[1] for s in specs])
-
-
-def run_rocketmq_replay(specs: list[str], leader: str | None, protocol: str | None, html: Any, force: bool,
-                        fmt: Format | None, broker_version: str | None = None) -> int:
-    """Replay HA between stores; exit 1 when a store loses messages, stalls or needs manual intervention."""
-    report = _report_target(html, specs)
-    with work_progress("loading stores") as progress:
-        result = replay_paths(specs, leader, protocol, progress, broker_version)
-    impact = _impact_when_configured(result)
-    doc = result.to_dict() | ({"impact": impact} if impact is not None else {})
-    if report is not None:
-        from replog.toolkit.pages import write_page
-        write_page(report, replay_html(result, doc), [r.model.path for r in result.replicas])
-    render(resolve(fmt), doc, lambda console: print_with_impact(lambda: print_replay(result, console), impact,
-                                                                console))
-    return exit_for_replay(result)
-
-
-def _impact_when_configured(result: HAReplayResult) -> dict[str, Any] | None:
-    """replay and repair carry the impact (as `impact` does) when a store holds its consumer offsets, or a
-    transaction or POP checkpoint it affects."""
-    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
-
-    impact = analyze_rocketmq_impact(result)
-    return impact.to_dict() if impact.sources or impact.transactions or impact.pop else None
-
-
-def run_rocketmq_repair(specs: list[str], out: Any, leader: str | None, protocol: str | None, force: bool,
-                        fmt: Format | None, broker_version: str | None = None, html: Any = None) -> int:
-    """Replay, write every store repaired under OUT/NAME/, verify; exit 1 if a store loses messages or
-    stalls, or verification found a problem."""
-    from replog.recovery.rocketmq.repair import repair_stores
-
-    report = _report_target(html, specs)
-    with work_progress("loading stores") as progress:
-        result = replay_paths(specs, leader, protocol, progress, broker_version)
-    impact = _impact_when_configured(result)
-    repaired = repair_stores(result, out, force=force)
-    payload = result.to_dict() | {"output": str(out), "repaired": [r.to_dict() for r in repaired]}
-    if impact is not None:
-        payload["impact"] = impact
-    if report is not None:
-        from replog.toolkit.pages import write_page
-        write_page(report, replay_html(result, payload), [r.model.path for r in result.replicas])
-
-    def show(console: Console) -> None:
-        print_with_impact(lambda: print_replay(result, console), impact, console)
-        print_repaired(repaired, console, lambda r: (r.identical_to_master, (f"({r.role}) commitlog "
-                                                     f"{r.log_start_offset}..{r.log_end_offset}")))
-
-    render(resolve(fmt), payload, show)
-    return exit_for_replay(result, all(r.identical_to_master and not r.problems for r in repaired))
-
-
-def run_rocketmq_impact(specs: list[str], leader: str | None, protocol: str | None, html: Any,
-                        fmt: Format | None, broker_version: str | None = None) -> int:
-    """Replay HA, then the consumer offsets against the queues after it and the masters' and slaves'
-    metadata compared; exit as replay."""
-    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
-    from replog.toolkit.impact_view import print_impact
-
-    report = _report_target(html, specs)
-    with work_progress("loading stores") as progress:
-        result = replay_paths(specs, leader, protocol, progress, broker_version)
-    impact = analyze_rocketmq_impact(result).to_dict()
-    if report is not None:
-        from replog.toolkit.pages import write_page
-        write_page(report, replay_html(result, result.to_dict() | {"impact": impact}),
-                   [r.model.path for r in result.replicas])
-    render(resolve(fmt), impact, lambda console: print_impact(impact, console))
-    return exit_for_replay(result)
-
-
-def run_rocketmq_what_if(specs: list[str], protocol: str | None, html: Any, fmt: Format | None,
-                         broker_version: str | None = None) -> int:
-    """`replay --what-if` of RocketMQ stores: every store as master, ranked; the page is the recommended
-    master's replay with the choices side by side. Exit 1 when even the best choice loses messages or stalls."""
-    from replog.recovery.rocketmq.impact import analyze_rocketmq_impact
-    from replog.recovery.rocketmq.what_if import what_if_paths
-    from replog.toolkit.what_if_view import print_what_if
-
-    report = _report_target(html, specs)
-    with work_progress("loading stores") as progress:
-        got = what_if_paths(specs, protocol, progress, broker_version)
-    doc = got.to_dict()
-    if report is not None:
-        from replog.toolkit.pages import write_page
-        best = got.recommended.result
-        page = best.to_dict() | {"impact": analyze_rocketmq_impact(best).to_dict(), "what_if": doc}
-        write_page(report, replay_html(best, page), [r.model.path for r in best.replicas])
-    render(resolve(fmt), doc, lambda console: print_what_if(doc, console))
-    return exit_for_replay(got)

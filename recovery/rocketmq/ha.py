@@ -27,7 +27,7 @@ from replog.formats.rocketmq.epoch_file import EpochEntry, EpochRange, with_end_
 from replog.recovery.naming import parse_named, replica_names
 from replog.recovery.progress import Progress, Tally
 from replog.recovery.rocketmq.dledger_replay import DLEDGER, replay_dledger
-from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
+from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome, Stall
 from replog.recovery.rocketmq.recovery_rule import rule_for, version_tuple
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.transcript import Transcript
@@ -226,16 +226,16 @@ def replay_classic(master: StoreModel, slave: StoreModel, log: Transcript) -> Re
     start = s.max_offset if s.max_offset != 0 else master.max_offset - master.max_offset % fs
     rule = "the slave's reported offset" if s.max_offset else "slave empty: start of the master's last file"
     log.add("decide", master.name, to=s.name, transfer_from=start, rule=rule)
-    stall = None
+    stall: Stall | None = None
     if s.max_offset > master.max_offset:
         stall = _slave_ahead(master, s.max_offset, out.diverged_at, log)
     elif s.max_offset and s.max_offset < master.min_offset:
-        stall = {"cause": "slave_behind_master_min_offset", "explanation": (
+        stall = Stall("slave_behind_master_min_offset", (
             f"the slave's max offset {s.max_offset} is below the master's first file ({master.min_offset}): "
-            "the master has nothing to send")}
+            "the master has nothing to send"))
     if stall is not None:
         out.status, out.stall = "stalled", stall
-        log.add("stall", s.name, **stall, diverged_at=out.diverged_at)
+        log.add("stall", s.name, **stall.to_dict(), diverged_at=out.diverged_at)
         _keep_as_is(out)
         _operator_fix(out, master, slave, prefix, log)
         return out
@@ -273,7 +273,7 @@ def slave_ahead_connection(master: StoreModel) -> str:
     return CLOSED_EACH_REPORT if low <= version_tuple(master.rule.version) < high else HEARTBEATS_ONLY
 
 
-def _slave_ahead(master: StoreModel, reported: int, diverged_at: int | None, log: Transcript) -> dict[str, Any]:
+def _slave_ahead(master: StoreModel, reported: int, diverged_at: int | None, log: Transcript) -> Stall:
     """The stall of a classic slave whose max offset is past the master's: nothing is sent, nothing truncated."""
     connection = slave_ahead_connection(master)
     how = {CLOSED_EACH_REPORT: (f"the master logs \"request offset={reported} greater than local commitLog offset="
@@ -285,11 +285,12 @@ def _slave_ahead(master: StoreModel, reported: int, diverged_at: int | None, log
     if connection == CLOSED_EACH_REPORT:
         log.add("disconnect", master.name, reported_offset=reported, master_max_offset=master.max_offset,
                 repeats=True, rule="4.9.3+ HAConnection: a reported offset past the master's end closes the link")
-    return {"cause": "slave_ahead", "connection": connection, "explanation": (
+    return Stall("slave_ahead", (
         f"the slave's max offset {reported} is past the master's {master.max_offset}: the master starts at "
         f"{reported} and has nothing to send; {how}; classic HA never truncates"
         + (f"; the logs also differ from {diverged_at}" if diverged_at is not None else "")
-        + f"; should the master's log grow past {reported}, it streams from there onto the slave's bytes")}
+        + f"; should the master's log grow past {reported}, it streams from there onto the slave's bytes"),
+        connection)
 
 
 def _mixed_content(out: ReplicaOutcome, master: StoreModel, slave: StoreModel, joined_at: int,
@@ -347,15 +348,15 @@ def replay_autoswitch(master: StoreModel, slave: StoreModel, log: Transcript, *,
         log.add("consistent_point", s.name, point=point,
                 rule="highest local epoch the master has with the same start offset; min of the two ends")
     if point < 0:
-        out.status, out.stall = "manual", {"cause": "no_consistent_point", "explanation": (
+        out.status, out.stall = "manual", Stall("no_consistent_point", (
             "no local epoch appears on the master with the same start offset: the handshake fails and the "
-            "slave retries forever; an operator must intervene")}
+            "slave retries forever; an operator must intervene"))
         return _autoswitch_stall(out, master, slave, log)
     if point < s.max_offset:
         if not is_offset_aligned(slave, point):
-            out.status, out.stall = "manual", {"cause": "offset_not_aligned", "explanation": (
+            out.status, out.stall = "manual", Stall("offset_not_aligned", (
                 f"no valid record starts at {point} on the slave: \"offset is not align, truncate failed, "
-                "need manual fix\"")}
+                "need manual fix\""))
             return _autoswitch_stall(out, master, slave, log)
         out.lost = _lost(slave, master, point)
         removed = [m for m in slave.messages if m.physical_offset >= point]
@@ -375,11 +376,10 @@ def replay_autoswitch(master: StoreModel, slave: StoreModel, log: Transcript, *,
         start, rule = master.min_offset, "slave empty: the master's min offset"
     log.add("decide", master.name, to=s.name, transfer_from=start, rule=rule)
     if start > master.max_offset or start < master.min_offset:
-        out.status, out.stall = "stalled", {"cause": "slave_ahead" if start > master.max_offset
-                                            else "slave_behind_master_min_offset",
-                                            "explanation": f"transfer position {start} is outside the master's "
-                                                           f"[{master.min_offset}, {master.max_offset}]: "
-                                                           "heartbeats only"}
+        out.status, out.stall = "stalled", Stall(
+            "slave_ahead" if start > master.max_offset else "slave_behind_master_min_offset",
+            f"transfer position {start} is outside the master's [{master.min_offset}, {master.max_offset}]: "
+            "heartbeats only")
         return _autoswitch_stall(out, master, slave, log)
     if out.diverged_at is not None and out.truncated_to is None and out.diverged_at < s.max_offset:
         log.add("warning", s.name, diverged_at=out.diverged_at,
@@ -397,7 +397,7 @@ def replay_autoswitch(master: StoreModel, slave: StoreModel, log: Transcript, *,
 
 
 def _autoswitch_stall(out: ReplicaOutcome, master: StoreModel, slave: StoreModel, log: Transcript) -> ReplicaOutcome:
-    log.add("stall", slave.name, **out.stall)   # type: ignore[arg-type]
+    log.add("stall", slave.name, **(out.stall.to_dict() if out.stall is not None else {}))
     _keep_as_is(out)
     _, prefix = compare_logs(slave, master)
     keep = prefix if prefix >= master.min_offset and slave.max_offset else 0

@@ -34,6 +34,22 @@ class Plan:
         return self.fetch_to if self.fetch_to > self.fetch_from else self.keep_to
 
 
+@dataclass(frozen=True)
+class Stall:
+    """Why a slave's HA cannot go on by itself: it stalls (heartbeats only) or needs an operator. `cause`:
+    slave_ahead | slave_behind_master_min_offset | no_consistent_point | offset_not_aligned; `connection`
+    (classic, slave ahead): whether the master closes the link at each report (`ha.slave_ahead_connection`)."""
+
+    cause: str
+    explanation: str
+    connection: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's `stall` object (its keys in the order the replay has always written them)."""
+        return {"cause": self.cause} | ({"connection": self.connection} if self.connection is not None else {}) \
+            | {"explanation": self.explanation}
+
+
 @dataclass
 class ReplicaOutcome:
     model: StoreModel
@@ -44,7 +60,7 @@ class ReplicaOutcome:
     lost: list[MessageRef] = field(default_factory=list)
     frames: int = 0
     fetched_bytes: int = 0
-    stall: dict[str, Any] | None = None
+    stall: Stall | None = None
     findings: list[Finding] = field(default_factory=list)  # hazards the broker's own protocol leaves
     plan: Plan | None = None                    # what the replay leaves (None: unchanged)
     repair_plan: Plan | None = None             # what `repair` writes (differs only for a stall)
@@ -123,7 +139,8 @@ REPLICA_OUTCOME = Shape(
     Field("high_watermark_after", "confirm_after"), "diverged_at",
     Field("lost", lambda r: lost_summary(r.lost)),
     Field("fetched", lambda r: {"bytes": r.fetched_bytes, "frames": r.frames}),
-    "stall", Field("findings", lambda r: [f.to_dict() for f in r.findings]), Field("repair_plan", _repair_plan),
+    Field("stall", lambda r: None if r.stall is None else r.stall.to_dict()),
+    Field("findings", lambda r: [f.to_dict() for f in r.findings]), Field("repair_plan", _repair_plan),
     Field("epochs_before", lambda r: _epochs(r.model.epochs)), Field("epochs_after", lambda r: _epochs(r.epochs_after)),
     Field("abort_present", "model.abort.present"), Field("recovery", lambda r: r.model.recovery()),
     Field("lost_scheduled_deliveries", lambda r: timer_lost_summary(lost_deliveries(r.model, r.lost))),

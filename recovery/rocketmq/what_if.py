@@ -98,7 +98,8 @@ class MasterChoice:
                          "last_offset": self.lost[-1].physical_offset if self.lost else None},
                 "replicas": [{"name": r.model.name, "status": r.status, "truncated_to": r.truncated_to,
                               "lost_records": len(r.lost or r.repair_lost), "log_end_offset_after": r.max_offset_after,
-                              "stall": r.stall} for r in self.result.replicas],
+                              "stall": None if r.stall is None else r.stall.to_dict()}
+                             for r in self.result.replicas],
                 "consumer_groups": {"groups": s["groups"], "affected": s["groups_affected"],
                                     "records_consumed_lost": s["messages_consumed_lost"]},
                 "failed": self.stalled, "loses_or_fails": self.loses_or_fails}
