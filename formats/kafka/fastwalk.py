@@ -25,7 +25,7 @@ from replog.formats.fileio import RELEASE_STEP, release_pages
 from replog.formats.fileview import readable
 from replog.formats.findings import Finding
 from replog.formats.kafka import batch as v2
-from replog.formats.kafka import blocks
+from replog.formats.kafka import batch_rules, blocks
 from replog.formats.kafka.blocks import BatchBlock, column_buffer, int64_row, reference_blocks, rows_for
 from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK, to_record_batch
 from replog.formats.kafka.kernels import HAVE_NUMBA, add_fits, be, intrinsic, njit
@@ -236,28 +236,25 @@ def walk_kernel_hw(buf, pos, end, cols, row, row_limit, t):  # pragma: no cover 
 WALK_KERNEL = walk_kernel_hw if HARDWARE_CRC else walk_kernel
 
 
+_broken_rules = njit(cache=True, nogil=True, inline="always")(batch_rules.broken_rules)
+
+
 @njit(cache=True, nogil=True)
 def judge_kernel(cols, start, stop, prev_last, has_prev, seg, check_seg, first_of_segment,
                  flagged, prev):  # pragma: no cover - compiled
     """For each row i of cols[:, start:stop]: prev[i - start], the highest last offset before it, and
-    flagged[i - start], whether `SegmentWalk.check` could add a finding on it or stop there (a bad
-    CRC, an unknown codec, a control batch, impossible counts, a gap or overlap with the batches
-    before, a last offset outside the segment's 32-bit range). Returns the highest last offset after
-    the rows. One pass instead of a dozen array operations: the walk's bookkeeping stays a small part
-    of its cost on one-record batches."""
+    flagged[i - start], whether it breaks any rule of `batch_rules.RULES` (`broken_rules`, the predicate
+    `SegmentWalk.check` runs), so `check` must look at it. Returns the highest last offset after the rows.
+    One pass instead of a dozen array operations: the walk's bookkeeping stays a small part of its cost
+    on one-record batches."""
     top = prev_last
     seen = has_prev
     for i in range(start, stop):
-        base = cols[F_BASE, i]
         last = cols[F_LAST, i]
-        count = cols[F_COUNT, i]
-        bad = cols[F_CRC_VALID, i] == 0 or cols[F_CODEC, i] > 4 or cols[F_CONTROL, i] != 0
-        bad = bad or count < 0 or last < base or count > last - base + 1
-        if seen:
-            bad = bad or not (base > top and base - top == 1)
-        if check_seg:
-            bad = bad or last < seg or last > seg + _INT32_MAX or (i == start and first_of_segment and base < seg)
-        flagged[i - start] = bad
+        flagged[i - start] = _broken_rules(
+            cols[F_MAGIC, i], cols[F_SIZE, i], cols[F_CRC_VALID, i] != 0, cols[F_CODEC, i], cols[F_COUNT, i],
+            cols[F_BASE, i], last, cols[F_CONTROL, i] != 0, top, seen, seg, check_seg,
+            i == start and first_of_segment) != 0
         prev[i - start] = top
         if not seen or last > top:
             top = last
