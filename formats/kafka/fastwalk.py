@@ -205,35 +205,42 @@ def fill_row(buf, pos, size, cols, row):  # pragma: no cover - compiled
     cols[F_DELETE_HORIZON, row] = 1 if attributes & _DELETE_HORIZON_MASK else 0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _crc32c_hw(buf, start, stop, t):  # pragma: no cover - compiled
+    """`crc32c_hw_kernel` with `crc32c_kernel`'s signature (`t` unused)."""
+    return crc32c_hw_kernel(buf, start, stop)
+
+
+# The CRC the walk computes, chosen once: the hardware instruction is never compiled where the CPU lacks it.
+# (numba freezes this global into the kernel; its on-disk cache is keyed by the CPU, so it stays consistent.)
+_CRC32C = _crc32c_hw if HARDWARE_CRC else crc32c_kernel
+
+
+@njit(cache=True, nogil=True, inline="always")
+def walk_rows(buf, pos, end, cols, row, row_limit, t, verify):  # pragma: no cover - compiled
+    """Fill cols[:, row:] with clean v2 batches from pos (`clean_size`, `fill_row`); with `verify`,
+    crc_valid says whether the CRC holds, without, the batches are trusted (1). (next row, stop position)."""
+    while row < row_limit:
+        size = clean_size(buf, pos, end)
+        if size < 0:
+            break
+        fill_row(buf, pos, size, cols, row)
+        if verify:
+            cols[F_CRC_VALID, row] = 1 if _CRC32C(buf, pos + _AT_ATTRIBUTES, pos + size, t) == cols[F_CRC, row] else 0
+        else:
+            cols[F_CRC_VALID, row] = 1
+        pos += size
+        row += 1
+    return row, pos
+
+
 @njit(cache=True, nogil=True)
 def walk_kernel(buf, pos, end, cols, row, row_limit, t):  # pragma: no cover - compiled
-    """Fill cols[:, row:] with clean v2 batches from pos; return (next row, stop position)."""
-    while row < row_limit:
-        size = clean_size(buf, pos, end)
-        if size < 0:
-            break
-        fill_row(buf, pos, size, cols, row)
-        cols[F_CRC_VALID, row] = 1 if crc32c_kernel(buf, pos + _AT_ATTRIBUTES, pos + size, t) == cols[F_CRC, row] else 0
-        pos += size
-        row += 1
-    return row, pos
+    """Fill cols[:, row:] with clean v2 batches from pos, CRCs checked; return (next row, stop position)."""
+    return walk_rows(buf, pos, end, cols, row, row_limit, t, True)
 
 
-@njit(cache=True, nogil=True)
-def walk_kernel_hw(buf, pos, end, cols, row, row_limit, t):  # pragma: no cover - compiled
-    """`walk_kernel` with the hardware CRC (`t` unused, same signature)."""
-    while row < row_limit:
-        size = clean_size(buf, pos, end)
-        if size < 0:
-            break
-        fill_row(buf, pos, size, cols, row)
-        cols[F_CRC_VALID, row] = 1 if crc32c_hw_kernel(buf, pos + _AT_ATTRIBUTES, pos + size) == cols[F_CRC, row] else 0
-        pos += size
-        row += 1
-    return row, pos
-
-
-WALK_KERNEL = walk_kernel_hw if HARDWARE_CRC else walk_kernel
+WALK_KERNEL = walk_kernel
 
 
 _broken_rules = njit(cache=True, nogil=True, inline="always")(batch_rules.broken_rules)
