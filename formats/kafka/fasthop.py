@@ -1,8 +1,8 @@
 """The compiled header hop: columns of batches that are already known to be valid.
 
-`hop_kernel` is `fastwalk.walk_kernel` without the CRC: the same loop
-(`walk_rows`: framing rule and header fields), so its rows are the fast walk's rows. It serves writers that copy batches someone has already
-validated (CRC included); they need the batches' columns, not a second
+`hop_kernel` is `fastwalk.walk_kernel` without the CRC: the same loop (`walk_rows`: framing rule
+and header fields), so its rows are the fast walk's rows. It serves writers that copy batches
+someone has already validated (CRC included); they need the batches' columns, not a second
 verdict, and the CRC would be most of the walk's cost on small batches.
 """
 from __future__ import annotations
