@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from replog.formats.kafka.batch import MIN_RECORD_BODY
+
 try:  # numba is optional at run time: without it the reference paths answer
     from llvmlite import ir
     from numba import njit, types
@@ -33,7 +35,6 @@ except ImportError:  # pragma: no cover - exercised only where numba is absent
     intrinsic = njit
 
 INT64_MAX, INT64_MIN = 9223372036854775807, -9223372036854775808
-MIN_RECORD_BODY = 6  # attributes + five one-byte varints: a shorter record length is damage
 
 
 def _bswap_load(width: int):
