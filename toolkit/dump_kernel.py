@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from replog.formats.kafka.fastrecords import copy_bytes
-from replog.formats.kafka.fastwalk import njit
+from replog.formats.kafka.kernels import njit
 
 LIT, INT, RINT, ENUM, OPT, JSTR, HKEYS, JHEADERS = range(8)
 WIDTH = 7  # int64s per op

@@ -42,7 +42,7 @@ VARINT = cs.ZigZag
 RECORD_HEADER = cs.Struct("key" / cs.PascalString(VARINT, "utf8"),
                           "value" / cs.Prefixed(VARINT, cs.GreedyBytes))
 RECORD_BODY = cs.Struct(
-    "attributes" / cs.Int8sb,
+    "attributes" / cs.Int8ub,  # unsigned, as every decoder reads it (RECORD_SCHEMA's uint8; unused by Kafka)
     "timestamp_delta" / VARINT,
     "offset_delta" / VARINT,
     "key_length" / VARINT,
@@ -69,6 +69,7 @@ LOG_OVERHEAD = AT["partition_leader_epoch"]  # offset + length fields: a batch's
 CRC_START = AT["attributes"]  # the CRC covers attributes to the end
 MAGIC = 2
 MIN_RECORD_SIZE = 7  # length varint + attributes + 5 one-byte varints
+MIN_RECORD_BODY = MIN_RECORD_SIZE - 1  # a record length below this is damage (reference and kernels alike)
 # replog's own bound on the records it decodes from one batch (the broker's only bound is the batch's byte
 # size, and a 9 MiB zstd batch of 12 M tiny records stays under the decompression ratio): a batch claiming
 # more is a finding and its records are not decoded, as a decompression bomb's are not (`codecs`).
@@ -221,7 +222,7 @@ def _decode_record(data: bytes | memoryview, pos: int, header: BatchInfo,
                    log_append: bool) -> tuple[Record, int]:
     length, pos = read_varint(data, pos)
     end = pos + length
-    if length < 6 or end > len(data):
+    if length < MIN_RECORD_BODY or end > len(data):
         raise FormatError("KAFKA_RECORDS_UNDECODABLE", f"record length {length} out of bounds")
     attributes = data[pos]
     ts_delta, pos = read_varlong(data, pos + 1)

@@ -27,7 +27,17 @@ from replog.formats.findings import Finding, from_error
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import codecs, legacy
 from replog.formats.kafka.blocks import FIELDS, BatchBlock
-from replog.formats.kafka.fastwalk import HAVE_NUMBA, _be, as_uint8, intrinsic, njit
+from replog.formats.kafka.fastwalk import as_uint8
+from replog.formats.kafka.kernels import (
+    HAVE_NUMBA,
+    add_fits,
+    be,
+    intrinsic,
+    length_field,
+    njit,
+    record_fields,
+    record_frame,
+)
 
 if HAVE_NUMBA:
     from numba import types
@@ -52,40 +62,6 @@ _INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
 # --- kernels --------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _varint(data, pos, stop, max_bytes):  # pragma: no cover - compiled
-    """Zig-zag varint at pos within [pos, stop): (value, next pos, ok); not ok on any doubt."""
-    result = np.int64(0)
-    shift = 0
-    start = pos
-    while pos < stop:
-        b = np.int64(data[pos])
-        pos += 1
-        if shift == 63 and (b & 0x7F) > 1:
-            return 0, pos, False  # beyond 64 bits: the reference decides
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            half = (result >> 1) & 0x7FFFFFFFFFFFFFFF
-            return (~half if result & 1 else half), pos, True
-        shift += 7
-        if pos - start >= max_bytes:
-            return 0, pos, False
-    return 0, pos, False
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _field(data, pos, stop):  # pragma: no cover - compiled
-    """A length-prefixed field: (start, length or -1 for null, next pos, ok)."""
-    n, pos, ok = _varint(data, pos, stop, 5)
-    if not ok:
-        return 0, 0, pos, False
-    if n < 0:
-        return pos, -1, pos, True
-    if pos + n > stop:
-        return 0, 0, pos, False
-    return pos, n, pos + n, True
-
-
 @njit(cache=True, nogil=True)
 def records_kernel(data, starts, stops, counts, bases, base_ts, max_ts, log_append, base_seq, first,
                    ok, offset, timestamp, attributes, sequence, key_pos, key_len, value_pos, value_len,
@@ -96,56 +72,23 @@ def records_kernel(data, starts, stops, counts, bases, base_ts, max_ts, log_appe
         good = True
         row = first[b]
         for _ in range(n):
-            length, pos, good = _varint(data, pos, stop, 5)
-            end = pos + length
-            if not good or length < 6 or end > stop:
-                good = False
-                break
-            attributes[row] = data[pos]
-            ts_delta, pos, good = _varint(data, pos + 1, end, 10)
+            body, end, good = record_frame(data, pos, stop)
             if not good:
                 break
-            delta, pos, good = _varint(data, pos, end, 5)
-            if not good:
-                break
-            key_pos[row], key_len[row], pos, good = _field(data, pos, end)
-            if not good:
-                break
-            value_pos[row], value_len[row], pos, good = _field(data, pos, end)
-            if not good:
-                break
-            hc, pos, good = _varint(data, pos, end, 5)
-            if not good or hc < 0 or hc > end - pos:
+            (attributes[row], ts_delta, delta, key_pos[row], key_len[row], value_pos[row], value_len[row],
+             header_pos[row], header_count[row], good) = record_fields(data, body, end)
+            pos = end
+            if not good or not add_fits(bases[b], delta):
                 good = False
                 break
-            header_pos[row] = pos
-            header_count[row] = hc
-            for _h in range(hc):
-                _s, kn, pos, good = _field(data, pos, end)
-                if not good or kn < 0:
-                    good = False
-                    break
-                _s, _vn, pos, good = _field(data, pos, end)
-                if not good:
-                    break
-            if not good or pos != end:
-                good = False
-                break
-            base = bases[b]
-            if ((delta > 0 and base > 9223372036854775807 - delta)
-                    or (delta < 0 and base < -9223372036854775808 - delta)):
-                good = False
-                break
-            offset[row] = base + delta
+            offset[row] = bases[b] + delta
             if log_append[b]:
                 timestamp[row] = max_ts[b]
             else:
-                t0 = base_ts[b]
-                if ((ts_delta > 0 and t0 > 9223372036854775807 - ts_delta)
-                        or (ts_delta < 0 and t0 < -9223372036854775808 - ts_delta)):
+                if not add_fits(base_ts[b], ts_delta):
                     good = False
                     break
-                timestamp[row] = t0 + ts_delta
+                timestamp[row] = base_ts[b] + ts_delta
             s = base_seq[b]
             if s < 0:
                 sequence[row] = -1
@@ -166,8 +109,8 @@ def headers_kernel(data, header_pos, header_count, hkey_pos, hkey_len, hval_pos,
     for r in range(len(header_pos)):
         pos = header_pos[r]
         for _ in range(header_count[r]):
-            hkey_pos[h], hkey_len[h], pos, _ok = _field(data, pos, len(data))
-            hval_pos[h], hval_len[h], pos, _ok = _field(data, pos, len(data))
+            hkey_pos[h], hkey_len[h], pos, _ok = length_field(data, pos, len(data))
+            hval_pos[h], hval_len[h], pos, _ok = length_field(data, pos, len(data))
             h += 1
 
 
@@ -207,7 +150,6 @@ def gather_kernel(data, pos, length, out_offsets, out):  # pragma: no cover - co
 CLEAN, SUSPECT, COMPRESSED = 0, 1, 2
 CHECK_CHUNK_BYTES = 8 << 20  # decompressed payload checked at once (one reused buffer, cache sized)
 _BOUNDS_COLUMNS = ("position", "size", "magic", "base_offset", "last_offset", "max_timestamp", "timestamp_type")
-_I64_MAX, _I64_MIN = 9223372036854775807, -9223372036854775808
 _V2_HEADER, _MIN_RECORD, _LOG_OVERHEAD = v2.HEADER_SIZE, v2.MIN_RECORD_SIZE, v2.LOG_OVERHEAD
 _AT_LENGTH, _AT_ATTRIBUTES, _AT_COUNT = v2.AT["batch_length"], v2.AT["attributes"], v2.AT["records_count"]
 _AT_BASE_TS, _AT_MAX_TS = v2.AT["base_timestamp"], v2.AT["max_timestamp"]
@@ -216,15 +158,6 @@ _LEGACY_OVERHEAD, _LEGACY_MAGIC_AT = legacy.LOG_OVERHEAD, legacy.MAGIC_POSITION
 _LEGACY_MIN_V0, _LEGACY_MIN_V1 = legacy.RECORD_OVERHEAD[0], legacy.RECORD_OVERHEAD[1]
 _LEGACY_CODEC_MASK = legacy.CODEC_MASK
 _MAX_RECORDS = v2.MAX_BATCH_RECORDS
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _skip_field(data, pos, end, nullable):  # pragma: no cover - compiled
-    """Past a length-prefixed field ending within `end`: (next pos, ok)."""
-    n, pos, ok = _varint(data, pos, end, 5)
-    if not ok or (n < 0 and not nullable) or pos + n > end:
-        return pos, False
-    return (pos + n if n > 0 else pos), True
 
 
 @njit(cache=True, nogil=True)
@@ -236,35 +169,12 @@ def _v2_in_bounds(data, pos, stop, count, base, base_ts, header_max_ts, log_appe
         return False
     prev = lo
     for i in range(count):
-        length, pos, ok = _varint(data, pos, stop, 5)
-        end = pos + length
-        if not ok or length < 6 or end > stop:
-            return False
-        ts_delta, pos, ok = _varint(data, pos + 1, end, 10)
+        body, end, ok = record_frame(data, pos, stop)
         if not ok:
             return False
-        delta, pos, ok = _varint(data, pos, end, 5)
-        if not ok:
-            return False
-        pos, ok = _skip_field(data, pos, end, True)  # key
-        if not ok:
-            return False
-        pos, ok = _skip_field(data, pos, end, True)  # value
-        if not ok:
-            return False
-        hc, pos, ok = _varint(data, pos, end, 5)
-        if not ok or hc < 0 or hc > end - pos:
-            return False
-        for _h in range(hc):
-            pos, ok = _skip_field(data, pos, end, False)  # header key: never null
-            if not ok:
-                return False
-            pos, ok = _skip_field(data, pos, end, True)
-            if not ok:
-                return False
-        if pos != end:
-            return False
-        if (delta > 0 and base > _I64_MAX - delta) or (delta < 0 and base < _I64_MIN - delta):
+        _a, ts_delta, delta, _kp, _kl, _vp, _vl, _hp, _hc, ok = record_fields(data, body, end)
+        pos = end
+        if not ok or not add_fits(base, delta):
             return False
         offset = base + delta
         if offset > hi or (offset < lo if i == 0 else offset <= prev):
@@ -274,7 +184,7 @@ def _v2_in_bounds(data, pos, stop, count, base, base_ts, header_max_ts, log_appe
             if log_append:
                 ts = header_max_ts
             else:
-                if (ts_delta > 0 and base_ts > _I64_MAX - ts_delta) or (ts_delta < 0 and base_ts < _I64_MIN - ts_delta):
+                if not add_fits(base_ts, ts_delta):
                     return False
                 ts = base_ts + ts_delta
             if ts > max_ts or (ts < 0 and ts != -1):
@@ -289,7 +199,7 @@ def _legacy_in_bounds(buf, pos, lo, hi):  # pragma: no cover - compiled
     total = len(buf)
     if pos < 0 or total - pos < _LEGACY_OVERHEAD:
         return False
-    message_size = _be(buf, pos + 8, 4)
+    message_size = be(buf, pos + 8, 4)
     if message_size < _LEGACY_MIN_V0:
         return False
     end = pos + _LEGACY_OVERHEAD + message_size
@@ -304,13 +214,13 @@ def _legacy_in_bounds(buf, pos, lo, hi):  # pragma: no cover - compiled
     for _f in range(2):  # key, value: int32 length, -1 for null
         if end - p < 4:
             return False
-        n = _be(buf, p, 4)
+        n = be(buf, p, 4)
         p += 4
         if n != -1:
             if n < 0 or n > end - p:
                 return False
             p += n
-    offset = _be(buf, pos, 8)
+    offset = be(buf, pos, 8)
     return lo <= offset <= hi
 
 
@@ -329,16 +239,16 @@ def bounds_kernel(buf, position, size, magic, base_offset, last_offset, max_time
         if size[r] < _V2_HEADER or pos < 0 or pos + _V2_HEADER > n:
             status[k] = SUSPECT
             continue
-        stop = pos + _be(buf, pos + _AT_LENGTH, 4) + _LOG_OVERHEAD
-        if stop < pos + _V2_HEADER or stop > n or _be(buf, pos + _AT_COUNT, 4) > _MAX_RECORDS:
+        stop = pos + be(buf, pos + _AT_LENGTH, 4) + _LOG_OVERHEAD
+        if stop < pos + _V2_HEADER or stop > n or be(buf, pos + _AT_COUNT, 4) > _MAX_RECORDS:
             status[k] = SUSPECT  # (too many records: the reference refuses them before decompressing)
             continue
-        attributes = _be(buf, pos + _AT_ATTRIBUTES, 2)
+        attributes = be(buf, pos + _AT_ATTRIBUTES, 2)
         if attributes & _CODEC_MASK:
             status[k] = COMPRESSED
             continue
-        ok = _v2_in_bounds(buf, pos + _V2_HEADER, stop, _be(buf, pos + _AT_COUNT, 4), _be(buf, pos, 8),
-                           _be(buf, pos + _AT_BASE_TS, 8), _be(buf, pos + _AT_MAX_TS, 8),
+        ok = _v2_in_bounds(buf, pos + _V2_HEADER, stop, be(buf, pos + _AT_COUNT, 4), be(buf, pos, 8),
+                           be(buf, pos + _AT_BASE_TS, 8), be(buf, pos + _AT_MAX_TS, 8),
                            (attributes & _TS_TYPE_MASK) != 0, base_offset[r], last_offset[r],
                            max_timestamp[r], timestamp_type[r] == _CREATE_TIME)
         status[k] = CLEAN if ok else SUSPECT

@@ -17,7 +17,6 @@ Without numba everything falls back to the reference walk.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,26 +25,16 @@ from replog.formats.fileio import RELEASE_STEP, release_pages
 from replog.formats.fileview import readable
 from replog.formats.findings import Finding
 from replog.formats.kafka import batch as v2
-from replog.formats.kafka import blocks
+from replog.formats.kafka import batch_rules, blocks
 from replog.formats.kafka.blocks import BatchBlock, column_buffer, int64_row, reference_blocks, rows_for
 from replog.formats.kafka.columns import BATCH_SCHEMA, CHUNK, to_record_batch
+from replog.formats.kafka.kernels import HAVE_NUMBA, add_fits, be, intrinsic, njit
 from replog.formats.kafka.segment import SegmentWalk
 
-try:  # numba is optional at run time: without it the reference walk answers
+if HAVE_NUMBA:
     from llvmlite import ir
-    from numba import njit, types
+    from numba import types
     from numba.core import cgutils
-    from numba.extending import intrinsic as _intrinsic
-    # Any: jitted code calls an intrinsic without the typing context its Python signature starts with
-    intrinsic: Any = _intrinsic
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only where numba is absent
-    HAVE_NUMBA = False
-
-    def njit(*_args, **_kwargs):  # type: ignore[no-redef]
-        return lambda f: f
-
-    intrinsic = njit
 
 _CRC32C_POLY = 0x82F63B78
 _INT32_MAX = 2**31 - 1
@@ -158,35 +147,6 @@ def _crc32_u8(typingctx, crc, data):  # pragma: no cover - compiled
     return types.uint32(types.uint64, types.uint64), codegen
 
 
-def _bswap_load(width: int):
-    """An intrinsic: the signed big-endian int of `width` bits at arr[idx], as int64."""
-    def load(typingctx, arr, idx):  # pragma: no cover - compiled
-        def codegen(context, builder, signature, args):
-            ity = ir.IntType(width)
-            ary = context.make_array(signature.args[0])(context, builder, args[0])
-            raw = builder.load(builder.bitcast(builder.gep(ary.data, [args[1]]), ity.as_pointer()), align=1)
-            swap = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ity, [ity]), f"llvm.bswap.i{width}")
-            value = builder.call(swap, [raw])
-            return value if width == 64 else builder.sext(value, ir.IntType(64))
-        return types.int64(arr, idx), codegen
-    load.__name__ = f"_be{width}"
-    return intrinsic(load)
-
-
-if HAVE_NUMBA:
-    _be64, _be32, _be16 = _bswap_load(64), _bswap_load(32), _bswap_load(16)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _be(buf, pos, n):  # pragma: no cover - compiled
-    """Big-endian signed integer of n (8, 4 or 2) bytes at pos: one load and a byte swap."""
-    if n == 8:
-        return _be64(buf, pos)
-    if n == 4:
-        return _be32(buf, pos)
-    return _be16(buf, pos)
-
-
 @njit(cache=True, nogil=True)
 def crc32c_hw_kernel(buf, start, stop):  # pragma: no cover - compiled
     """CRC-32C of buf[start:stop] with the CPU's CRC32 instruction, 8 bytes a step."""
@@ -202,7 +162,7 @@ def crc32c_hw_kernel(buf, start, stop):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _clean_size(buf, pos, end):  # pragma: no cover - compiled
+def clean_size(buf, pos, end):  # pragma: no cover - compiled
     """Size of the clean, complete v2 batch at pos, or -1 where the reference must judge.
 
     Not clean: fewer bytes left than a v2 header, a length below a v2 header,
@@ -210,96 +170,98 @@ def _clean_size(buf, pos, end):  # pragma: no cover - compiled
     """
     if end - pos < _HEADER_SIZE:
         return -1
-    length = _be(buf, pos + _AT_LENGTH, 4)
+    length = be(buf, pos + _AT_LENGTH, 4)
     if (length < _MIN_LENGTH or buf[pos + _AT_MAGIC] != 2 or length > _MAX_LENGTH
             or pos + _LOG_OVERHEAD + length > end):
         return -1
-    base = _be(buf, pos, 8)
-    delta = _be(buf, pos + _AT_DELTA, 4)
-    if (delta > 0 and base > _INT64_MAX - delta) or (delta < 0 and base < _INT64_MIN - delta):
+    if not add_fits(be(buf, pos, 8), be(buf, pos + _AT_DELTA, 4)):
         return -1
     return length + _LOG_OVERHEAD
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _fill_row(buf, pos, size, cols, row):  # pragma: no cover - compiled
+def fill_row(buf, pos, size, cols, row):  # pragma: no cover - compiled
     """Write the BatchInfo fields of the batch at pos (all but crc_valid) into cols[:, row]."""
-    base = _be(buf, pos, 8)
-    attributes = _be(buf, pos + _AT_ATTRIBUTES, 2)
+    base = be(buf, pos, 8)
+    attributes = be(buf, pos + _AT_ATTRIBUTES, 2)
     cols[F_POSITION, row] = pos
     cols[F_SIZE, row] = size
     cols[F_MAGIC, row] = 2
     cols[F_BASE, row] = base
-    cols[F_LAST, row] = base + _be(buf, pos + _AT_DELTA, 4)
-    cols[F_COUNT, row] = _be(buf, pos + _AT_COUNT, 4)
-    cols[F_EPOCH, row] = _be(buf, pos + _AT_EPOCH, 4)
-    cols[F_CRC, row] = _be(buf, pos + _AT_CRC, 4) & 0xFFFFFFFF
+    cols[F_LAST, row] = base + be(buf, pos + _AT_DELTA, 4)
+    cols[F_COUNT, row] = be(buf, pos + _AT_COUNT, 4)
+    cols[F_EPOCH, row] = be(buf, pos + _AT_EPOCH, 4)
+    cols[F_CRC, row] = be(buf, pos + _AT_CRC, 4) & 0xFFFFFFFF
     cols[F_ATTR, row] = attributes
     cols[F_CODEC, row] = attributes & _CODEC_MASK
     cols[F_TS_TYPE, row] = 1 if attributes & _TS_TYPE_MASK else 0
-    cols[F_FIRST_TS, row] = _be(buf, pos + _AT_FIRST_TS, 8)
-    cols[F_MAX_TS, row] = _be(buf, pos + _AT_MAX_TS, 8)
-    cols[F_PID, row] = _be(buf, pos + _AT_PID, 8)
-    cols[F_PEPOCH, row] = _be(buf, pos + _AT_PEPOCH, 2)
-    cols[F_BSEQ, row] = _be(buf, pos + _AT_BSEQ, 4)
+    cols[F_FIRST_TS, row] = be(buf, pos + _AT_FIRST_TS, 8)
+    cols[F_MAX_TS, row] = be(buf, pos + _AT_MAX_TS, 8)
+    cols[F_PID, row] = be(buf, pos + _AT_PID, 8)
+    cols[F_PEPOCH, row] = be(buf, pos + _AT_PEPOCH, 2)
+    cols[F_BSEQ, row] = be(buf, pos + _AT_BSEQ, 4)
     cols[F_TXN, row] = 1 if attributes & _TXN_MASK else 0
     cols[F_CONTROL, row] = 1 if attributes & _CONTROL_MASK else 0
     cols[F_DELETE_HORIZON, row] = 1 if attributes & _DELETE_HORIZON_MASK else 0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _crc32c_hw(buf, start, stop, t):  # pragma: no cover - compiled
+    """`crc32c_hw_kernel` with `crc32c_kernel`'s signature (`t` unused)."""
+    return crc32c_hw_kernel(buf, start, stop)
+
+
+# The CRC the walk computes, chosen once: the hardware instruction is never compiled where the CPU lacks it.
+# (numba freezes this global into the kernel; its on-disk cache is keyed by the CPU, so it stays consistent.)
+_CRC32C = _crc32c_hw if HARDWARE_CRC else crc32c_kernel
+
+
+@njit(cache=True, nogil=True, inline="always")
+def walk_rows(buf, pos, end, cols, row, row_limit, t, verify):  # pragma: no cover - compiled
+    """Fill cols[:, row:] with clean v2 batches from pos (`clean_size`, `fill_row`); with `verify`,
+    crc_valid says whether the CRC holds, without, the batches are trusted (1). (next row, stop position)."""
+    while row < row_limit:
+        size = clean_size(buf, pos, end)
+        if size < 0:
+            break
+        fill_row(buf, pos, size, cols, row)
+        if verify:
+            cols[F_CRC_VALID, row] = 1 if _CRC32C(buf, pos + _AT_ATTRIBUTES, pos + size, t) == cols[F_CRC, row] else 0
+        else:
+            cols[F_CRC_VALID, row] = 1
+        pos += size
+        row += 1
+    return row, pos
+
+
 @njit(cache=True, nogil=True)
 def walk_kernel(buf, pos, end, cols, row, row_limit, t):  # pragma: no cover - compiled
-    """Fill cols[:, row:] with clean v2 batches from pos; return (next row, stop position)."""
-    while row < row_limit:
-        size = _clean_size(buf, pos, end)
-        if size < 0:
-            break
-        _fill_row(buf, pos, size, cols, row)
-        cols[F_CRC_VALID, row] = 1 if crc32c_kernel(buf, pos + _AT_ATTRIBUTES, pos + size, t) == cols[F_CRC, row] else 0
-        pos += size
-        row += 1
-    return row, pos
+    """Fill cols[:, row:] with clean v2 batches from pos, CRCs checked; return (next row, stop position)."""
+    return walk_rows(buf, pos, end, cols, row, row_limit, t, True)
 
 
-@njit(cache=True, nogil=True)
-def walk_kernel_hw(buf, pos, end, cols, row, row_limit, t):  # pragma: no cover - compiled
-    """`walk_kernel` with the hardware CRC (`t` unused, same signature)."""
-    while row < row_limit:
-        size = _clean_size(buf, pos, end)
-        if size < 0:
-            break
-        _fill_row(buf, pos, size, cols, row)
-        cols[F_CRC_VALID, row] = 1 if crc32c_hw_kernel(buf, pos + _AT_ATTRIBUTES, pos + size) == cols[F_CRC, row] else 0
-        pos += size
-        row += 1
-    return row, pos
+WALK_KERNEL = walk_kernel
 
 
-WALK_KERNEL = walk_kernel_hw if HARDWARE_CRC else walk_kernel
+_broken_rules = njit(cache=True, nogil=True, inline="always")(batch_rules.broken_rules)
 
 
 @njit(cache=True, nogil=True)
 def judge_kernel(cols, start, stop, prev_last, has_prev, seg, check_seg, first_of_segment,
                  flagged, prev):  # pragma: no cover - compiled
     """For each row i of cols[:, start:stop]: prev[i - start], the highest last offset before it, and
-    flagged[i - start], whether `SegmentWalk.check` could add a finding on it or stop there (a bad
-    CRC, an unknown codec, a control batch, impossible counts, a gap or overlap with the batches
-    before, a last offset outside the segment's 32-bit range). Returns the highest last offset after
-    the rows. One pass instead of a dozen array operations: the walk's bookkeeping stays a small part
-    of its cost on one-record batches."""
+    flagged[i - start], whether it breaks any rule of `batch_rules.RULES` (`broken_rules`, the predicate
+    `SegmentWalk.check` runs), so `check` must look at it. Returns the highest last offset after the rows.
+    One pass instead of a dozen array operations: the walk's bookkeeping stays a small part of its cost
+    on one-record batches."""
     top = prev_last
     seen = has_prev
     for i in range(start, stop):
-        base = cols[F_BASE, i]
         last = cols[F_LAST, i]
-        count = cols[F_COUNT, i]
-        bad = cols[F_CRC_VALID, i] == 0 or cols[F_CODEC, i] > 4 or cols[F_CONTROL, i] != 0
-        bad = bad or count < 0 or last < base or count > last - base + 1
-        if seen:
-            bad = bad or not (base > top and base - top == 1)
-        if check_seg:
-            bad = bad or last < seg or last > seg + _INT32_MAX or (i == start and first_of_segment and base < seg)
-        flagged[i - start] = bad
+        flagged[i - start] = _broken_rules(
+            cols[F_MAGIC, i], cols[F_SIZE, i], cols[F_CRC_VALID, i] != 0, cols[F_CODEC, i], cols[F_COUNT, i],
+            cols[F_BASE, i], last, cols[F_CONTROL, i] != 0, top, seen, seg, check_seg,
+            i == start and first_of_segment) != 0
         prev[i - start] = top
         if not seen or last > top:
             top = last

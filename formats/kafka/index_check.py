@@ -2,9 +2,9 @@
 
 Pure functions: the caller walks the segment and reads the index; these
 compare and return findings. They take all batches of the segment at once, as
-a list of `BatchInfo`: the reference, kept simple. `index_stream` holds the
-streaming forms doctor and `dump --verify-index-only` use, checked against
-these in tests.
+a list of `BatchInfo`, and run the one check, `index_stream`'s streaming form
+(doctor and `dump --verify-index-only` feed it block by block); the tests'
+independent list-form oracle is tests/formats/kafka/index_oracle.py.
 
 What counts as correct follows how the broker writes and uses each index:
 - `.index` entry (O, P): the append starting at batch position P ends at
@@ -19,10 +19,10 @@ What counts as correct follows how the broker writes and uses each index:
 """
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 
 from replog.formats.findings import Finding, FindingSink, Severity
+from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.offset_index import (
     OffsetIndexEntry,
 )
@@ -35,73 +35,22 @@ MAX_FINDINGS = 100  # per index file; one corrupt 10 MiB index would give a mill
 
 def check_offset_index(batches: Sequence[BatchInfo], entries: Sequence[OffsetIndexEntry], *,
                        base_offset: int, log_size: int, path: str = "") -> list[Finding]:
-    """Every `.index` entry against the batches (in file order) of its `.log`."""
-    sink = FindingSink(path, MAX_FINDINGS)
-    starts = [b.position for b in batches]
-    lasts = [b.last_offset for b in batches]
-    framed_end = batches[-1].end if batches else 0
-    for slot, (offset, position) in enumerate(entries):
-        at = slot * 8
-        if offset == base_offset and position == 0:
-            continue  # the lookup default; a zero slot 0 of an empty preallocated index
-        if position >= log_size:
-            sink.add("KAFKA_INDEX_OUT_OF_RANGE", at, offset,
-                     f"slot {slot}: position {position} is past the end of the log ({log_size} bytes)")
-            continue
-        i = bisect.bisect_left(starts, position)
-        if i == len(starts) or starts[i] != position:
-            where = "inside the damaged tail" if position >= framed_end else "not at a batch start"
-            sink.add("KAFKA_INDEX_BAD_ENTRY", at, offset, f"slot {slot}: position {position} is {where}")
-            continue
-        if not batches[i].crc_valid:
-            continue  # the batch there is damaged; its header cannot vouch either way
-        if i > 0 and lasts[i - 1] >= offset:
-            sink.add("KAFKA_INDEX_BAD_ENTRY", at, offset,
-                     f"slot {slot}: offset {offset} is already reached by the batch before position "
-                     f"{position} (last offset {lasts[i - 1]})", batch_position=starts[i - 1])
-            continue
-        j = bisect.bisect_left(lasts, offset, lo=i)
-        if j == len(lasts) or lasts[j] != offset:
-            sink.add("KAFKA_INDEX_BAD_ENTRY", at, offset,
-                     f"slot {slot}: no batch at or after position {position} ends at offset {offset} "
-                     f"(batch there: {batches[i].base_offset}..{lasts[i]})", batch_position=position)
-    return sink.result()
+    """Every `.index` entry against the batches (in file order) of its `.log`: the streaming check
+    (`index_stream.OffsetIndexCheck`) fed them as one block, so there is one offset index check."""
+    from replog.formats.kafka.index_stream import OffsetIndexCheck
+    check = OffsetIndexCheck(entries, base_offset=base_offset, log_size=log_size, path=path)
+    check.feed(BatchBlock.from_infos(list(batches)))
+    return check.finish()
 
 
 def check_time_index(batches: Sequence[BatchInfo], entries: Sequence[TimeIndexEntry], *,
                      base_offset: int, path: str = "") -> list[Finding]:
-    """Every `.timeindex` entry against the max timestamps of the batches."""
-    sink = FindingSink(path, MAX_FINDINGS)
-    data = list(batches)
-    firsts = [b.base_offset for b in data]
-    running: list[int] = []
-    top = -1
-    for b in data:
-        top = max(top, b.max_timestamp) if b.crc_valid else top
-        running.append(top)
-    for slot, (timestamp, offset) in enumerate(entries):
-        at = slot * 12
-        if slot == 0 and timestamp == 0 and offset == base_offset and not _has_ts(data, 0):
-            continue  # zero slot 0 of an empty preallocated index
-        i = bisect.bisect_right(firsts, offset) - 1
-        if i < 0 or offset > data[i].last_offset:
-            code = ("KAFKA_INDEX_OUT_OF_RANGE" if not data or offset > data[-1].last_offset
-                    else "KAFKA_TIMEINDEX_MISMATCH")
-            sink.add(code, at, offset, f"slot {slot}: offset {offset} is in no batch of the log")
-            continue
-        b = data[i]
-        if not b.crc_valid:
-            continue  # damaged batch: its max timestamp cannot be trusted
-        if b.max_timestamp != timestamp or running[i] != timestamp:
-            sink.add("KAFKA_TIMEINDEX_MISMATCH", at, offset,
-                     f"slot {slot}: timestamp {timestamp}, but the batch holding offset {offset} has max "
-                     f"timestamp {b.max_timestamp} and the largest timestamp up to it is {running[i]}",
-                     batch_position=b.position)
-    return sink.result()
-
-
-def _has_ts(batches: Sequence[BatchInfo], ts: int) -> bool:
-    return any(b.max_timestamp == ts for b in batches)
+    """Every `.timeindex` entry against the max timestamps of the batches: the streaming check
+    (`index_stream.TimeIndexCheck`) fed them as one block, so there is one time index check."""
+    from replog.formats.kafka.index_stream import TimeIndexCheck
+    check = TimeIndexCheck(entries, base_offset=base_offset, path=path)
+    check.feed(BatchBlock.from_infos(list(batches)))
+    return check.finish()
 
 
 def check_txn_index(expected: Sequence[AbortedTxn], actual: Sequence[AbortedTxn], *,

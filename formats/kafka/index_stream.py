@@ -116,7 +116,43 @@ class _InKeyOrder:
         return 0 if self.order is None else self.order.nbytes + self.keys.nbytes
 
 
-class OffsetIndexCheck:
+class _StreamCheck:
+    """What both streaming checks share: blocks fed in file order, each entry's verdict (0: no finding),
+    settled at `finish` and turned into findings in slot order under the `MAX_FINDINGS` cap."""
+
+    path: str
+    _verdict: np.ndarray
+    _done: bool
+
+    def feed(self, block: BatchBlock) -> None:
+        """Check the entries this block (the next batches of the segment, in file order) decides."""
+        if self._done:
+            raise RuntimeError("feed after finish")
+        if len(block):
+            self._feed(block)
+
+    def finish(self) -> list[Finding]:
+        """The findings, once every block has been fed (then the check is spent)."""
+        if not self._done:
+            self._done = True
+            self._settle()
+        sink = FindingSink(self.path, MAX_FINDINGS)
+        for slot in kept_slots(sink, np.flatnonzero(self._verdict)):
+            self._add(sink, slot)
+        return sink.result()
+
+    def _feed(self, block: BatchBlock) -> None:
+        raise NotImplementedError
+
+    def _settle(self) -> None:
+        """Decide what no block decided: the end of the segment is known."""
+        raise NotImplementedError
+
+    def _add(self, sink: FindingSink, slot: int) -> None:
+        raise NotImplementedError
+
+
+class OffsetIndexCheck(_StreamCheck):
     """`check_offset_index`, fed the segment's batches block by block.
 
     `entries`: the `.index` as `OffsetIndexColumns` (from
@@ -181,13 +217,8 @@ class OffsetIndexCheck:
         return (self._offsets.nbytes() + self._positions.nbytes + self._verdict.nbytes + self._aux.nbytes
                 + self._by_position.nbytes() + self._waiting.nbytes)
 
-    def feed(self, block: BatchBlock) -> None:
-        """Check the entries this block (the next batches of the segment, in file order) decides."""
-        if self._done:
-            raise RuntimeError("feed after finish")
+    def _feed(self, block: BatchBlock) -> None:
         n = len(block)
-        if not n:
-            return
         starts, lasts = block.position, block.last_offset
         reach = np.maximum.accumulate(lasts)
         if self._waiting.size:
@@ -252,18 +283,10 @@ class OffsetIndexCheck:
         self._verdict[waiting] = _WAITING
         self._waiting = np.concatenate([self._waiting, waiting]) if self._waiting.size else waiting
 
-    def finish(self) -> list[Finding]:
-        """The findings, once every block has been fed (then the check is spent)."""
-        if not self._done:
-            self._done = True
-            self._verdict[self._verdict == _UNDECIDED] = _NOT_START  # past the last batch start
-            self._verdict[self._waiting] = _NO_END                   # no batch ever reached O
-            self._waiting = self._waiting[:0]
-        sink = FindingSink(self.path, MAX_FINDINGS)
-        flagged = np.flatnonzero(self._verdict)
-        for slot in kept_slots(sink, flagged):
-            self._add(sink, slot)
-        return sink.result()
+    def _settle(self) -> None:
+        self._verdict[self._verdict == _UNDECIDED] = _NOT_START  # past the last batch start
+        self._verdict[self._waiting] = _NO_END                   # no batch ever reached O
+        self._waiting = self._waiting[:0]
 
     def _add(self, sink: FindingSink, slot: int) -> None:
         at, offset, position = slot * 8, self._offsets.exact(slot), int(self._positions[slot])
@@ -284,7 +307,7 @@ class OffsetIndexCheck:
                      f"(batch there: {a}..{b})", batch_position=position)
 
 
-class TimeIndexCheck:
+class TimeIndexCheck(_StreamCheck):
     """`check_time_index`, fed the segment's batches block by block.
 
     `entries`: the `.timeindex` as `TimeIndexColumns` (from
@@ -334,13 +357,8 @@ class TimeIndexCheck:
         return (self._offsets.nbytes() + self._timestamps.nbytes + self._verdict.nbytes + self._aux.nbytes
                 + self._by_offset.nbytes())
 
-    def feed(self, block: BatchBlock) -> None:
-        """Check the entries this block (the next batches of the segment, in file order) decides."""
-        if self._done:
-            raise RuntimeError("feed after finish")
+    def _feed(self, block: BatchBlock) -> None:
         n = len(block)
-        if not n:
-            return
         firsts = np.maximum.accumulate(block.base_offset)
         if self._batches:
             np.maximum(firsts, self._first_max, out=firsts)
@@ -379,21 +397,14 @@ class TimeIndexCheck:
         self._aux[1, bad] = np.broadcast_to(running, slots.shape)[wrong]
         self._aux[2, bad] = np.broadcast_to(position, slots.shape)[wrong]
 
-    def finish(self) -> list[Finding]:
-        """The findings, once every block has been fed (then the check is spent)."""
-        if not self._done:
-            self._done = True
-            slots = self._by_offset.rest()  # past every base offset: the last batch's, if any
-            if slots.size:
-                pos, last, crc, mts = self._last
-                self._judge(slots, has_batch=self._batches > 0, position=pos, last=last, crc_valid=crc,
-                            max_ts=mts, running=self._top)
-            if self._zero_slot and not self._has_zero_ts:
-                self._verdict[0] = _NONE  # zero slot 0 of an empty preallocated index
-        sink = FindingSink(self.path, MAX_FINDINGS)
-        for slot in kept_slots(sink, np.flatnonzero(self._verdict)):
-            self._add(sink, slot)
-        return sink.result()
+    def _settle(self) -> None:
+        slots = self._by_offset.rest()  # past every base offset: the last batch's, if any
+        if slots.size:
+            pos, last, crc, mts = self._last
+            self._judge(slots, has_batch=self._batches > 0, position=pos, last=last, crc_valid=crc,
+                        max_ts=mts, running=self._top)
+        if self._zero_slot and not self._has_zero_ts:
+            self._verdict[0] = _NONE  # zero slot 0 of an empty preallocated index
 
     def _add(self, sink: FindingSink, slot: int) -> None:
         at, offset, timestamp = slot * 12, self._offsets.exact(slot), int(self._timestamps[slot])

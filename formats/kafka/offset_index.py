@@ -8,7 +8,7 @@ a genuine `(0, 0)` entry), the same rule `DumpLogSegments` uses.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -106,25 +106,10 @@ def last_entry(buf, base_offset: int) -> OffsetIndexEntry | None:
 
 
 def read_offset_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
-    """Entries of a `.index`, the padding slot count, and what is wrong with it."""
-    sink = FindingSink(path)
-    data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
-    entries: list[OffsetIndexEntry] = []
-    prev: tuple[int, int] | None = None
-    for slot, (rel, pos) in enumerate(ENTRY_STRUCT.iter_unpack(memoryview(buf)[: data_slots * ENTRY_SIZE])):
-        at = slot * ENTRY_SIZE
-        if rel < 0 or pos < 0:
-            sink.add("KAFKA_INDEX_OUT_OF_RANGE", position=at, offset=base_offset + rel,
-                     message=f"slot {slot}: negative relative offset or position ({rel}, {pos})")
-        elif slot and rel == 0 and pos == 0:
-            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset,
-                     message=f"slot {slot}: padding entry (0, 0) followed by non-zero entries")
-        elif prev is not None and (rel <= prev[0] or pos <= prev[1]):
-            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset + rel,
-                     message=f"slot {slot}: ({rel}, {pos}) does not follow ({prev[0]}, {prev[1]})")
-        prev = (rel, pos)
-        entries.append(OffsetIndexEntry(base_offset + rel, pos))
-    return IndexRead(entries, tail, sink.result())
+    """Entries of a `.index`, the padding slot count, and what is wrong with it (`read_offset_index_columns`
+    as a list: one check)."""
+    columns = read_offset_index_columns(buf, base_offset, path=path)
+    return IndexRead(list(columns.entries()), columns.zero_tail_entries, columns.findings)
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # arrays: no element-wise ==
@@ -177,26 +162,36 @@ def read_offset_index_columns(buf, base_offset: int, *, path: str = "") -> Offse
     """`read_offset_index` as columns: same padding count, same findings, vectorised checks."""
     sink = FindingSink(path)
     data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
-    raw = np.frombuffer(buf, dtype=">i4", count=2 * data_slots).reshape(-1, 2)
-    rel, pos = raw[:, 0].astype(np.int64), raw[:, 1].astype(np.int64)
-    negative = (rel < 0) | (pos < 0)
-    later = np.arange(data_slots) > 0
-    padding = ~negative & later & (rel == 0) & (pos == 0)
+    raw = np.frombuffer(buf, dtype=ENTRY_DTYPE, count=data_slots)
+    rel, pos = raw["relative_offset"].astype(np.int64), raw["position"].astype(np.int64)
     prev_rel, prev_pos = np.roll(rel, 1), np.roll(pos, 1)
-    backwards = ~negative & ~padding & later & ((rel <= prev_rel) | (pos <= prev_pos))
-    flagged = np.flatnonzero(negative | padding | backwards)
-    for slot in kept_slots(sink, flagged):
-        at, r, p = slot * ENTRY_SIZE, int(rel[slot]), int(pos[slot])
+    check_slots(sink, base_offset, ENTRY_SIZE, rel, pos, negative=(rel < 0) | (pos < 0),
+                backwards=(rel <= prev_rel) | (pos <= prev_pos),
+                negative_text=lambda s: f"negative relative offset or position ({rel[s]}, {pos[s]})",
+                backwards_text=lambda s: f"({rel[s]}, {pos[s]}) does not follow ({prev_rel[s]}, {prev_pos[s]})")
+    return OffsetIndexColumns(base_offset, rel, pos, tail, sink.result())
+
+
+def check_slots(sink: FindingSink, base_offset: int, entry_size: int, rel: np.ndarray, other: np.ndarray, *,
+                negative: np.ndarray, backwards: np.ndarray, negative_text: Callable[[int], str],
+                backwards_text: Callable[[int], str]) -> None:
+    """The slot rules of a fixed-entry index (`.index` and `.timeindex` alike), in slot order: a negative
+    value is out of range; a (0, 0) slot after slot 0 is padding followed by entries; otherwise an entry
+    must not go back from the slot before it (what `backwards` says, per index)."""
+    later = np.arange(len(rel)) > 0
+    padding = ~negative & later & (rel == 0) & (other == 0)
+    backwards = ~negative & ~padding & later & backwards
+    for slot in kept_slots(sink, np.flatnonzero(negative | padding | backwards)):
+        at, r = slot * entry_size, int(rel[slot])
         if negative[slot]:
             sink.add("KAFKA_INDEX_OUT_OF_RANGE", position=at, offset=base_offset + r,
-                     message=f"slot {slot}: negative relative offset or position ({r}, {p})")
+                     message=f"slot {slot}: {negative_text(slot)}")
         elif padding[slot]:
             sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset,
                      message=f"slot {slot}: padding entry (0, 0) followed by non-zero entries")
         else:
             sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset + r,
-                     message=f"slot {slot}: ({r}, {p}) does not follow ({int(prev_rel[slot])}, {int(prev_pos[slot])})")
-    return OffsetIndexColumns(base_offset, rel, pos, tail, sink.result())
+                     message=f"slot {slot}: {backwards_text(slot)}")
 
 
 def kept_slots(sink: FindingSink, flagged: np.ndarray) -> list[int]:

@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from replog.formats.errors import FormatError
 from replog.formats.kafka import batch as v2
-from replog.formats.kafka.fastrecords import RecordColumns, _varint, records_kernel
-from replog.formats.kafka.fastwalk import HAVE_NUMBA, njit
+from replog.formats.kafka.fastrecords import RecordColumns, records_kernel
+from replog.formats.kafka.kernels import HAVE_NUMBA, njit, record_frame
 from replog.formats.kafka.segment import BatchInfo
 
 _COLUMNS = (("offset", np.int64), ("timestamp", np.int64), ("attributes", np.uint8), ("sequence", np.int32),
@@ -36,10 +36,9 @@ def record_starts_kernel(data, count, every, out):  # pragma: no cover - compile
         if i % every == 0:
             out[k] = pos
             k += 1
-        length, pos, ok = _varint(data, pos, stop, 5)
-        if not ok or length < 6 or pos + length > stop:
+        _body, pos, ok = record_frame(data, pos, stop)
+        if not ok:
             return -1
-        pos += length
     return k if pos == stop else -1
 
 

@@ -17,6 +17,7 @@ from replog.formats.fileio import RELEASE_STEP, all_zero, release_pages
 from replog.formats.fileview import readable
 from replog.formats.findings import Finding, finding, from_error
 from replog.formats.kafka import batch as v2
+from replog.formats.kafka import batch_rules as rules
 from replog.formats.kafka import control, legacy
 from replog.formats.kafka.batch import BatchInfo as BatchInfo  # re-exported: the walk yields it
 
@@ -152,51 +153,46 @@ class SegmentWalk:
     # -- checks --------------------------------------------------------------------
 
     def check(self, b: BatchInfo, prev_last: int | None) -> bool:
-        """Record findings for one batch; False when broker recovery would stop here."""
+        """Record findings for one batch; False when broker recovery would stop here. Which rules the batch
+        breaks is `batch_rules.broken_rules`, the predicate the compiled judge (`fastwalk`) runs too."""
+        seg = self.base_offset
+        mask = rules.broken_rules(b.magic, b.size, b.crc_valid, b.codec, b.count, b.base_offset, b.last_offset,
+                                  b.is_control, 0 if prev_last is None else prev_last, prev_last is not None,
+                                  0 if seg is None else seg, seg is not None, self.batch_count == 0)
         ok = True
-        if b.magic > 2 or b.magic < 0:
-            self._add("KAFKA_BATCH_BAD_MAGIC", b.position, b.base_offset, f"magic {b.magic}")
-            return False
-        if b.magic == 2 and b.size < v2.HEADER_SIZE:
-            self._add("KAFKA_BATCH_LENGTH_TOO_SMALL", b.position, b.base_offset,
-                      f"v2 batch of {b.size} bytes is smaller than its 61-byte header")
-            return False
-        if not b.crc_valid:
-            self._add("KAFKA_BATCH_CRC_MISMATCH", b.position, b.base_offset,
-                      f"stored crc {b.crc:#010x} does not match the batch bytes")
-            ok = False
-        if b.codec > (4 if b.magic == 2 else 3):
-            self._add("KAFKA_BATCH_BAD_CODEC", b.position, b.base_offset, f"codec id {b.codec}")
-        if b.magic == 2 and (b.count < 0 or b.last_offset < b.base_offset
-                             or b.count > b.last_offset - b.base_offset + 1):
-            self._add("KAFKA_BATCH_BAD_RECORD_COUNT", b.position, b.base_offset,
-                      f"{b.count} records in offsets {b.base_offset}..{b.last_offset}")
-        if self.base_offset is not None:
-            ok = self._check_against_segment(b) and ok
-        if prev_last is not None:
-            if b.base_offset <= prev_last:
-                self._add("KAFKA_OFFSETS_NOT_INCREASING", b.position, b.base_offset,
-                          f"batch starts at {b.base_offset}, previous batch ended at {prev_last}")
-            elif b.base_offset > prev_last + 1:
-                self._add("KAFKA_OFFSET_GAP", b.position, b.base_offset,
-                          f"offsets {prev_last + 1}..{b.base_offset - 1} are absent",
-                          gap_start=prev_last + 1, gap_end=b.base_offset - 1)
-        if ok and b.is_control and b.magic == 2:
-            ok = self._check_control(b)
+        for i, rule in enumerate(rules.RULES):
+            if not mask >> i & 1:
+                continue
+            if 1 << i == rules.CONTROL_RECORDS:
+                ok = ok and self._check_control(b)
+                continue
+            offset, message, details = self._rule_finding(1 << i, b, prev_last)
+            self._add(rule.code, b.position, offset, message, **details)
+            ok = ok and not rule.stops_recovery
         return ok
 
-    def _check_against_segment(self, b: BatchInfo) -> bool:
-        if self.base_offset is None:  # no file name to check against
-            return True
-        if self.batch_count == 0 and b.base_offset < self.base_offset:
-            self._add("KAFKA_SEGMENT_NAME_MISMATCH", b.position, b.base_offset,
-                      f"first batch starts at {b.base_offset}, file name says {self.base_offset}")
-        relative = b.last_offset - self.base_offset
-        if relative < 0 or relative > v2.INT32_MAX:
-            self._add("KAFKA_SEGMENT_OFFSET_OVERFLOW", b.position, b.last_offset,
-                      f"offset {b.last_offset} is outside the segment's 32-bit range from {self.base_offset}")
-            return False
-        return True
+    def _rule_finding(self, rule: int, b: BatchInfo, prev_last: int | None) -> tuple[int, str, dict[str, Any]]:
+        """(offset, message, details) of the finding of a broken batch rule."""
+        if rule == rules.BAD_MAGIC:
+            return b.base_offset, f"magic {b.magic}", {}
+        if rule == rules.LENGTH_TOO_SMALL:
+            return b.base_offset, f"v2 batch of {b.size} bytes is smaller than its 61-byte header", {}
+        if rule == rules.CRC_MISMATCH:
+            return b.base_offset, f"stored crc {b.crc:#010x} does not match the batch bytes", {}
+        if rule == rules.BAD_CODEC:
+            return b.base_offset, f"codec id {b.codec}", {}
+        if rule == rules.BAD_RECORD_COUNT:
+            return b.base_offset, f"{b.count} records in offsets {b.base_offset}..{b.last_offset}", {}
+        if rule == rules.SEGMENT_NAME_MISMATCH:
+            return b.base_offset, f"first batch starts at {b.base_offset}, file name says {self.base_offset}", {}
+        if rule == rules.SEGMENT_OFFSET_OVERFLOW:
+            return b.last_offset, (f"offset {b.last_offset} is outside the segment's 32-bit range from "
+                                   f"{self.base_offset}"), {}
+        if rule == rules.OFFSETS_NOT_INCREASING:
+            return b.base_offset, f"batch starts at {b.base_offset}, previous batch ended at {prev_last}", {}
+        assert prev_last is not None, "an offset gap needs a batch before"
+        return (b.base_offset, f"offsets {prev_last + 1}..{b.base_offset - 1} are absent",
+                {"gap_start": prev_last + 1, "gap_end": b.base_offset - 1})
 
     def _check_control(self, b: BatchInfo) -> bool:
         try:

@@ -14,7 +14,7 @@ import construct as cs
 import numpy as np
 
 from replog.formats.findings import Finding, FindingSink, finding
-from replog.formats.kafka.offset_index import INT32_MAX, IndexRead, absolute_offsets, kept_slots, split_slots
+from replog.formats.kafka.offset_index import INT32_MAX, IndexRead, absolute_offsets, check_slots, split_slots
 from replog.formats.layout import dtype_of, struct_of
 
 ENTRY = cs.Struct(
@@ -33,28 +33,10 @@ class TimeIndexEntry(NamedTuple):
 
 
 def read_time_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
-    """Entries of a `.timeindex`, the padding slot count, and what is wrong with it.
-
-    Offsets and timestamps must not decrease (`TimeIndex.maybeAppend` throws otherwise).
-    """
-    sink = FindingSink(path)
-    data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
-    entries: list[TimeIndexEntry] = []
-    prev: tuple[int, int] | None = None
-    for slot, (ts, rel) in enumerate(ENTRY_STRUCT.iter_unpack(memoryview(buf)[: data_slots * ENTRY_SIZE])):
-        at = slot * ENTRY_SIZE
-        if rel < 0:
-            sink.add("KAFKA_INDEX_OUT_OF_RANGE", position=at, offset=base_offset + rel,
-                     message=f"slot {slot}: negative relative offset {rel}")
-        elif slot and ts == 0 and rel == 0:
-            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset,
-                     message=f"slot {slot}: padding entry (0, 0) followed by non-zero entries")
-        elif prev is not None and (rel < prev[1] or ts < prev[0]):
-            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset + rel,
-                     message=f"slot {slot}: ({ts}, {rel}) goes back from ({prev[0]}, {prev[1]})")
-        prev = (ts, rel)
-        entries.append(TimeIndexEntry(ts, base_offset + rel))
-    return IndexRead(entries, tail, sink.result())
+    """Entries of a `.timeindex`, the padding slot count, and what is wrong with it (`read_time_index_columns`
+    as a list: one check). Offsets and timestamps must not decrease (`TimeIndex.maybeAppend` throws otherwise)."""
+    columns = read_time_index_columns(buf, base_offset, path=path)
+    return IndexRead(list(columns.entries()), columns.zero_tail_entries, columns.findings)
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # arrays: no element-wise ==
@@ -91,23 +73,10 @@ def read_time_index_columns(buf, base_offset: int, *, path: str = "") -> TimeInd
     data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
     raw = np.frombuffer(buf, dtype=ENTRY_DTYPE, count=data_slots)
     ts, rel = raw["timestamp"].astype(np.int64), raw["relative_offset"].astype(np.int64)
-    negative = rel < 0
-    later = np.arange(data_slots) > 0
-    padding = ~negative & later & (ts == 0) & (rel == 0)
     prev_ts, prev_rel = np.roll(ts, 1), np.roll(rel, 1)
-    backwards = ~negative & ~padding & later & ((rel < prev_rel) | (ts < prev_ts))
-    flagged = np.flatnonzero(negative | padding | backwards)
-    for slot in kept_slots(sink, flagged):
-        at, t, r = slot * ENTRY_SIZE, int(ts[slot]), int(rel[slot])
-        if negative[slot]:
-            sink.add("KAFKA_INDEX_OUT_OF_RANGE", position=at, offset=base_offset + r,
-                     message=f"slot {slot}: negative relative offset {r}")
-        elif padding[slot]:
-            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset,
-                     message=f"slot {slot}: padding entry (0, 0) followed by non-zero entries")
-        else:
-            sink.add("KAFKA_INDEX_NOT_MONOTONIC", position=at, offset=base_offset + r,
-                     message=f"slot {slot}: ({t}, {r}) goes back from ({int(prev_ts[slot])}, {int(prev_rel[slot])})")
+    check_slots(sink, base_offset, ENTRY_SIZE, rel, ts, negative=rel < 0, backwards=(rel < prev_rel) | (ts < prev_ts),
+                negative_text=lambda s: f"negative relative offset {rel[s]}",
+                backwards_text=lambda s: f"({ts[s]}, {rel[s]}) goes back from ({prev_ts[s]}, {prev_rel[s]})")
     return TimeIndexColumns(base_offset, ts, rel, tail, sink.result())
 
 

@@ -26,6 +26,7 @@ from replog.formats.kafka.blocks import FIELDS, ROW, BatchBlock
 from replog.formats.kafka.offset_index import OffsetIndexEntry
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk
 from replog.formats.kafka.time_index import TimeIndexEntry
+from tests.formats.kafka import index_oracle as oracle
 from tests.formats.kafka.segments import TS
 
 INT64_MAX = 2**63 - 1
@@ -228,7 +229,7 @@ def test_offset_index_stream_is_the_list_check(data) -> None:
     entries = data.draw(offset_entries(base, len(buf), infos))
     sizes = data.draw(splits(len(infos)))
     kw = dict(base_offset=base, log_size=len(buf), path="s.index")
-    want = dicts(ic.check_offset_index(infos, entries, **kw))
+    want = dicts(oracle.check_offset_index(infos, entries, **kw))
     assert dicts(stream_offset(infos, entries, sizes, **kw)) == want
     assert dicts(linear_offset_check(infos, entries, **kw)) == want  # the stand-in agrees where both apply
     writable = all(0 <= e.offset - base <= oi.INT32_MAX and e.position >= 0 for e in entries)
@@ -236,7 +237,7 @@ def test_offset_index_stream_is_the_list_check(data) -> None:
         raw = oi.write_offset_index(entries, base)
         listed, cols = oi.read_offset_index(raw, base).entries, oi.read_offset_index_columns(raw, base)
         assert list(cols.entries()) == listed
-        assert dicts(stream_offset(infos, cols, sizes, **kw)) == dicts(ic.check_offset_index(infos, listed, **kw))
+        assert dicts(stream_offset(infos, cols, sizes, **kw)) == dicts(oracle.check_offset_index(infos, listed, **kw))
 
 
 @SETTINGS
@@ -246,14 +247,14 @@ def test_time_index_stream_is_the_list_check(data) -> None:
     entries = data.draw(time_entries(base, infos))
     sizes = data.draw(splits(len(infos)))
     kw = dict(base_offset=base, path="s.timeindex")
-    want = dicts(ic.check_time_index(infos, entries, **kw))
+    want = dicts(oracle.check_time_index(infos, entries, **kw))
     assert dicts(stream_time(infos, entries, sizes, **kw)) == want
     assert dicts(linear_time_check(infos, entries, **kw)) == want
     if all(0 <= e.offset - base <= oi.INT32_MAX for e in entries):
         raw = ti.write_time_index(entries, base)
         listed, cols = ti.read_time_index(raw, base).entries, ti.read_time_index_columns(raw, base)
         assert list(cols.entries()) == listed
-        assert dicts(stream_time(infos, cols, sizes, **kw)) == dicts(ic.check_time_index(infos, listed, **kw))
+        assert dicts(stream_time(infos, cols, sizes, **kw)) == dicts(oracle.check_time_index(infos, listed, **kw))
 
 
 @SETTINGS
@@ -272,9 +273,9 @@ def test_offsets_out_of_order_follow_file_order(data) -> None:
     assert got_o == dicts(linear_offset_check(infos, o_entries, **okw))
     assert got_t == dicts(linear_time_check(infos, t_entries, **tkw))
     if ascending([b.last_offset for b in infos]):
-        assert got_o == dicts(ic.check_offset_index(infos, o_entries, **okw))
+        assert got_o == dicts(oracle.check_offset_index(infos, o_entries, **okw))
     if ascending([b.base_offset for b in infos]):
-        assert got_t == dicts(ic.check_time_index(infos, t_entries, **tkw))
+        assert got_t == dicts(oracle.check_time_index(infos, t_entries, **tkw))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -291,8 +292,9 @@ def test_the_cap_on_findings_is_the_same(data) -> None:
     sizes = data.draw(splits(len(infos)))
     okw = dict(base_offset=base, log_size=len(buf), path="s.index")
     tkw = dict(base_offset=base, path="s.timeindex")
-    assert dicts(stream_offset(infos, o_entries, sizes, **okw)) == dicts(ic.check_offset_index(infos, o_entries, **okw))
-    assert dicts(stream_time(infos, t_entries, sizes, **tkw)) == dicts(ic.check_time_index(infos, t_entries, **tkw))
+    want_o = dicts(oracle.check_offset_index(infos, o_entries, **okw))
+    assert dicts(stream_offset(infos, o_entries, sizes, **okw)) == want_o
+    assert dicts(stream_time(infos, t_entries, sizes, **tkw)) == dicts(oracle.check_time_index(infos, t_entries, **tkw))
 
 
 @pytest.mark.skipif(not fastwalk.HAVE_NUMBA, reason="numba not installed")
@@ -310,8 +312,8 @@ def test_fed_from_the_fast_walk(data) -> None:
     for block in fastwalk.FastWalk(buf, "s.log", base).blocks(chunk):
         o_check.feed(block)
         t_check.feed(block)
-    assert dicts(o_check.finish()) == dicts(ic.check_offset_index(infos, o_entries, **okw))
-    assert dicts(t_check.finish()) == dicts(ic.check_time_index(infos, t_entries, **tkw))
+    assert dicts(o_check.finish()) == dicts(oracle.check_offset_index(infos, o_entries, **okw))
+    assert dicts(t_check.finish()) == dicts(oracle.check_time_index(infos, t_entries, **tkw))
 
 
 # --- the columnar readers ----------------------------------------------------------------------
@@ -351,8 +353,8 @@ def test_offsets_above_int64_are_in_no_batch() -> None:
     t_list = [TimeIndexEntry(TS, base + 2), TimeIndexEntry(TS + 1, INT64_MAX), TimeIndexEntry(TS + 1, INT64_MAX + 1)]
     okw = dict(base_offset=base, log_size=len(buf), path="s.index")
     tkw = dict(base_offset=base, path="s.timeindex")
-    want_o = dicts(ic.check_offset_index(infos, o_list, **okw))
-    want_t = dicts(ic.check_time_index(infos, t_list, **tkw))
+    want_o = dicts(oracle.check_offset_index(infos, o_list, **okw))
+    want_t = dicts(oracle.check_time_index(infos, t_list, **tkw))
     assert [f["offset"] for f in want_o] == [INT64_MAX + 5, INT64_MAX + 6]
     assert [f["code"] for f in want_t] == ["KAFKA_INDEX_OUT_OF_RANGE"]
     o_cols = oi.read_offset_index_columns(oi.write_offset_index(o_list, base), base)
@@ -379,7 +381,7 @@ def test_an_append_ending_in_a_later_block_is_carried() -> None:
     infos = _infos((0, 1, 5, True), (2, 3, 6, True), (4, 5, 7, True), (6, 7, 8, True), (8, 9, 9, True))
     entries = [OffsetIndexEntry(7, 100), OffsetIndexEntry(8, 200), OffsetIndexEntry(11, 300)]
     kw = dict(base_offset=0, log_size=500, path="i")
-    want = dicts(ic.check_offset_index(infos, entries, **kw))
+    want = dicts(oracle.check_offset_index(infos, entries, **kw))
     assert [f["offset"] for f in want] == [8, 11]  # 7 ends batch 3, two batches on; 8 and 11 end no batch
     for sizes in ([1] * 5, [2, 2, 1], [5], [3, 2]):
         assert dicts(stream_offset(infos, entries, sizes, **kw)) == want
@@ -389,7 +391,7 @@ def test_the_tail_message_waits_for_the_last_batch() -> None:
     infos = _infos((0, 1, 5, True), (2, 3, 6, True), (4, 5, 7, True))
     entries = [OffsetIndexEntry(3, 150), OffsetIndexEntry(5, 320), OffsetIndexEntry(5, 0)]
     kw = dict(base_offset=0, log_size=400, path="i")
-    want = dicts(ic.check_offset_index(infos, entries, **kw))
+    want = dicts(oracle.check_offset_index(infos, entries, **kw))
     assert [f["message"] for f in want] == ["slot 0: position 150 is not at a batch start",
                                             "slot 1: position 320 is inside the damaged tail"]
     check = ist.OffsetIndexCheck(entries, **kw)
@@ -406,7 +408,7 @@ def test_time_index_batch_and_running_max_carried_across_blocks() -> None:
     entries = [TimeIndexEntry(0, 0), TimeIndexEntry(50, 1), TimeIndexEntry(50, 5), TimeIndexEntry(90, 3),
                TimeIndexEntry(60, 7), TimeIndexEntry(60, 8), TimeIndexEntry(50, -1)]
     kw = dict(base_offset=0, path="t")
-    want = dicts(ic.check_time_index(infos, entries, **kw))
+    want = dicts(oracle.check_time_index(infos, entries, **kw))
     assert [(f["code"], f["offset"]) for f in want] == [  # slot 0 (0, 0) is padding: no max timestamp 0
         ("KAFKA_TIMEINDEX_MISMATCH", 5),
         ("KAFKA_INDEX_OUT_OF_RANGE", 8), ("KAFKA_TIMEINDEX_MISMATCH", -1)]
@@ -414,9 +416,9 @@ def test_time_index_batch_and_running_max_carried_across_blocks() -> None:
         assert dicts(stream_time(infos, entries, sizes, **kw)) == want
     zero = _infos((0, 1, 0, True), (2, 3, 6, True))  # a batch with max timestamp 0: slot 0 is an entry
     assert dicts(stream_time(zero, [TimeIndexEntry(0, 0)], [1, 1], **kw)) == dicts(
-        ic.check_time_index(zero, [TimeIndexEntry(0, 0)], **kw)) == []
+        oracle.check_time_index(zero, [TimeIndexEntry(0, 0)], **kw)) == []
     assert dicts(stream_time(zero, [TimeIndexEntry(0, 2)], [1, 1], **kw)) == dicts(
-        ic.check_time_index(zero, [TimeIndexEntry(0, 2)], **kw)) != []
+        oracle.check_time_index(zero, [TimeIndexEntry(0, 2)], **kw)) != []
 
 
 def test_no_batches() -> None:
@@ -424,14 +426,14 @@ def test_no_batches() -> None:
     t = [TimeIndexEntry(0, 0), TimeIndexEntry(5, 3)]
     check = ist.TimeIndexCheck(t, base_offset=0)
     check.feed(BatchBlock.empty())
-    assert dicts(check.finish()) == dicts(ic.check_time_index([], t, base_offset=0))
+    assert dicts(check.finish()) == dicts(oracle.check_time_index([], t, base_offset=0))
     with pytest.raises(RuntimeError):
         check.feed(BatchBlock.empty())
     with pytest.raises(ValueError):
         ist.TimeIndexCheck(ti.read_time_index_columns(b"", 5), base_offset=0)
     assert dicts(stream_offset([], o, [], base_offset=0, log_size=50)) == dicts(
-        ic.check_offset_index([], o, base_offset=0, log_size=50))
-    assert dicts(stream_time([], t, [], base_offset=0)) == dicts(ic.check_time_index([], t, base_offset=0))
+        oracle.check_offset_index([], o, base_offset=0, log_size=50))
+    assert dicts(stream_time([], t, [], base_offset=0)) == dicts(oracle.check_time_index([], t, base_offset=0))
 
 
 def test_unsorted_last_offsets_where_bisect_and_file_order_differ() -> None:
@@ -441,7 +443,7 @@ def test_unsorted_last_offsets_where_bisect_and_file_order_differ() -> None:
     infos = _infos(*[(last, last, 1, True) for last in lasts])
     entries = [OffsetIndexEntry(7, 100)]
     kw = dict(base_offset=0, log_size=900, path="i")
-    assert ic.check_offset_index(infos, entries, **kw) == []
+    assert oracle.check_offset_index(infos, entries, **kw) == []
     [f] = stream_offset(infos, entries, [9], **kw)
     assert "no batch at or after position 100 ends at offset 7" in f.message
     assert dicts([f]) == dicts(linear_offset_check(infos, entries, **kw))
@@ -530,8 +532,8 @@ def test_dump_verify_index_streams_the_log(tmp_path, monkeypatch, fast: bool) ->
     t_list = [TimeIndexEntry(b.max_timestamp, b.last_offset) for b in infos[::3]]
     t_list[1] = TimeIndexEntry(t_list[1].timestamp - 1, t_list[1].offset)
     for kind, raw, listed, ref in (
-            ("index", oi.write_offset_index(o_list, base), o_list, ic.check_offset_index),
-            ("timeindex", ti.write_time_index(t_list, base), t_list, ic.check_time_index)):
+            ("index", oi.write_offset_index(o_list, base), o_list, oracle.check_offset_index),
+            ("timeindex", ti.write_time_index(t_list, base), t_list, oracle.check_time_index)):
         path = tmp_path / names.segment_file_name(base, kind)
         path.write_bytes(raw)
         kw = dict(base_offset=base, path=str(path)) | ({"log_size": len(buf)} if kind == "index" else {})
