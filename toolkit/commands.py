@@ -194,7 +194,7 @@ def run_replay(specs: list[str], leader: str | None, protocol: str | None, html:
     with work_progress("loading replicas") as progress:
         result = replay_paths(specs, leader, protocol or "epoch", progress, **given.for_kafka())
     if export_lost is not None:
-        from replog.recovery.kafka.export import export_lost as export
+        from replog.toolkit.export_lost import export_lost as export
         files = export(result, export_lost, force=force)
         stderr_note(f"saved {len(files)} files of records that would be lost under {export_lost}")
     impact = _impact_doc(result, offsets or [])
