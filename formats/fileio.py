@@ -251,19 +251,16 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-# Test hook for the crash-safety tests (tests/reliability/test_crash.py): with
-# REPLOG_TEST_KILL_AFTER_WRITES=N the process dies like `kill -9` in its (N+1)th
-# atomic write, after the temporary file is written and before the rename.
-_KILL_AFTER_WRITES = os.environ.get("REPLOG_TEST_KILL_AFTER_WRITES")
-_writes_started = 0
+# Where an atomic write can be made to die, for the crash-safety tests (tests/reliability/test_crash.py): the
+# process they start installs a hook here (tests/reliability/killed_replog.py) that dies like `kill -9` in its
+# (N+1)th atomic write, after the temporary file is written and before the rename. Nothing in replog sets it.
+write_hook: Callable[[], None] | None = None
 
 
 def crash_point_for_tests() -> None:
-    """Where an atomic write may die for the crash tests (`REPLOG_TEST_KILL_AFTER_WRITES`)."""
-    global _writes_started
-    _writes_started += 1
-    if _KILL_AFTER_WRITES is not None and _writes_started > int(_KILL_AFTER_WRITES):
-        os._exit(137)
+    """Where an atomic write may die for the crash tests: the installed `write_hook`, if any."""
+    if write_hook is not None:
+        write_hook()
 
 
 # errno values by which the machine refuses a write (or a read) for reasons of its own, not replog's: a full

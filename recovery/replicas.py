@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +80,9 @@ class ReplicaSet(ABC, Generic[R]):
         """The evidence behind a replay's result."""
 
     @abstractmethod
-    def replay(self, export_lost: PathLike | None = None, force: bool = False) -> Replayed[R]: ...
+    def replay(self, export: Callable[[R], list[str]] | None = None) -> Replayed[R]:
+        """The replay and its impact; `export` (the command's `--export-lost` writer, Kafka) saves what would be
+        lost before anything else happens, and returns the files it wrote."""
 
     @abstractmethod
     def impact(self) -> Impacted[R]: ...
@@ -129,16 +131,13 @@ class KafkaReplicas(ReplicaSet["ReplayResult"]):
         from replog.recovery.outputs import evidence_roots
         return evidence_roots(r.replica.path for r in result.replicas)
 
-    def replay(self, export_lost: PathLike | None = None, force: bool = False) -> Replayed[ReplayResult]:
-        """The replay; what would be lost saved under `export_lost` first; the impact when consumer offsets
-        are on the disks (`impact_of_replay`)."""
+    def replay(self, export: Callable[[ReplayResult], list[str]] | None = None) -> Replayed[ReplayResult]:
+        """The replay; what would be lost saved by `export` first; the impact when consumer offsets are on the
+        disks (`impact_of_replay`)."""
         from replog.recovery.kafka.impact import impact_of_replay
 
         result = self.load()
-        exported = None
-        if export_lost is not None:
-            from replog.recovery.kafka.export import export_lost as export
-            exported = export(result, export_lost, force=force)
+        exported = None if export is None else export(result)
         return Replayed(result, impact_of_replay(result, self.options.offsets), self.result_roots(result), exported)
 
     def impact(self) -> Impacted[ReplayResult]:
@@ -202,9 +201,9 @@ class RocketStores(ReplicaSet["HAReplayResult"]):
         impact = analyze_rocketmq_impact(result)
         return impact if impact.sources or impact.transactions or impact.pop else None
 
-    def replay(self, export_lost: PathLike | None = None, force: bool = False) -> Replayed[HAReplayResult]:
-        """The HA replay and its impact when the stores hold one (`export_lost` is a Kafka option: the lost
-        messages are listed in the document instead)."""
+    def replay(self, export: Callable[[HAReplayResult], list[str]] | None = None) -> Replayed[HAReplayResult]:
+        """The HA replay and its impact when the stores hold one (`export` is Kafka's: the lost messages are
+        listed in the document instead)."""
         result = self.load()
         return Replayed(result, self._impact_when_held(result), self.result_roots(result))
 

@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from replog.formats.render import UNDECODABLE_HELP
 from replog.toolkit.cli_help import ReplogCommand, ReplogGroup, plain_usage_errors
+from replog.toolkit.decoders import UNDECODABLE_HELP
 from replog.toolkit.output import Format, guarded
 
 app = typer.Typer(
@@ -152,9 +152,9 @@ def dump(
 
       replog dump --files 00000000000000000000.log --print-data-log --format dump-log | grep baseOffset
     """
-    from replog.formats.dump import DumpOptions, dump_items
-    from replog.formats.render import DECODERS
     from replog.toolkit.commands import run_dump
+    from replog.toolkit.decoders import DECODERS
+    from replog.toolkit.dump import DumpOptions, dump_items
     from replog.toolkit.dump_log import Style, emulation
 
     try:

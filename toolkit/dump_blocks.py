@@ -30,7 +30,7 @@ from replog.toolkit import dump_kernel as k
 from replog.toolkit.output import dumps
 
 if TYPE_CHECKING:
-    from replog.formats.dump import Entry, EntryRun, Item
+    from replog.toolkit.dump import Entry, EntryRun, Item
     from replog.toolkit.dump_log import Style
 
 BATCH_COLUMNS = (*FIELDS, "last_sequence")
@@ -306,7 +306,7 @@ class FormattedRun:
 
 def formatted(items: Iterable[Item], writer: RunText | None) -> Iterator[Entry | FormattedRun]:
     """The stream with each run the writer covers written (`FormattedRun`), the others expanded into entries."""
-    from replog.formats.dump import EntryRun
+    from replog.toolkit.dump import EntryRun
     for item in items:
         if not isinstance(item, EntryRun):
             yield item

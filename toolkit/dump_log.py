@@ -1,7 +1,7 @@
 """`dump --format dump-log`: the text of Kafka's `kafka-dump-log.sh`, line for line, from dump entries.
 
 Existing grep/awk scripts written against kafka-dump-log keep working. This is
-a renderer of the entries `formats.dump` already yields (no second walk). The
+a renderer of the entries `toolkit.dump` already yields (no second walk). The
 text differs between Kafka versions, so it emulates one (`Emulation`: 3.9, 4.0
 or 4.4); tests/brokers/test_dump_log_differential.py holds every rule here to
 that version's own DumpLogSegments, line for line:
@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from replog.formats.kafka import control, names
-from replog.formats.render import is_undecodable
+from replog.toolkit.decoders import is_undecodable
 
 if TYPE_CHECKING:
     from replog.toolkit.dump_blocks import FormattedRun

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from replog.formats.render import is_undecodable
+from replog.toolkit.decoders import is_undecodable
 from replog.toolkit.output import dumps
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -21,7 +21,7 @@ def _kv(entry: dict[str, Any], keys: Iterable[str]) -> str:
 
 
 def _text(v: Any) -> str:
-    """A value as text; bytes a decoder could not decode as `<hex:...>` (see `formats.render`)."""
+    """A value as text; bytes a decoder could not decode as `<hex:...>` (see `toolkit.decoders`)."""
     if isinstance(v, str):
         return v
     return f"<hex:{v['hex']}>" if is_undecodable(v) else dumps(v)

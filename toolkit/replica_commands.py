@@ -113,11 +113,20 @@ def _outcome(replicas: ReplicaSet[R], request: ReplicaRequest) -> Outcome[R]:
         return replicas.impact()
     if request.command is Command.REPAIR:
         return replicas.repair(request.repair_out(), request.force)
-    replayed = replicas.replay(request.export_lost, request.force)
+    replayed = replicas.replay(_exporter(request))
     if replayed.exported is not None:
         from replog.toolkit.commands import stderr_note
         stderr_note(f"saved {len(replayed.exported)} files of records that would be lost under {request.export_lost}")
     return replayed
+
+
+def _exporter(request: ReplicaRequest) -> Callable[[Any], list[str]] | None:
+    """`--export-lost`: the writer of what would be lost (toolkit/export_lost.py), run on the replay first."""
+    out = request.export_lost
+    if out is None:
+        return None
+    from replog.toolkit.export_lost import export_lost
+    return lambda result: export_lost(result, out, force=request.force)
 
 
 def _show(outcome: Outcome[R], doc: dict[str, Any], views: Views[R], console: Console) -> None:

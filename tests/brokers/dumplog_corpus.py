@@ -456,7 +456,7 @@ def _odd_files(part: Path) -> None:
     (part / "partition.metadata").write_bytes(build_partition_metadata(PartitionMetadata(0, TOPIC_ID)))
 
 
-BULK_BYTES = 3 << 19  # past dump_checks.FAST_WALK_BYTES: dumped a block at a time (toolkit/dump_blocks)
+BULK_BYTES = 3 << 19  # past index_verify.FAST_WALK_BYTES: dumped a block at a time (toolkit/dump_blocks)
 
 
 def _bulk(part: Path) -> None:

@@ -2,7 +2,7 @@
 
 A target returns normally or raises `FormatError`; anything else escaping is
 a crash. Most targets call the parser directly (fast) and then the same
-bytes through `formats.dump.dump_file` under the file's canonical name (the
+bytes through `toolkit.dump.dump_file` under the file's canonical name (the
 CLI's path: nothing at all may escape it). `Scratch` holds the files.
 """
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from replog.formats.dump import DumpOptions, dump_file
 from replog.formats.errors import FormatError
 from replog.formats.kafka import (
     checkpoint,
@@ -46,6 +45,7 @@ from replog.formats.rocketmq import (
     timer_wheel,
 )
 from replog.formats.rocketmq import checkpoint as rmq_checkpoint
+from replog.toolkit.dump import DumpOptions, dump_file
 
 SEG = "00000000000000000000"
 _OPTIONS = (DumpOptions(deep=True, print_data=True, key_decoder="hex"),

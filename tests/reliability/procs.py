@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPLOG = Path(sys.executable).parent / "replog"
+REPO = Path(__file__).resolve().parents[2]  # where `python -m tests.reliability.killed_replog` imports from
 
 
 @dataclass
@@ -26,8 +27,12 @@ def _env(extra: dict[str, str] | None) -> dict[str, str]:
     return dict(os.environ, **(extra or {}))
 
 
-def run(args: list[str], env: dict[str, str] | None = None, timeout: int = 60) -> Run:
-    res = subprocess.run([str(REPLOG), *args], capture_output=True, text=True, env=_env(env), timeout=timeout)
+def run(args: list[str], env: dict[str, str] | None = None, timeout: int = 60, kill_after: int | None = None) -> Run:
+    """replog with `args`; with `kill_after`, killed in its (`kill_after`+1)th atomic write (`killed_replog`)."""
+    from tests.reliability.killed_replog import command
+    argv = [str(REPLOG), *args] if kill_after is None else command(kill_after, args)
+    res = subprocess.run(argv, capture_output=True, text=True, env=_env(env), timeout=timeout,
+                         cwd=REPO if kill_after is not None else None)
     return Run(res.returncode, res.stdout, res.stderr)
 
 

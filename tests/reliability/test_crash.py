@@ -1,6 +1,6 @@
 """Crash safety: `replog repair` and `replog recover` killed at many points, in a real process.
 
-Deterministic kills: `REPLOG_TEST_KILL_AFTER_WRITES=N` (formats/fileio.py)
+Deterministic kills: `killed_replog` (a hook in `fileio.write_hook`)
 makes the process `_exit(137)` inside its (N+1)th atomic write, after the
 temporary file and before the rename: every write point of a run is hit.
 Plus real SIGKILLs after random delays (seeded) up to a normal run's length.
@@ -22,9 +22,11 @@ import pytest
 from replog.formats.errors import UnreadableInput
 from replog.recovery.kafka.replica import batch_rows, load_replica
 from replog.recovery.outputs import COMPLETE_MARKER
+from tests.reliability.killed_replog import command
 from tests.reliability.trees import sha256_tree, unclean_pair
 
 REPLOG = Path(sys.executable).parent / "replog"
+REPO = Path(__file__).resolve().parents[2]  # where `python -m tests.reliability.killed_replog` imports from
 KILL_POINTS = 8
 RANDOM_KILLS = 3
 pytestmark = pytest.mark.skipif(not REPLOG.exists(), reason="console script replog not installed")
@@ -32,9 +34,9 @@ pytestmark = pytest.mark.skipif(not REPLOG.exists(), reason="console script repl
 
 def run(args: list[str], kill_after: int | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, REPLOG_DEBUG="1")
-    if kill_after is not None:
-        env["REPLOG_TEST_KILL_AFTER_WRITES"] = str(kill_after)
-    return subprocess.run([str(REPLOG), *args], capture_output=True, text=True, env=env, timeout=120)
+    argv = [str(REPLOG), *args] if kill_after is None else command(kill_after, args)
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120,
+                          cwd=REPO if kill_after is not None else None)
 
 
 def signature(pdir: Path) -> tuple:
@@ -65,16 +67,18 @@ def kill_points(total_writes: int) -> list[int]:
     return sorted({int(i * step) for i in range(KILL_POINTS)} | {total_writes - 1})
 
 
-def count_writes(args: list[str]) -> int:
-    """How many atomic writes the same run makes, counted in-process by the hook's counter."""
+def count_writes(args: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many atomic writes the same run makes, counted in-process by a `fileio.write_hook` the test installs."""
     from typer.testing import CliRunner
 
     from replog.formats import fileio
     from replog.toolkit.cli import app
-    before = fileio._writes_started
-    res = CliRunner().invoke(app, args)
+    writes: list[int] = []
+    with monkeypatch.context() as m:
+        m.setattr(fileio, "write_hook", lambda: writes.append(1))
+        res = CliRunner().invoke(app, args)
     assert res.exit_code in (0, 1), res.output
-    return fileio._writes_started - before
+    return len(writes)
 
 
 def random_sigkills(args: list[str], out: Path, normal: float, seed: int) -> list[str]:
@@ -103,7 +107,8 @@ def check_after_kill(root: Path, inputs: dict[str, str], out: Path, parts: list[
     return state
 
 
-def test_repair_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path]) -> None:
+def test_repair_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = pair
     root = tmp_path / "in"
     inputs = sha256_tree(root)
@@ -114,7 +119,7 @@ def test_repair_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path]) -
     normal = time.perf_counter() - t0
     parts = ["A/t-0", "B/t-0"]
     expected = {p: signature(ref / p) for p in parts}
-    total = count_writes(args(tmp_path / "probe"))
+    total = count_writes(args(tmp_path / "probe"), monkeypatch)
     assert total > 5
     states = []
     for i, n in enumerate(kill_points(total)):
@@ -129,7 +134,8 @@ def test_repair_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path]) -
     assert "incomplete" in states          # the kills did land mid-run
 
 
-def test_recover_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path]) -> None:
+def test_recover_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     a, _ = pair
     # damage the last segment so recovery has to truncate
     last = sorted(a.glob("*.log"))[-1]
@@ -143,7 +149,7 @@ def test_recover_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path]) 
     normal = time.perf_counter() - t0
     parts = ["t-0"]
     expected = {p: signature(ref / p) for p in parts}
-    total = count_writes(args(tmp_path / "probe"))
+    total = count_writes(args(tmp_path / "probe"), monkeypatch)
     states = []
     for i, n in enumerate(kill_points(total)):
         out = tmp_path / f"k{i}"

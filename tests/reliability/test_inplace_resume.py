@@ -1,6 +1,6 @@
 """`repair --in-place` killed before its first swap, in a real process: the next run resumes by itself.
 
-`REPLOG_TEST_KILL_AFTER_WRITES=N` (formats/fileio.py) kills the process like `kill -9` in its (N+1)th
+`run(..., kill_after=N)` (`killed_replog`, a `fileio.write_hook`) kills the process like `kill -9` in its (N+1)th
 atomic write: 0 is while the journal is first written (nothing but its temporary file exists), 1 once the
 backup is copied (the journal still says `backing-up`), 2 while the first staging dir beside a live
 partition is being written. Before, the next run refused the backup dir ("not empty"), or restored the
@@ -32,7 +32,7 @@ def test_a_repair_killed_before_its_first_swap_is_finished_by_the_next_run(
     root = tmp_path / "victim"
     unclean_pair(root / "in")
     for kill_after in (0, 1, 2):
-        killed = run(in_place(root / "in", root / "backup"), env={"REPLOG_TEST_KILL_AFTER_WRITES": str(kill_after)})
+        killed = run(in_place(root / "in", root / "backup"), kill_after=kill_after)
         assert killed.code == 137, killed.stderr
         assert {k: v for k, v in tree(root / "in").items() if ".replog-staging" not in k} == original, \
             f"a replica changed before the first swap (killed at {kill_after})"

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from crc32c import crc32c
 
-from replog.formats.dump import DumpOptions, dump_file
 from replog.formats.errors import FormatError
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import checkpoint, codecs
@@ -31,6 +30,7 @@ from replog.formats.kafka.producer_snapshot import (
 )
 from replog.formats.kafka.segment import SegmentWalk, batch_records
 from replog.recovery.kafka.replica import load_replica
+from replog.toolkit.dump import DumpOptions, dump_file
 from tests.reliability.hostile import bomb_batch, many_empty_batches
 
 MEMORY_BOUND = 100 << 20
@@ -65,7 +65,7 @@ def partition(tmp_path: Path, log: bytes, **files: bytes) -> Path:
 
 _CHILD = r"""
 import json, resource, sys
-from replog.formats.dump import DumpOptions, dump_file
+from replog.toolkit.dump import DumpOptions, dump_file
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 batches = findings = 0
 for e in dump_file(sys.argv[1], DumpOptions()):

@@ -14,12 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replog.formats import dump_segment
-from replog.formats.dump import DumpOptions, dump_items, dump_paths
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import fastwalk
-from replog.toolkit import dump_blocks
+from replog.toolkit import dump_blocks, dump_segment
 from replog.toolkit.commands import write_lines
+from replog.toolkit.dump import DumpOptions, dump_items, dump_paths
 from replog.toolkit.dump_log import Gaps, Style, dump_log_lines
 from replog.toolkit.output import dumps
 from tests.formats.kafka.test_fastwalk import segments

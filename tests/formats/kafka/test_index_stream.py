@@ -513,14 +513,13 @@ def test_memory_does_not_grow_with_the_log() -> None:
 
 @pytest.mark.parametrize("fast", [False, True])
 def test_dump_verify_index_streams_the_log(tmp_path, monkeypatch, fast: bool) -> None:
-    from replog.formats import dump_checks
-    from replog.formats.dump_kafka import index_entries
-    from replog.formats.kafka import names
+    from replog.formats.kafka import index_verify, names
+    from replog.toolkit.dump_kafka import index_entries
     from tests.formats.kafka.segments import simple_segment
 
     if fast:
-        monkeypatch.setattr(dump_checks, "FAST_WALK_BYTES", 0)
-    monkeypatch.setattr(dump_checks, "_BLOCK_ROWS", 3)
+        monkeypatch.setattr(index_verify, "FAST_WALK_BYTES", 0)
+    monkeypatch.setattr(index_verify, "_BLOCK_ROWS", 3)
     base = 100
     buf, positions = simple_segment(count=12, per=3, start=base)
     log = tmp_path / names.segment_file_name(base, "log")
@@ -538,6 +537,6 @@ def test_dump_verify_index_streams_the_log(tmp_path, monkeypatch, fast: bool) ->
         path.write_bytes(raw)
         kw = dict(base_offset=base, path=str(path)) | ({"log_size": len(buf)} if kind == "index" else {})
         want = dicts(ref(infos, listed, **kw))
-        assert want and dicts(dump_checks.verify_index(path, base, listed)) == want
+        assert want and dicts(index_verify.verify_index(path, base, listed)) == want
         got = [e for e in index_entries(path, True, False) if e["kind"] == "finding"]
         assert [{k: v for k, v in e.items() if k != "kind"} for e in got] == want

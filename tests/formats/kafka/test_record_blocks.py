@@ -7,8 +7,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from replog.formats.dump import DumpOptions, dump_file
-from replog.formats.dump_segment import reference_segment_entries
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import codecs
 from replog.formats.kafka.blocks import BatchBlock
@@ -16,6 +14,8 @@ from replog.formats.kafka.fastrecords import record_columns
 from replog.formats.kafka.fastwalk import HAVE_NUMBA
 from replog.formats.kafka.record_blocks import batch_record_tables
 from replog.formats.kafka.segment import SegmentWalk
+from replog.toolkit.dump import DumpOptions, dump_file
+from replog.toolkit.dump_segment import reference_segment_entries
 
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="the record kernels need numba")
 

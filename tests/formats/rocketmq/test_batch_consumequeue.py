@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replog.formats.discovery import FileKind, classify_file
-from replog.formats.dump_rocketmq import batch_consumequeue_entries
 from replog.formats.findings import Finding
 from replog.formats.rocketmq.batch_consumequeue import (
     BCQ_ENTRY,
@@ -21,6 +20,7 @@ from replog.formats.rocketmq.batch_consumequeue import (
     walk_batch_queue,
 )
 from replog.recovery.rocketmq.doctor import diagnose_store
+from replog.toolkit.dump_rocketmq import batch_consumequeue_entries
 from tests.recovery.rocketmq.independent import Store, java_hash
 
 INNER_BATCH = 0x80

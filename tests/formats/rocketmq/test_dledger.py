@@ -167,7 +167,7 @@ def test_checkpoint_and_term_files(tmp_path: Path) -> None:
 def test_dump_reads_each_dledger_file(tmp_path: Path) -> None:
     """`dump` of a data file: each entry header then its message at pos + 48; of an index file: its records; of
     `checkpoint`: its properties (not the 4 KiB store checkpoint)."""
-    from replog.formats.dump import DumpOptions, dump_file
+    from replog.toolkit.dump import DumpOptions, dump_file
 
     root, w = peer_dir(tmp_path, 5)
     data = [e for e in dump_file(root / dl.DATA / f"{0:020d}", DumpOptions()) if e["kind"] != "file"]

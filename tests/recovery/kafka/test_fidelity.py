@@ -120,7 +120,7 @@ def test_two_truncation_rounds_export_their_losses_in_offset_order(tmp_path: Pat
     4 (the end of its epoch 0) and asks again, then to 2. The rounds remove 4..7 before 2..3; what b loses is
     2..7, and the exported segment holds it in offset order, named by offset 2."""
     from replog.formats.kafka.segment import SegmentWalk
-    from replog.recovery.kafka.export import export_lost
+    from replog.toolkit.export_lost import export_lost
 
     lead = write_replica(tmp_path, "a", [(0, 1, 0), (2, 4, 1), (5, 6, 3)], [(0, 0), (1, 2), (3, 5)], 0, tag=b"a")
     foll = write_replica(tmp_path, "b", [(0, 1, 0), (2, 3, 0), (4, 7, 2)], [(0, 0), (2, 4)], 0, tag=b"b")

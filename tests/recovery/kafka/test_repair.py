@@ -9,10 +9,10 @@ import pytest
 
 from replog.formats.errors import UnsafeOutput
 from replog.recovery.doctor import diagnose
-from replog.recovery.kafka.export import export_lost
 from replog.recovery.kafka.repair import repair
 from replog.recovery.kafka.replay import replay_paths
 from replog.recovery.kafka.replica import batch_rows, load_replica
+from replog.toolkit.export_lost import export_lost
 from tests.recovery.kafka.replicas import replica_dir
 
 

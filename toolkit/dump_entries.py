@@ -15,7 +15,7 @@ from replog.formats.findings import Finding
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import codecs, control
 from replog.formats.kafka.segment import BatchInfo
-from replog.formats.render import render_bytes
+from replog.toolkit.decoders import render_bytes
 
 Entry = dict[str, Any]
 Progress = Callable[[int, int], None]  # (done bytes, total bytes)
@@ -92,23 +92,11 @@ def _batch(path: str, position: int, size: int, magic: int, base_offset: int, la
 # --- records ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class RecordBatch:
-    """What a `record` entry takes from its batch."""
-
-    position: int
-    timestamp_type: int
-    is_control: bool
-
-    @classmethod
-    def of(cls, info: BatchInfo) -> RecordBatch:
-        return cls(info.position, info.timestamp_type, info.is_control)
-
-
-def record_entry(path: str, batch: RecordBatch, offset: int, timestamp: int, sequence: int, key: bytes | None,
+def record_entry(path: str, batch: BatchInfo, offset: int, timestamp: int, sequence: int, key: bytes | None,
                  value: bytes | None, headers: Iterable[tuple[str, bytes | None]], opts: DumpOptions,
                  crc: tuple[int, bool] | None = None) -> Entry:
-    """The contract's `record` entry; internal-topic decoders replace key/value with their JSON. A v0/v1
+    """The contract's `record` entry of a record of `batch` (a walk's `BatchInfo`, or a block's row of it:
+    `BatchBlock.row`); internal-topic decoders replace key/value with their JSON. A v0/v1
     message's own `crc` (and whether it checks) is kept: inside a compressed wrapper it is not the batch's."""
     entry: Entry = {
         "kind": "record", "path": path, "offset": offset, "position": batch.position,

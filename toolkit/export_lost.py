@@ -5,13 +5,13 @@ import json
 import os
 from pathlib import Path
 
-from replog.formats.dump import DumpOptions, dump_file
 from replog.formats.filecopy import OutputFile, open_source
 from replog.formats.kafka import names
 from replog.formats.kafka.partition_files import is_live_segment
 from replog.recovery.kafka.replay import ReplayResult
 from replog.recovery.kafka.replica_log import ReplicaLog
 from replog.recovery.outputs import claimed_output, evidence_roots, mark_complete
+from replog.toolkit.dump import DumpOptions, dump_file
 
 
 def in_offset_order(lost: ReplicaLog) -> ReplicaLog:

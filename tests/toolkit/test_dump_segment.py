@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replog.formats import dump_segment
-from replog.formats.dump_entries import DumpOptions, RecordBatch, batch_entry, batch_row_entry, record_entry
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import fastwalk
 from replog.formats.kafka.blocks import BatchBlock
 from replog.formats.kafka.segment import SegmentWalk, batch_records
 from replog.samples.kafka_fleet import generate_kafka_fleet
+from replog.toolkit import dump_segment
+from replog.toolkit.dump_entries import DumpOptions, batch_entry, batch_row_entry, record_entry
 from tests.formats.kafka.segments import TS, data_batch, marker, segment
 from tests.formats.kafka.test_fastwalk import segments
 from tests.realdata import real_files
@@ -157,6 +157,6 @@ def test_a_block_row_gives_the_batch_entry_of_its_batch_info() -> None:
     assert [batch_row_entry("p", row) for row in block.cols.T.tolist()] == [batch_entry("p", i) for i in infos]
     control = infos[1]
     rec = batch_records(buf, control)[0]
-    entry = record_entry("p", RecordBatch.of(control), rec.offset, rec.timestamp, rec.sequence, rec.key, rec.value,
+    entry = record_entry("p", control, rec.offset, rec.timestamp, rec.sequence, rec.key, rec.value,
                          rec.headers, DumpOptions())
     assert entry["control_type"] == "COMMIT" and entry["coordinator_epoch"] == 1 and entry["is_control"] is True

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from replog.formats.discovery import FileKind, classify_file
-from replog.formats.dump_entries import DumpOptions, Entry, Progress, finding_entry
-from replog.formats.dump_segment import EntryRun, Item
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import unreadable
 from replog.formats.findings import Finding, finding, from_error, from_unreadable
+from replog.toolkit.dump_entries import DumpOptions, Entry, Progress, finding_entry
+from replog.toolkit.dump_segment import EntryRun, Item
 
 __all__ = ["DumpOptions", "Entry", "EntryRun", "Item", "Progress", "dump_file", "dump_items", "dump_paths",
            "expand_paths", "file_items"]
@@ -90,7 +90,7 @@ def file_items(path: str | os.PathLike[str], options: DumpOptions,
         return
     try:
         if kind in _SEGMENTS:
-            from replog.formats.dump_segment import segment_items
+            from replog.toolkit.dump_segment import segment_items
             yield from segment_items(Path(path), options, progress, runs)
         else:
             yield from dumper(Path(path), options, progress)
@@ -101,9 +101,9 @@ def file_items(path: str | os.PathLike[str], options: DumpOptions,
 
 
 def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | None], Iterator[Entry]]]:
-    from replog.formats import dump_kafka as k
-    from replog.formats import dump_rocketmq as r
-    from replog.formats.dump_segment import segment_entries
+    from replog.toolkit import dump_kafka as k
+    from replog.toolkit import dump_rocketmq as r
+    from replog.toolkit.dump_segment import segment_entries
     return {
         FileKind.KAFKA_SEGMENT: segment_entries,
         FileKind.KAFKA_KRAFT_SNAPSHOT: segment_entries,

@@ -4,12 +4,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from replog.formats.errors import FormatError
 from replog.formats.fileio import file_size, mapped, read_small
 from replog.formats.findings import Finding, from_error
-from replog.formats.render import render_bytes
 from replog.formats.rocketmq import (
     batch_consumequeue,
     checkpoint,
@@ -21,19 +19,15 @@ from replog.formats.rocketmq import (
     epoch_file,
     index_file,
 )
-
-Entry = dict[str, Any]
-
-
-def _finding(f: Finding) -> Entry:
-    return {"kind": "finding", **f.to_dict()}
+from replog.toolkit.decoders import render_bytes
+from replog.toolkit.dump_entries import Entry, finding_entry
 
 
 def commitlog_entries(path: Path, value_decoder: str, with_body: bool) -> Iterator[Entry]:
     """The contract's `message` entries for one commitlog file, with findings in file order."""
     for item in commitlog_walk.walk_commitlog([path], file_size=file_size(path)):
         if isinstance(item, Finding):
-            yield _finding(item)
+            yield finding_entry(item)
         elif item.kind == "blank":
             yield {"kind": "blank", "path": str(path), "position": item.position, "size": item.size,
                    "physical_offset": item.commitlog_offset}
@@ -58,7 +52,7 @@ def consumequeue_entries(path: Path) -> Iterator[Entry]:
     size = file_size(path)
     for item in consumequeue.walk_consumequeue([path], file_size=size or None):
         if isinstance(item, Finding):
-            yield _finding(item)
+            yield finding_entry(item)
         else:
             yield {"kind": "cq_entry", "path": str(path), "position": item.position,
                    "queue_offset": item.queue_offset, "physical_offset": item.commitlog_offset,
@@ -69,7 +63,7 @@ def batch_consumequeue_entries(path: Path) -> Iterator[Entry]:
     """`batch_cq_entry` per 46-byte unit (`batch_consumequeue`), findings where the file is malformed."""
     for item in batch_consumequeue.walk_batch_queue([path]):
         if isinstance(item, Finding):
-            yield _finding(item)
+            yield finding_entry(item)
         else:
             yield {"kind": "batch_cq_entry", "path": str(path), "position": item.position,
                    "physical_offset": item.commitlog_offset, "size": item.size, "tags_code": item.tags_code,
@@ -84,7 +78,7 @@ def index_file_entries(path: Path) -> Iterator[Entry]:
                "hash_slot_num": idx.hash_slot_num, "index_num": idx.index_num}
         for e in idx.entries():
             yield {"kind": "index_file_entry", "path": str(path), **dataclasses.asdict(e)}
-        yield from map(_finding, idx.check(str(path)))
+        yield from map(finding_entry, idx.check(str(path)))
 
 
 def store_file_entry(path: Path) -> Iterator[Entry]:
@@ -110,7 +104,7 @@ def dledger_entries(path: Path, value_decoder: str, with_body: bool) -> Iterator
             try:
                 entry = dledger.read_header(buf, position, file_start=start)
             except FormatError as err:
-                yield _finding(from_error(err, str(path)))
+                yield finding_entry(from_error(err, str(path)))
                 return
             if entry is None:
                 return
@@ -121,7 +115,7 @@ def dledger_entries(path: Path, value_decoder: str, with_body: bool) -> Iterator
                                              file_start=start)
                 yield message_entry(str(path), msg, value_decoder, with_body)
             except FormatError as err:
-                yield _finding(from_error(err, str(path), index=entry.index))
+                yield finding_entry(from_error(err, str(path), index=entry.index))
             position += entry.size
 
 

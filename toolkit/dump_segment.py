@@ -31,17 +31,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from replog.formats.dump_checks import FAST_WALK_BYTES
-from replog.formats.dump_entries import (
-    DumpOptions,
-    Entry,
-    Progress,
-    RecordBatch,
-    batch_entry,
-    batch_row_entry,
-    finding_entry,
-    record_entry,
-)
 from replog.formats.errors import FormatError
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding, finding
@@ -49,8 +38,18 @@ from replog.formats.kafka import batch as v2
 from replog.formats.kafka import names
 from replog.formats.kafka.blocks import ROW, BatchBlock, reference_blocks
 from replog.formats.kafka.columns import CHUNK
+from replog.formats.kafka.index_verify import FAST_WALK_BYTES
 from replog.formats.kafka.partition_files import is_live_segment
 from replog.formats.kafka.segment import BatchInfo, SegmentWalk, batch_records, legacy_batch_records
+from replog.toolkit.dump_entries import (
+    DumpOptions,
+    Entry,
+    Progress,
+    batch_entry,
+    batch_row_entry,
+    finding_entry,
+    record_entry,
+)
 
 if TYPE_CHECKING:
     from replog.formats.kafka.fastrecords import RecordColumns
@@ -289,17 +288,15 @@ class _ColumnRecords:
         at = table.column("position").to_numpy()
         self.start = np.searchsorted(at, group.position, side="left").tolist()
         self.stop = np.searchsorted(at, group.position, side="right").tolist()
-        self.batches = [RecordBatch(p, t, bool(c)) for p, t, c in zip(
-            group.position.tolist(), group.timestamp_type.tolist(), group.is_control.tolist(), strict=True)]
-        self.path, self.opts, self.rows = path, opts, _python_rows(table)
+        self.group, self.path, self.opts, self.rows = group, path, opts, _python_rows(table)
 
     def entries(self, i: int) -> Iterator[Entry]:
         """Batch `i`'s record entries; every record of it is read, so the next batch starts at its own."""
         rows = islice(self.rows, self.stop[i] - self.start[i])
-        return _entries_in_range(self.path, self.batches[i], rows, self.opts)
+        return _entries_in_range(self.path, self.group.row(i), rows, self.opts)
 
 
-def _entries_in_range(path: str, batch: RecordBatch, rows: Iterator[tuple[Any, ...]],
+def _entries_in_range(path: str, batch: BatchInfo, rows: Iterator[tuple[Any, ...]],
                       opts: DumpOptions) -> Iterator[Entry]:
     """Entries of one batch's record rows within `--from-offset`/`--to-offset`; every row is read."""
     low, high, stopped = opts.from_offset, opts.to_offset, False
@@ -321,9 +318,8 @@ def _streamed_entries(buf: memoryview, path: str, info: BatchInfo, opts: DumpOpt
     if tables is None:
         yield from reference_record_entries(buf, path, info, opts)
         return
-    batch = RecordBatch.of(info)
     for table in tables:
-        yield from _entries_in_range(path, batch, _python_rows(table), opts)
+        yield from _entries_in_range(path, info, _python_rows(table), opts)
 
 
 def _python_rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:
@@ -366,7 +362,7 @@ def _legacy_record_entries(buf: memoryview, path: str, info: BatchInfo, opts: Du
 
 
 def _decoded_entries(decode: Callable[[], Iterable[Any]], path: str, info: BatchInfo, opts: DumpOptions,
-                      entry: Callable[[RecordBatch, Any], Entry]) -> Iterator[Entry]:
+                      entry: Callable[[BatchInfo, Any], Entry]) -> Iterator[Entry]:
     """The entries of one batch's records within --offsets' range, or the finding saying why the records
     cannot be decoded."""
     try:
@@ -375,13 +371,12 @@ def _decoded_entries(decode: Callable[[], Iterable[Any]], path: str, info: Batch
         yield finding_entry(finding(e.code, path, position=info.position, offset=info.base_offset,
                                     message=e.message))
         return
-    batch = RecordBatch.of(info)
     for rec in records:
         if opts.from_offset is not None and rec.offset < opts.from_offset:
             continue
         if opts.to_offset is not None and rec.offset > opts.to_offset:
             break
-        yield entry(batch, rec)
+        yield entry(info, rec)
 
 
 def _bytes(b: bytes | memoryview | None) -> bytes | None:

@@ -3,10 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from replog.formats.fileio import mapped, read_small
-from replog.formats.findings import Finding
 from replog.formats.kafka import (
     checkpoint,
     clean_shutdown,
@@ -20,12 +18,7 @@ from replog.formats.kafka import (
     txn_index,
 )
 from replog.formats.kafka.partition_files import is_live_segment
-
-Entry = dict[str, Any]
-
-
-def _finding(f: Finding) -> Entry:
-    return {"kind": "finding", **f.to_dict()}
+from replog.toolkit.dump_entries import Entry, finding_entry
 
 
 def _base(path: Path) -> int:
@@ -46,28 +39,28 @@ _INDEXES = {"index": (offset_index, "index_entry", ("offset", "position")),
 
 def index_entries(path: Path, verify_only: bool, sanity: bool) -> Iterator[Entry]:
     """`.index` / `.timeindex`: entries, or only what contradicts the log, or the broker's sanity check."""
-    from replog.formats.dump_checks import verify_index
+    from replog.formats.kafka.index_verify import verify_index
     module, kind, fields = _INDEXES[_kind(path)]
     base = _base(path)
     with mapped(path, live=is_live_segment(path)) as buf:
         if sanity:
             found = module.sanity_check(buf, base, path=str(path))
-            yield from map(_finding, found)
+            yield from map(finding_entry, found)
             yield {"kind": "sanity_check", "path": str(path), "passed": not found}
             return
         read = (module.read_offset_index_columns if module is offset_index else module.read_time_index_columns)(
             buf, base, path=str(path))
-    yield from map(_finding, read.findings)
+    yield from map(finding_entry, read.findings)
     if not verify_only:
         for e in read.entries():
             yield {"kind": kind, "path": str(path), **dict(zip(fields, e, strict=True))}
-    yield from map(_finding, verify_index(path, base, read))
+    yield from map(finding_entry, verify_index(path, base, read))
 
 
 def txn_index_entries(path: Path) -> Iterator[Entry]:
     with mapped(path, live=is_live_segment(path)) as buf:
         read = txn_index.read_txn_index(buf, _base(path), path=str(path))
-    yield from map(_finding, read.findings)
+    yield from map(finding_entry, read.findings)
     for e in read.entries:
         yield {"kind": "txn_entry", "path": str(path), "version": e.version, "producer_id": e.producer_id,
                "first_offset": e.first_offset, "last_offset": e.last_offset,
@@ -78,7 +71,7 @@ def snapshot_entries(path: Path) -> Iterator[Entry]:
     snap = producer_snapshot.parse_producer_snapshot(read_small(path), check_crc=False)
     if not snap.crc_valid:
         from replog.formats.findings import finding
-        yield _finding(finding("KAFKA_SNAPSHOT_CRC_MISMATCH", str(path), position=2,
+        yield finding_entry(finding("KAFKA_SNAPSHOT_CRC_MISMATCH", str(path), position=2,
                                message=f"stored crc {snap.crc:#010x} does not match the snapshot bytes"))
     for e in snap.entries:
         yield {"kind": "snapshot_entry", "path": str(path), **e._asdict(),
