@@ -5,7 +5,8 @@ the runner can check that every contender did the whole input.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from crc32c import crc32c
 
@@ -31,14 +32,20 @@ def replog_decode(buf: bytes, path: str) -> int:
     return records.num_rows
 
 
+def _checked_batches(records: Any) -> Iterator[Any]:
+    """A peer's `MemoryRecords` batch by batch, each CRC-checked as its consumer path does."""
+    while records.has_next():
+        b = records.next_batch()
+        if not b.validate_crc():
+            raise ValueError("crc")
+        yield b
+
+
 def _walk(memory_records: type) -> Runner:
     """What a peer's `MemoryRecords` consumer path does per batch, minus the records."""
     def walk(buf: bytes, path: str) -> int:
-        records, n = memory_records(buf), 0
-        while records.has_next():
-            b = records.next_batch()
-            if not b.validate_crc():
-                raise ValueError("crc")
+        n = 0
+        for b in _checked_batches(memory_records(buf)):
             _ = (b.base_offset, b.next_offset, b.crc, b.attributes, b.first_timestamp, b.max_timestamp,
                  b.producer_id, b.producer_epoch, b.base_sequence)  # read every field, as a consumer does
             n += b.next_offset - b.base_offset
@@ -49,11 +56,8 @@ def _walk(memory_records: type) -> Runner:
 def _decode(memory_records: type) -> Runner:
     """Every record's offset, timestamp, key, value and headers, through a peer's reader."""
     def decode(buf: bytes, path: str) -> int:
-        records, n = memory_records(buf), 0
-        while records.has_next():
-            b = records.next_batch()
-            if not b.validate_crc():
-                raise ValueError("crc")
+        n = 0
+        for b in _checked_batches(memory_records(buf)):
             for r in b:
                 _ = (r.offset, r.timestamp, r.key, r.value, r.headers)
                 n += 1

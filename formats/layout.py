@@ -8,9 +8,13 @@ parsers, writers and property tests use.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import construct as cs
+
+from replog.formats.errors import FormatError
+from replog.formats.findings import Finding, Severity, finding
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,3 +63,38 @@ def field_positions(layout: cs.Struct) -> dict[str, int]:
         positions[sub.name] = at
         at += sub.sizeof()
     return positions
+
+
+class FixedPage:
+    """A file that is one mapped page: a fixed-size big-endian `layout` at its start, zeros up to `size`.
+
+    RocketMQ's store checkpoints (`StoreCheckpoint`, `TimerCheckpoint`) map an OS page and write their fields at its
+    start; fields a later release added sit past an older file's, so a file of at least `min_size` bytes reads with
+    the fields past its end as 0. `code` and `what` name the file in errors and findings."""
+
+    def __init__(self, layout: cs.Struct, size: int, min_size: int, code: str, what: str) -> None:
+        self.fields = struct_of(layout)
+        self.size, self.min_size, self.code, self.what = size, min_size, code, what
+
+    def unpack(self, data: bytes | memoryview) -> tuple[int, ...]:
+        """The field values; FormatError for a file shorter than `min_size`."""
+        if len(data) < self.min_size:
+            raise FormatError(self.code, f"{self.what} of {len(data)} bytes is shorter than {self.min_size}",
+                              position=0)
+        return self.fields.unpack(bytes(data[:self.fields.size]).ljust(self.fields.size, b"\0"))
+
+    def pack(self, values: tuple[int, ...]) -> bytes:
+        """The whole page the broker leaves."""
+        return self.fields.pack(*values).ljust(self.size, b"\0")
+
+    def check(self, data: bytes | memoryview, path: str, names: tuple[str, ...]) -> Iterator[Finding]:
+        """A size other than the page (an error below `min_size`, else a warning) and a negative value among the
+        first `len(names)` fields (named so)."""
+        if len(data) != self.size:
+            yield finding(self.code, path, message=f"{self.what} is {len(data)} bytes, the broker maps {self.size}",
+                          severity=None if len(data) < self.min_size else Severity.WARNING)
+        if len(data) < self.min_size:
+            return
+        for i, (name, value) in enumerate(zip(names, self.unpack(data), strict=False)):
+            if value < 0:
+                yield finding(self.code, path, position=8 * i, message=f"{name} is negative ({value})")

@@ -42,21 +42,22 @@ class EndTxnMarker(NamedTuple):
 
 def parse_control_key(key: bytes | None) -> ControlKey:
     """Parse a control record key; short or negative-version keys are invalid."""
-    if key is None or len(key) < _KEY.size:
-        raise FormatError("KAFKA_CONTROL_RECORD_INVALID", "control record key shorter than 4 bytes")
-    version, ctype = _KEY.unpack_from(key)
-    if version < 0:
-        raise FormatError("KAFKA_CONTROL_RECORD_INVALID", f"control record key version {version} < 0")
-    return ControlKey(version, ctype)
+    return ControlKey(*_versioned(_KEY, key, "control record key", "control record key"))
 
 
 def parse_end_txn_marker(value: bytes | None) -> EndTxnMarker:
-    if value is None or len(value) < _MARKER.size:
-        raise FormatError("KAFKA_CONTROL_RECORD_INVALID", "transaction marker value shorter than 6 bytes")
-    version, coordinator_epoch = _MARKER.unpack_from(value)
-    if version < 0:
-        raise FormatError("KAFKA_CONTROL_RECORD_INVALID", f"transaction marker version {version} < 0")
-    return EndTxnMarker(version, coordinator_epoch)
+    return EndTxnMarker(*_versioned(_MARKER, value, "transaction marker value", "transaction marker"))
+
+
+def _versioned(layout: struct.Struct, raw: bytes | None, what: str, versioned: str) -> tuple[int, ...]:
+    """The fields of a fixed layout that starts with an int16 version: FormatError for bytes shorter than the
+    layout (`what` ... shorter than) or a negative version (`versioned` version ... < 0)."""
+    if raw is None or len(raw) < layout.size:
+        raise FormatError("KAFKA_CONTROL_RECORD_INVALID", f"{what} shorter than {layout.size} bytes")
+    fields: tuple[int, ...] = layout.unpack_from(raw)
+    if fields[0] < 0:
+        raise FormatError("KAFKA_CONTROL_RECORD_INVALID", f"{versioned} version {fields[0]} < 0")
+    return fields
 
 
 def build_marker_batch(*, offset: int, commit: bool, producer_id: int, producer_epoch: int,

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 import construct as cs
 
-from replog.formats.errors import FormatError
 from replog.formats.fileio import atomic_write, read_small
 from replog.formats.findings import Finding, Severity, finding
-from replog.formats.layout import struct_of
+from replog.formats.layout import FixedPage
 
 CHECKPOINT = cs.Struct(
     "physic_msg_timestamp" / cs.Int64sb,
@@ -25,10 +24,11 @@ CHECKPOINT = cs.Struct(
     "master_flushed_offset" / cs.Int64sb,
     "confirm_phy_offset" / cs.Int64sb,
 )
-FIELDS = struct_of(CHECKPOINT)
 FILE_SIZE = 4096        # OS_PAGE_SIZE, mapped in full
 MIN_SIZE = 24           # the three 4.x timestamps
 _CODE = "ROCKETMQ_CHECKPOINT_INVALID"
+PAGE = FixedPage(CHECKPOINT, FILE_SIZE, MIN_SIZE, _CODE, "checkpoint")
+FIELDS = PAGE.fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,15 +52,12 @@ class Checkpoint:
 
 def parse_checkpoint(data: bytes | memoryview) -> Checkpoint:
     """Decode the fields; a file shorter than 40 bytes (but >= 24) has zero 5.x fields."""
-    if len(data) < MIN_SIZE:
-        raise FormatError(_CODE, f"checkpoint of {len(data)} bytes is shorter than {MIN_SIZE}", position=0)
-    head = bytes(data[:FIELDS.size]).ljust(FIELDS.size, b"\0")
-    return Checkpoint(*FIELDS.unpack(head))
+    return Checkpoint(*PAGE.unpack(data))
 
 
 def build_checkpoint(cp: Checkpoint) -> bytes:
     """The 4096-byte file the broker writes."""
-    return FIELDS.pack(*dataclasses.astuple(cp)).ljust(FILE_SIZE, b"\0")
+    return PAGE.pack(dataclasses.astuple(cp))
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
@@ -73,15 +70,7 @@ def write_checkpoint(path: str | os.PathLike[str], cp: Checkpoint) -> None:
 
 def check_checkpoint(data: bytes | memoryview, path: str = "") -> Iterator[Finding]:
     """Findings about the file itself: size, negative fields, bytes past the used 40."""
-    if len(data) != FILE_SIZE:
-        yield finding(_CODE, path, message=f"checkpoint is {len(data)} bytes, the broker maps {FILE_SIZE}",
-                      severity=None if len(data) < MIN_SIZE else Severity.WARNING)
-    if len(data) < MIN_SIZE:
-        return
-    cp = parse_checkpoint(data)
-    for i, (name, value) in enumerate(dataclasses.asdict(cp).items()):
-        if value < 0:
-            yield finding(_CODE, path, position=8 * i, message=f"{name} is negative ({value})")
-    if any(bytes(data[FIELDS.size:])):
+    yield from PAGE.check(data, path, tuple(f.name for f in dataclasses.fields(Checkpoint)))
+    if len(data) >= MIN_SIZE and any(bytes(data[FIELDS.size:])):
         yield finding(_CODE, path, position=FIELDS.size, severity=Severity.WARNING,
                       message="non-zero bytes after the 40 used bytes")

@@ -93,13 +93,8 @@ class _Parser:
                 raise self.fail("expected ':'")
             self.i += 1
             out[k] = self.value(depth + 1)
-            self.ws()
-            c = self.s[self.i:self.i + 1]
-            self.i += 1
-            if c == "}":
+            if self.closed("}"):
                 return out
-            if c != ",":
-                raise self.fail("expected ',' or '}'")
 
     def arr(self, depth: int) -> list[Any]:
         self.i += 1
@@ -110,13 +105,19 @@ class _Parser:
             return out
         while True:
             out.append(self.value(depth + 1))
-            self.ws()
-            c = self.s[self.i:self.i + 1]
-            self.i += 1
-            if c == "]":
+            if self.closed("]"):
                 return out
-            if c != ",":
-                raise self.fail("expected ',' or ']'")
+
+    def closed(self, close: str) -> bool:
+        """After a member or element: True at `close` (consumed), False at ',' (consumed), else an error."""
+        self.ws()
+        c = self.s[self.i:self.i + 1]
+        self.i += 1
+        if c == close:
+            return True
+        if c != ",":
+            raise self.fail(f"expected ',' or '{close}'")
+        return False
 
 
 def loads(text: str | bytes) -> Any:

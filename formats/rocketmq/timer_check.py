@@ -20,8 +20,8 @@ import construct as cs
 
 from replog.formats.errors import FormatError
 from replog.formats.fileio import read_small
-from replog.formats.findings import Finding, Severity, finding
-from replog.formats.layout import struct_of
+from replog.formats.findings import Finding
+from replog.formats.layout import FixedPage
 from replog.formats.rocketmq import config_json
 
 TIMER_CHECKPOINT = cs.Struct(
@@ -33,11 +33,12 @@ TIMER_CHECKPOINT = cs.Struct(
     "data_version_timestamp" / cs.Int64sb,
     "data_version_counter" / cs.Int64sb,
 )
-FIELDS = struct_of(TIMER_CHECKPOINT)
 FILE_SIZE = 4096                       # DefaultMappedFile.OS_PAGE_SIZE
 MIN_SIZE = 32                          # the four offsets; dataVersion was added later ("new add")
 CHECK_NAME, METRICS_NAME = "timercheck", "timermetrics"   # BrokerPathConfigHelper, under config/
 _CODE = "ROCKETMQ_TIMER_CHECKPOINT_INVALID"
+PAGE = FixedPage(TIMER_CHECKPOINT, FILE_SIZE, MIN_SIZE, _CODE, "timer checkpoint")
+FIELDS = PAGE.fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,15 +53,12 @@ class TimerCheckpoint:
 
 
 def parse_timer_checkpoint(data: bytes | memoryview) -> TimerCheckpoint:
-    if len(data) < MIN_SIZE:
-        raise FormatError(_CODE, f"timer checkpoint of {len(data)} bytes is shorter than {MIN_SIZE}", position=0)
-    head = bytes(data[:FIELDS.size]).ljust(FIELDS.size, b"\0")
-    return TimerCheckpoint(*FIELDS.unpack(head))
+    return TimerCheckpoint(*PAGE.unpack(data))
 
 
 def build_timer_checkpoint(cp: TimerCheckpoint) -> bytes:
     """The page `TimerCheckpoint#flush` leaves."""
-    return FIELDS.pack(*dataclasses.astuple(cp)).ljust(FILE_SIZE, b"\0")
+    return PAGE.pack(dataclasses.astuple(cp))
 
 
 def read_timer_checkpoint(path: str | os.PathLike[str]) -> TimerCheckpoint:
@@ -69,15 +67,7 @@ def read_timer_checkpoint(path: str | os.PathLike[str]) -> TimerCheckpoint:
 
 def check_timer_checkpoint(data: bytes | memoryview, path: str = "") -> Iterator[Finding]:
     """The file itself: size, negative positions."""
-    if len(data) != FILE_SIZE:
-        yield finding(_CODE, path, message=f"timer checkpoint is {len(data)} bytes, the broker maps {FILE_SIZE}",
-                      severity=None if len(data) < MIN_SIZE else Severity.WARNING)
-    if len(data) < MIN_SIZE:
-        return
-    cp = parse_timer_checkpoint(data)
-    for i, (name, value) in enumerate(dataclasses.asdict(cp).items()):
-        if i < 4 and value < 0:
-            yield finding(_CODE, path, position=8 * i, message=f"{name} is negative ({value})")
+    yield from PAGE.check(data, path, tuple(f.name for f in dataclasses.fields(TimerCheckpoint))[:4])
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ Records are decoded one by one, which is fine for these compacted, small topics.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +60,28 @@ def coordinator_copy(copies: Sequence[Path]) -> Replica:
         return loaded[0]
     chosen = elect([Candidate(r.name, r.high_watermark, r.log_end_offset, r.epochs.latest_epoch) for r in loaded])
     return next(r for r in loaded if r.name == chosen.name)
+
+
+def coordinator_records(log_dirs: Sequence[str | os.PathLike[str]], topic: str, sources: list[str],
+                        skipped: list[str]) -> Iterator[tuple[str, InternalRecord]]:
+    """(copy path, record) of every partition of `topic` under `log_dirs`, each read from the copy a coordinator
+    would load (`coordinator_copy`, its path added to `sources` as it is read), in partition then offset order."""
+    for _, copies in sorted(partition_copies(log_dirs, topic).items()):
+        rep = coordinator_copy(copies)
+        sources.append(rep.path)
+        for rec in internal_records(rep, skipped):
+            yield rep.path, rec
+
+
+def decoded_or_skipped(path: str, rec: InternalRecord, decode: Callable[[bytes | None, bytes | None], dict],
+                       skipped: list[str]) -> dict | None:
+    """`decode(key, value)` of one record; None, with the reason in `skipped`, for a record it rejects (the
+    coordinator would fail to load it)."""
+    try:
+        return decode(rec.key, rec.value)
+    except FormatError as e:
+        skipped.append(f"{path} offset {rec.offset}: {e.message}")
+        return None
 
 
 def internal_records(rep: Replica, skipped: list[str]) -> Iterator[InternalRecord]:

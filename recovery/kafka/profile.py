@@ -79,15 +79,11 @@ class ClusterProfile:
         """`key` for `topic`: read, else stated, else Kafka's default."""
         scope = "topic" if key in self.topic_configs.get(topic, {}) else "cluster default"
         read, stated = self.topic_config(topic, key), self.assumed.get(key)
-        if read is not None:
-            if stated is not None and stated != read:
-                raise ReplogError(f"the metadata log ({self.path}) sets {key}={read} for {topic} ({scope} config); "
-                                  f"the option stating {stated} contradicts it")
-            return Setting(read, METADATA, f"{scope} config in {self.path}")
-        if stated is not None:
-            return Setting(stated, OPTION, "stated by option")
         why = "not in the metadata log (a broker's server.properties decides)" if self.path else "no metadata log"
-        return Setting(DEFAULTS[key], DEFAULT, f"Kafka's default, assumed: {why}")
+        return _decided(read, f"{scope} config in {self.path}", stated,
+                        f"the metadata log ({self.path}) sets {key}={read} for {topic} ({scope} config); "
+                        f"the option stating {stated} contradicts it",
+                        Setting(DEFAULTS[key], DEFAULT, f"Kafka's default, assumed: {why}"))
 
     def known(self, topic: str, key: str) -> str | None:
         """`key` for `topic` when read or stated; None where only Kafka's default would be assumed."""
@@ -109,17 +105,14 @@ class ClusterProfile:
 
     def elr(self) -> Setting:
         """ELR on or off: the feature level read, else stated (`--elr/--no-elr`), else off (assumed)."""
-        stated = self.assumed.get(ELR)
-        if self.path is not None:
-            level = self.features.get(ELR_FEATURE, 0)
-            on = "true" if level >= 1 else "false"
-            if stated is not None and stated != on:
-                raise ReplogError(f"the metadata log ({self.path}) has {ELR_FEATURE}={level} (ELR "
-                                  f"{'on' if on == 'true' else 'off'}); the option stating otherwise contradicts it")
-            return Setting(on, METADATA, f"feature {ELR_FEATURE}={level} in {self.path}")
-        if stated is not None:
-            return Setting(stated, OPTION, "stated by option")
-        return Setting("false", DEFAULT, "assumed off: no metadata log (ZooKeeper mode and 3.x clusters have none)")
+        level = self.features.get(ELR_FEATURE, 0)
+        on = "true" if level >= 1 else "false"
+        return _decided(None if self.path is None else on, f"feature {ELR_FEATURE}={level} in {self.path}",
+                        self.assumed.get(ELR),
+                        f"the metadata log ({self.path}) has {ELR_FEATURE}={level} (ELR "
+                        f"{'on' if on == 'true' else 'off'}); the option stating otherwise contradicts it",
+                        Setting("false", DEFAULT,
+                                "assumed off: no metadata log (ZooKeeper mode and 3.x clusters have none)"))
 
     @property
     def elr_enabled(self) -> bool:
@@ -191,3 +184,15 @@ def read_profile(metadata_dir: str | os.PathLike[str], assumed: dict[str, str] |
     """The profile in a KRaft metadata log dir (or a log dir holding one), with the options' values beside it."""
     applier = ProfileApplier()
     return applier.result(str(walk_metadata_log(metadata_dir, [applier])), assumed)
+
+
+def _decided(read: str | None, where: str, stated: str | None, contradiction: str, default: Setting) -> Setting:
+    """One precedence for every setting: what the metadata log holds (`read`, from `where`; an option stating
+    another value is an error, `contradiction`), else what an option states, else `default` (assumed)."""
+    if read is not None:
+        if stated is not None and stated != read:
+            raise ReplogError(contradiction)
+        return Setting(read, METADATA, where)
+    if stated is not None:
+        return Setting(stated, OPTION, "stated by option")
+    return default

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from replog.formats.errors import FormatError
 from replog.formats.kafka.internal.share_group_state import SCHEMA_RELEASES, decode_share_group_state
-from replog.recovery.kafka.internal_topics import coordinator_copy, internal_records, partition_copies
+from replog.recovery.kafka.internal_topics import coordinator_records, decoded_or_skipped, partition_copies
 
 SHARE_GROUP_STATE = "__share_group_state"
 SNAPSHOT, UPDATE = "ShareSnapshotKey", "ShareUpdateKey"
@@ -130,17 +130,10 @@ def read_share_states(log_dirs: Sequence[str | os.PathLike[str]]) -> ShareStates
     """Every share group's state found in the `__share_group_state` partitions under `log_dirs` (for each
     partition, the copy a controller would elect stands for the coordinator's, `coordinator_copy`)."""
     out = ShareStates()
-    for _, copies in sorted(partition_copies(log_dirs, SHARE_GROUP_STATE).items()):
-        rep = coordinator_copy(copies)
-        out.sources.append(rep.path)
-        for rec in internal_records(rep, out.skipped):
-            if rec.marker is not None:
-                continue
-            try:
-                decoded = _decode(rec.key, rec.value)
-            except FormatError as e:
-                out.skipped.append(f"{rep.path} offset {rec.offset}: {e.message}")
-                continue
-            if decoded["key"].get("type") in (SNAPSHOT, UPDATE):
-                out.apply(decoded, rec.offset, rep.path)
+    for path, rec in coordinator_records(log_dirs, SHARE_GROUP_STATE, out.sources, out.skipped):
+        if rec.marker is not None:
+            continue
+        decoded = decoded_or_skipped(path, rec, _decode, out.skipped)
+        if decoded is not None and decoded["key"].get("type") in (SNAPSHOT, UPDATE):
+            out.apply(decoded, rec.offset, path)
     return out

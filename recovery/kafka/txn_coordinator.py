@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from replog.formats.errors import FormatError
 from replog.formats.kafka.internal.transaction_state import decode_transaction_state
 from replog.recovery.kafka.internal_topics import (
     TRANSACTION_STATE,
-    coordinator_copy,
-    internal_records,
+    coordinator_records,
+    decoded_or_skipped,
     partition_copies,
 )
 
@@ -68,25 +67,17 @@ def read_coordinator_state(log_dirs: Sequence[str | os.PathLike[str]]) -> Coordi
     """The `__transaction_state` partitions under `log_dirs`, each from the copy a coordinator would load."""
     out = CoordinatorState()
     latest: dict[str, CoordinatorTxn | None] = {}
-    for _, copies in sorted(partition_copies(log_dirs, TRANSACTION_STATE).items()):
-        rep = coordinator_copy(copies)
-        out.sources.append(rep.path)
-        for rec in internal_records(rep, out.skipped):
-            if rec.key is None:
-                continue
-            try:
-                decoded = decode_transaction_state(rec.key, rec.value)
-            except FormatError as e:
-                out.skipped.append(f"{rep.path} offset {rec.offset}: {e.message}")
-                continue
-            key, value = decoded["key"], decoded["value"]
-            if "data" not in key:
-                continue
-            tid = key["data"]["transactionalId"]
-            if value is None:
-                latest[tid] = None
-            elif "data" in value:
-                latest[tid] = _txn(tid, value["data"], rep.path)
+    for path, rec in coordinator_records(log_dirs, TRANSACTION_STATE, out.sources, out.skipped):
+        if rec.key is None:
+            continue
+        decoded = decoded_or_skipped(path, rec, decode_transaction_state, out.skipped)
+        if decoded is None or "data" not in decoded["key"]:
+            continue
+        tid, value = decoded["key"]["data"]["transactionalId"], decoded["value"]
+        if value is None:
+            latest[tid] = None
+        elif "data" in value:
+            latest[tid] = _txn(tid, value["data"], path)
     # a producer id rolled over (epoch exhausted) is still found under its previous id
     for txn in latest.values():
         if txn is not None and txn.previous_producer_id >= 0:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.brokers.kafka_lab import wait_until
-from tests.brokers.rocketmq_lab import GROUP, JAVA_DIR, TOOL_JVM, Inspection, RmqCluster, RmqSpec, running_rocketmq
+from tests.brokers.rocketmq_lab import GROUP, Inspection, RmqCluster, RmqSpec, running_rocketmq
 
 TOPIC = "LabTopic"
 QUEUES = 2
@@ -62,9 +62,8 @@ def send_after(c: RmqCluster, first: int, count: int, scene: Callable[[], object
     down some seconds after it loses its quorum: `DLedgerLeaderElector`, maxHeartBeatLeak x heartBeatTimeIntervalMs).
     The producer runs as a child process, killed on every way out."""
     go = c.root / f"go-{first}"
-    cmd = ["java", *TOOL_JVM, f"-Duser.home={c.root / 'tools'}", *c._logging(), "-cp", c.cp,
-           str(JAVA_DIR / "DLedgerSend.java"), c.namesrv_addr, TOPIC, GROUP, ",".join(map(str, range(QUEUES))),
-           str(first), str(count), str(BODY), "1", str(go)]
+    cmd = c.java_program("DLedgerSend.java", c.namesrv_addr, TOPIC, GROUP, ",".join(map(str, range(QUEUES))),
+                         str(first), str(count), str(BODY), "1", str(go))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
                             env={**os.environ, "ROCKETMQ_HOME": str(c.home)}, start_new_session=True)
     try:

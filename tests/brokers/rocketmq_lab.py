@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.brokers.jars import rocketmq_classpath
+from tests.brokers.java_build import rmq_program
 from tests.brokers.kafka_lab import _TAKEN, Node, port_range, wait_until
 
 JAVA_DIR = Path(__file__).with_name("java")
@@ -266,10 +267,15 @@ class RmqCluster:
 
     # ----- tools
 
+    def java_program(self, source: str, *args: str) -> list[str]:
+        """The command that runs a lab Java program (tests/brokers/java, compiled by `java_build`) on this
+        version's class path."""
+        return ["java", *TOOL_JVM, f"-Duser.home={self.root / 'tools'}", *self._logging(),
+                *rmq_program(source, self.cp), *args]
+
     def java_source(self, source: str, *args: str, timeout: float = 300) -> str:
-        """A lab Java program (tests/brokers/java) run with the source launcher on this version's class path."""
-        cmd = ["java", *TOOL_JVM, f"-Duser.home={self.root / 'tools'}", *self._logging(), "-cp", self.cp,
-               str(JAVA_DIR / source), *args]
+        """A lab Java program's output (`java_program`); a failed run is an AssertionError with its output."""
+        cmd = self.java_program(source, *args)
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
                               env={**os.environ, "ROCKETMQ_HOME": str(self.home)})
         if done.returncode != 0:

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -107,20 +108,16 @@ def check_after_kill(root: Path, inputs: dict[str, str], out: Path, parts: list[
     return state
 
 
-def test_repair_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path],
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    a, b = pair
-    root = tmp_path / "in"
-    inputs = sha256_tree(root)
-    ref = tmp_path / "reference"
-    args = lambda out: ["repair", f"A={a}", f"B={b}", "--leader", "B", "--out", str(out), "--format", "json"]  # noqa: E731
+def killed_states(tmp_path: Path, args: Callable[[Path], list[str]], parts: list[str], root: Path,
+                  inputs: dict[str, str], seed: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[str]]:
+    """The command `args(out)` run whole once (the reference output, `tmp_path/reference`, and its time), then
+    killed at every write point and at random moments (seeds from `seed`): its number of writes and the state
+    each kill left (`check_after_kill`: inputs untouched, a complete output equal to the reference)."""
     t0 = time.perf_counter()
-    assert run(args(ref)).returncode in (0, 1)
+    assert run(args(tmp_path / "reference")).returncode in (0, 1)
     normal = time.perf_counter() - t0
-    parts = ["A/t-0", "B/t-0"]
-    expected = {p: signature(ref / p) for p in parts}
+    expected = {p: signature(tmp_path / "reference" / p) for p in parts}
     total = count_writes(args(tmp_path / "probe"), monkeypatch)
-    assert total > 5
     states = []
     for i, n in enumerate(kill_points(total)):
         out = tmp_path / f"k{i}"
@@ -129,8 +126,19 @@ def test_repair_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path],
         states.append(check_after_kill(root, inputs, out, parts, expected))
     for i in range(RANDOM_KILLS):
         out = tmp_path / f"r{i}"
-        random_sigkills(args(out), out, normal, seed=i)
+        random_sigkills(args(out), out, normal, seed=seed + i)
         states.append(check_after_kill(root, inputs, out, parts, expected))
+    return total, states
+
+
+def test_repair_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = pair
+    root = tmp_path / "in"
+    inputs = sha256_tree(root)
+    args = lambda out: ["repair", f"A={a}", f"B={b}", "--leader", "B", "--out", str(out), "--format", "json"]  # noqa: E731
+    total, states = killed_states(tmp_path, args, ["A/t-0", "B/t-0"], root, inputs, seed=0, monkeypatch=monkeypatch)
+    assert total > 5
     assert "incomplete" in states          # the kills did land mid-run
 
 
@@ -142,24 +150,8 @@ def test_recover_killed_at_every_write(tmp_path: Path, pair: tuple[Path, Path],
     last.write_bytes(last.read_bytes()[:-9])
     root = tmp_path / "in"
     inputs = sha256_tree(root)
-    ref = tmp_path / "reference"
     args = lambda out: ["recover", str(a), "--out", str(out), "--format", "json"]  # noqa: E731
-    t0 = time.perf_counter()
-    assert run(args(ref)).returncode in (0, 1)
-    normal = time.perf_counter() - t0
-    parts = ["t-0"]
-    expected = {p: signature(ref / p) for p in parts}
-    total = count_writes(args(tmp_path / "probe"), monkeypatch)
-    states = []
-    for i, n in enumerate(kill_points(total)):
-        out = tmp_path / f"k{i}"
-        res = run(args(out), kill_after=n)
-        assert res.returncode == 137, res.stderr
-        states.append(check_after_kill(root, inputs, out, parts, expected))
-    for i in range(RANDOM_KILLS):
-        out = tmp_path / f"r{i}"
-        random_sigkills(args(out), out, normal, seed=100 + i)
-        states.append(check_after_kill(root, inputs, out, parts, expected))
+    _, states = killed_states(tmp_path, args, ["t-0"], root, inputs, seed=100, monkeypatch=monkeypatch)
     assert {"absent", "incomplete"} & set(states)
     leftovers = [p.name for p in tmp_path.iterdir() if ".replog-partial-" in p.name]
     assert all(not (tmp_path / n / COMPLETE_MARKER).exists() for n in leftovers)

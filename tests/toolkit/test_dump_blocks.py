@@ -133,16 +133,18 @@ SETTINGS = settings(max_examples=150, deadline=None,
 @SETTINGS
 @given(clean_segments(), st.sampled_from(OPTIONS), st.sampled_from(STYLES))
 def test_clean_segments_same_bytes(buf: bytes, opts: DumpOptions, style: Style) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / SEG
-        path.write_bytes(buf)
-        assert_same_bytes(path, opts, style)
+    assert_segment_same_bytes(buf, opts, style)
 
 
 @SETTINGS
 @given(segments(), st.sampled_from(OPTIONS), st.sampled_from(STYLES))
 def test_damaged_segments_same_bytes(buf: bytes, opts: DumpOptions, style: Style) -> None:
     """Findings, control markers, legacy messages, torn tails: what a run cannot hold goes entry by entry."""
+    assert_segment_same_bytes(buf, opts, style)
+
+
+def assert_segment_same_bytes(buf: bytes, opts: DumpOptions, style: Style) -> None:
+    """`assert_same_bytes` on `buf` written as a segment file (hypothesis examples share no pytest tmp_path)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / SEG
         path.write_bytes(buf)

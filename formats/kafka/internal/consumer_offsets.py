@@ -27,6 +27,7 @@ from replog.formats.kafka.internal.protocol import (
     Field,
     Message,
     Struct,
+    decode_version_prefixed,
     json_view,
     read_int16,
     to_bytes,
@@ -132,28 +133,27 @@ def decode_key(key: bytes) -> dict:
     if known is None:
         return {"type": "unknown", "version": version, "raw": bytes(key[2:]).hex()}
     name, fields = known
-    data, end = Message(name, fields, valid=str(version)).decode(key, version, 2)
-    return _with_tail({"type": name, "version": version, "data": data}, key, end)
+    return {"type": name, **decode_version_prefixed(Message(name, fields, valid=str(version)), key)}
 
 
 def decode_value(key_version: int, value: bytes) -> dict:
     """Decode a value whose schema the key's version selects."""
-    version = read_int16(value)
     schema = _value_schema(key_version)
-    if schema is None or not schema.supports(version):
-        return {"version": version, "raw": bytes(value[2:]).hex()}
-    if key_version <= 2:
-        data, end = schema.decode(value, version, 2)
-    else:  # KIP-848 records changed shape during early access: degrade to raw, do not fail
-        try:
-            data, end = schema.decode(value, version, 2)
-        except FormatError as exc:
-            return {"version": version, "raw": bytes(value[2:]).hex(), "error": exc.message}
-    if key_version == 2 and data["protocolType"] == "consumer":
+    if schema is None:
+        return {"version": read_int16(value), "raw": bytes(value[2:]).hex()}
+    try:
+        out = decode_version_prefixed(schema, value)
+    except FormatError as exc:
+        if key_version <= 2:
+            raise
+        # KIP-848 records changed shape during early access: degrade to raw, do not fail
+        return {"version": read_int16(value), "raw": bytes(value[2:]).hex(), "error": exc.message}
+    data = out.get("data")
+    if key_version == 2 and data is not None and data["protocolType"] == "consumer":
         for member in data["members"]:
             member["subscription"] = decode_consumer_protocol(CONSUMER_SUBSCRIPTION, member["subscription"])
             member["assignment"] = decode_consumer_protocol(CONSUMER_ASSIGNMENT, member["assignment"])
-    return _with_tail({"version": version, "data": data}, value, end)
+    return out
 
 
 def _value_schema(key_version: int) -> Message | None:
@@ -162,13 +162,6 @@ def _value_schema(key_version: int) -> Message | None:
     if key_version == 2:
         return GROUP_METADATA_VALUE
     return GROUP_VALUES.get(key_version)
-
-
-def _with_tail(out: dict, buf: bytes, end: int) -> dict:
-    """The coordinator ignores bytes after the message; we show them."""
-    if end < len(buf):
-        out["trailingBytes"] = bytes(buf[end:]).hex()
-    return out
 
 
 def decode_consumer_protocol(schema: Message, hex_bytes: str) -> dict | str:

@@ -460,3 +460,21 @@ def read_int16(buf: bytes | memoryview, pos: int = 0) -> int:
 
 def version_prefixed(version: int, body: bytes) -> bytes:
     return _pack(INT16, version) + body
+
+
+def decode_version_prefixed(schema: Message, buf: bytes) -> dict:
+    """A coordinator key or value (int16 version, then `schema`'s body at that version): ``{"version", "data"}``,
+    or ``{"version", "raw"}`` (the body as hex) at a version `schema` does not know. Raises FormatError on a body
+    the schema cannot read."""
+    version = read_int16(buf)
+    if not schema.supports(version):
+        return {"version": version, "raw": bytes(buf[2:]).hex()}
+    data, end = schema.decode(buf, version, 2)
+    return with_trailing({"version": version, "data": data}, buf, end)
+
+
+def with_trailing(out: dict, buf: bytes, end: int) -> dict:
+    """`out` with the bytes after the message as ``trailingBytes``: the coordinators ignore them; replog shows them."""
+    if end < len(buf):
+        out["trailingBytes"] = bytes(buf[end:]).hex()
+    return out

@@ -30,8 +30,10 @@ from replog.formats.kafka.internal.protocol import (
     Field,
     Message,
     Struct,
+    decode_version_prefixed,
     json_view,
     read_int16,
+    with_trailing,
 )
 
 SCHEMA_RELEASES = ("4.0", "4.4")
@@ -81,23 +83,12 @@ def decode_key(key: bytes) -> dict:
     if name is None:
         return {"type": "unknown", "version": record_type, "raw": bytes(key[2:]).hex()}
     data, end = Message(name, _KEY_FIELDS).decode(key, 0, 2)
-    return _whole({"type": name, "version": record_type, "data": data}, key, end)
+    return with_trailing({"type": name, "version": record_type, "data": data}, key, end)
 
 
 def decode_value(record_type: int, value: bytes, release: str) -> dict:
     """The value of a record of `record_type` (its key's int16) at the value's own version."""
-    version = read_int16(value)
-    schema = VALUES[release][record_type]
-    if not schema.supports(version):
-        return {"version": version, "raw": bytes(value[2:]).hex()}
-    data, end = schema.decode(value, version, 2)
-    return _whole({"version": version, "data": data}, value, end)
-
-
-def _whole(out: dict, buf: bytes, end: int) -> dict:
-    if end < len(buf):
-        out["trailingBytes"] = bytes(buf[end:]).hex()
-    return out
+    return decode_version_prefixed(VALUES[release][record_type], value)
 
 
 def json_data(record_type: int, data: dict, release: str) -> dict:

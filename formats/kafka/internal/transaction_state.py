@@ -20,6 +20,7 @@ from replog.formats.kafka.internal.protocol import (
     Field,
     Message,
     Struct,
+    decode_version_prefixed,
     json_view,
     read_int16,
     version_prefixed,
@@ -57,25 +58,14 @@ def decode_transaction_state(key: bytes | None, value: bytes | None) -> dict:
 
 
 def decode_key(key: bytes) -> dict:
-    version = read_int16(key)
-    if not TRANSACTION_LOG_KEY.supports(version):
-        return {"type": "unknown", "version": version, "raw": bytes(key[2:]).hex()}
-    data, end = TRANSACTION_LOG_KEY.decode(key, version, 2)
-    return _with_tail({"type": "transaction_log", "version": version, "data": data}, key, end)
+    known = TRANSACTION_LOG_KEY.supports(read_int16(key))
+    return {"type": "transaction_log" if known else "unknown", **decode_version_prefixed(TRANSACTION_LOG_KEY, key)}
 
 
 def decode_value(value: bytes) -> dict:
-    version = read_int16(value)
-    if not TRANSACTION_LOG_VALUE.supports(version):
-        return {"version": version, "raw": bytes(value[2:]).hex()}
-    data, end = TRANSACTION_LOG_VALUE.decode(value, version, 2)
-    data[STATE_KEY] = state_name(data["transactionStatus"])
-    return _with_tail({"version": version, "data": data}, value, end)
-
-
-def _with_tail(out: dict, buf: bytes, end: int) -> dict:
-    if end < len(buf):
-        out["trailingBytes"] = bytes(buf[end:]).hex()
+    out = decode_version_prefixed(TRANSACTION_LOG_VALUE, value)
+    if "data" in out:
+        out["data"][STATE_KEY] = state_name(out["data"]["transactionStatus"])
     return out
 
 

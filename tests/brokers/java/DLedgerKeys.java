@@ -1,15 +1,10 @@
 // Reads which message a running broker holds at given commit-log offsets, through its admin API (`viewMessage`,
 // the call behind `mqadmin queryMsgById`, sent to the broker the offset message id names): one line
 // "MSG <offset> <queueId> <queueOffset> <keys>" per offset, "NOMSG <offset> <error>" where it has none.
-// Usage: java -cp CP DLedgerKeys.java NAMESRV BROKER_ADDR TOPIC OFFSET[,OFFSET...]
-import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
-
+// Usage: DLedgerKeys NAMESRV BROKER_ADDR TOPIC OFFSET[,OFFSET...]
 public class DLedgerKeys {
     public static void main(String[] args) throws Exception {
-        var admin = new DefaultMQAdminExt();
-        admin.setNamesrvAddr(args[0]);
-        admin.setInstanceName("replog-lab-keys-" + System.nanoTime());
-        admin.start();
+        var admin = RmqLab.admin(args[0], "keys");
         try {
             String[] hostPort = args[1].split(":");
             byte[] ip = java.net.InetAddress.getByName(hostPort[0]).getAddress();

@@ -3,15 +3,10 @@
 // [min, max) the unit the broker finds for it (BatchConsumeQueue#iterateFrom(k) starts at the unit holding k):
 // "UNIT <topic> <queue> <k> <physicOffset> <size> <tagsCode>". Offsets that share a unit are one batch: its base
 // offset is the smallest of them and its batch size their count.
-// Usage: java -cp CP RmqBatchInspect.java NAMESRV BROKER_ADDR TOPIC QUEUES
-import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
-
+// Usage: RmqBatchInspect NAMESRV BROKER_ADDR TOPIC QUEUES
 public class RmqBatchInspect {
     public static void main(String[] args) throws Exception {
-        var admin = new DefaultMQAdminExt();
-        admin.setNamesrvAddr(args[0]);
-        admin.setInstanceName("replog-lab-bcq-" + System.nanoTime());
-        admin.start();
+        var admin = RmqLab.admin(args[0], "bcq");
         try {
             String broker = args[1], topic = args[2];
             for (int q = 0; q < Integer.parseInt(args[3]); q++) {

@@ -5,13 +5,12 @@
 //          "COMMIT <topic> <queue> <offset>".
 // progress: "PROGRESS <topic> <queue> <brokerOffset> <consumerOffset>" per queue of the group (examineConsumeStats).
 // `var` keeps the 4.9/5.x package moves out of the source.
-// Usage: java -cp CP RmqCommit.java consume NAMESRV GROUP TOPIC BROKER_NAME QUEUES COUNT
+// Usage: RmqCommit consume NAMESRV GROUP TOPIC BROKER_NAME QUEUES COUNT
 //        java -cp CP RmqCommit.java progress NAMESRV GROUP
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.consumer.store.RemoteBrokerOffsetStore;
 import org.apache.rocketmq.common.message.MessageQueue;
-import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 public class RmqCommit {
     public static void main(String[] args) throws Exception {
@@ -50,10 +49,7 @@ public class RmqCommit {
     }
 
     static void progress(String namesrv, String group) throws Exception {
-        var admin = new DefaultMQAdminExt();
-        admin.setNamesrvAddr(namesrv);
-        admin.setInstanceName("replog-lab-progress-" + System.nanoTime());
-        admin.start();
+        var admin = RmqLab.admin(namesrv, "progress");
         try {
             var stats = admin.examineConsumeStats(group);
             for (var e : new java.util.TreeMap<>(stats.getOffsetTable()).entrySet()) {

@@ -1,7 +1,7 @@
 // Reads every message a running RocketMQ broker serves in the given queues through the consumer API (a pull
 // consumer, no group offsets committed): one line "MSG <topic> <queue> <queueOffset> <commitLogOffset> <seq>" per
 // message, the sequence number parsed from RmqSend's body "seq-<n>-...". `var` keeps the 4.9/5.x package moves out.
-// Usage: java -cp CP RmqDump.java NAMESRV BROKER_NAME TOPIC:QUEUES
+// Usage: RmqDump NAMESRV BROKER_NAME TOPIC:QUEUES
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.common.message.MessageQueue;

@@ -2,15 +2,12 @@
 // `mqadmin queryCq`): "STAT <key> <value>" for every runtime figure, then per queue "QUEUE <topic> <queue> <min>
 // <max>" and one "CQ <topic> <queue> <index> <physicOffset> <size> <tagsCode>" per consume-queue unit it serves.
 // `var` keeps the 4.9/5.x package moves out of the source.
-// Usage: java -cp CP RmqInspect.java NAMESRV BROKER_ADDR TOPIC:QUEUES[,TOPIC:QUEUES...]
+// Usage: RmqInspect NAMESRV BROKER_ADDR TOPIC:QUEUES[,TOPIC:QUEUES...]
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 public class RmqInspect {
     public static void main(String[] args) throws Exception {
-        var admin = new DefaultMQAdminExt();
-        admin.setNamesrvAddr(args[0]);
-        admin.setInstanceName("replog-lab-inspect-" + System.nanoTime());
-        admin.start();
+        var admin = RmqLab.admin(args[0], "inspect");
         try {
             String broker = args[1];
             var stats = admin.fetchBrokerRuntimeStats(broker);

@@ -1,4 +1,4 @@
-// The broker lab's LMQ and transaction client (RocketMQ 5.x jars, run by the JDK's source launcher). Modes:
+// The broker lab's LMQ and transaction client (RocketMQ 5.x jars, compiled with RmqLab.java). Modes:
 //   lmq NAMESRV TOPIC BROKER_NAME COUNT      COUNT messages to queue 0 of TOPIC, message i multi-dispatched
 //                                            (INNER_MULTI_DISPATCH) to %LMQ%a, and to %LMQ%a,%LMQ%b when i is even:
 //                                            "SENT <i> <status> <queueOffset> <msgId>"
@@ -11,10 +11,9 @@
 //                                            message it points at, read back by the broker (viewMessage): "MSG <topic>
 //                                            <queue> <index> <phyOffset> <size> <sysFlag> <preparedOffset> <tags> <body>"
 //                                            then "PROP <topic> <queue> <index> <key> <value>" for the properties below
-// Usage: java -cp CP RmqLmqTxn.java MODE ARGS...
+// Usage: RmqLmqTxn MODE ARGS...
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
@@ -40,14 +39,8 @@ public class RmqLmqTxn {
     }
 
     static void lmq(String namesrv, String topic, String brokerName, int count) throws Exception {
-        var producer = new DefaultMQProducer("replog-lab-lmq");
-        producer.setNamesrvAddr(namesrv);
-        producer.setInstanceName("replog-lab-" + System.nanoTime());
-        producer.setSendMsgTimeout(30000);
-        producer.setRetryTimesWhenSendFailed(0);
-        producer.start();
-        try {
-            waitForRoute(producer, topic);
+        var producer = RmqLab.producer("replog-lab-lmq", namesrv, 30000);
+        RmqLab.sending(producer, topic, () -> {
             for (int i = 0; i < count; i++) {
                 var msg = new Message(topic, "lmq", ("lmq-" + i).getBytes(StandardCharsets.UTF_8));
                 MessageAccessor.putProperty(msg, "INNER_MULTI_DISPATCH", i % 2 == 0 ? "%LMQ%a,%LMQ%b" : "%LMQ%a");
@@ -55,9 +48,7 @@ public class RmqLmqTxn {
                 System.out.println("SENT " + i + " " + result.getSendStatus() + " " + result.getQueueOffset() + " "
                     + result.getMsgId());
             }
-        } finally {
-            producer.shutdown();
-        }
+        });
     }
 
     static void txn(String namesrv, String topic, int first, int count) throws Exception {
@@ -74,9 +65,7 @@ public class RmqLmqTxn {
                 return decide(msg);
             }
         });
-        producer.start();
-        try {
-            waitForRoute(producer, topic);
+        RmqLab.sending(producer, topic, () -> {
             for (int i = first; i < first + count; i++) {
                 var msg = new Message(topic, "txn", ("txn-" + i).getBytes(StandardCharsets.UTF_8));
                 msg.setKeys("t" + i);
@@ -84,9 +73,7 @@ public class RmqLmqTxn {
                 System.out.println("TXN " + i + " " + decide(msg) + " " + result.getSendStatus() + " "
                     + result.getMsgId());
             }
-        } finally {
-            producer.shutdown();
-        }
+        });
     }
 
     static LocalTransactionState decide(Message msg) {
@@ -94,16 +81,8 @@ public class RmqLmqTxn {
         return i % 3 == 2 ? LocalTransactionState.ROLLBACK_MESSAGE : LocalTransactionState.COMMIT_MESSAGE;
     }
 
-    static DefaultMQAdminExt admin(String namesrv) throws Exception {
-        var admin = new DefaultMQAdminExt();
-        admin.setNamesrvAddr(namesrv);
-        admin.setInstanceName("replog-lab-view-" + System.nanoTime());
-        admin.start();
-        return admin;
-    }
-
     static void offset(String[] args) throws Exception {
-        var admin = admin(args[1]);
+        var admin = RmqLab.admin(args[1], "view");
         try {
             var header = new org.apache.rocketmq.remoting.protocol.header.UpdateConsumerOffsetRequestHeader();
             header.setConsumerGroup(args[3]);
@@ -120,7 +99,7 @@ public class RmqLmqTxn {
     }
 
     static void view(String namesrv, String brokerAddr, String queues) throws Exception {
-        var admin = admin(namesrv);
+        var admin = RmqLab.admin(namesrv, "view");
         try {
             for (String spec : queues.split(",")) {
                 int at = spec.lastIndexOf(':');
@@ -165,19 +144,6 @@ public class RmqLmqTxn {
                 }
                 index++;
             }
-        }
-    }
-
-    // A topic just created reaches the name server with the broker's next registration: wait for the route.
-    static void waitForRoute(DefaultMQProducer producer, String topic) throws Exception {
-        long deadline = System.currentTimeMillis() + 60000;
-        while (true) {
-            try {
-                if (!producer.fetchPublishMessageQueues(topic).isEmpty()) return;
-            } catch (Exception e) {
-                if (System.currentTimeMillis() > deadline) throw e;
-            }
-            Thread.sleep(500);
         }
     }
 }

@@ -6,7 +6,7 @@
 //          (MQClientAPIImpl#batchAckMessageAsync: the broker writes one "bAck" revive message per checkpoint).
 //   drain: POP requests on every queue (retry queues included) for SECONDS, acking all it gets: "GOT <seq> <topic>
 //          <queueOffset>" per message the broker (re-)delivers.
-// Usage: java -cp CP RmqPop.java pop   NAMESRV ADDR BROKER_NAME TOPIC GROUP QUEUE SIZES INVISIBLE_MS ACK_SEQS [ACK_MODE]
+// Usage: RmqPop pop   NAMESRV ADDR BROKER_NAME TOPIC GROUP QUEUE SIZES INVISIBLE_MS ACK_SEQS [ACK_MODE]
 //        java -cp CP RmqPop.java drain NAMESRV ADDR BROKER_NAME TOPIC GROUP SECONDS INVISIBLE_MS
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;

@@ -1,52 +1,16 @@
 // Sends N messages to one queue of a RocketMQ topic (or round-robin over a comma-separated list of queues), bodies
-// "seq-<n>" padded to a size, one line per message: "SENT <seq> <status> <queueOffset> <queue> <offsetMsgId>". Run with the source launcher against a 4.9 or 5.x client jar
-// (the types are the same; `var` keeps the 4.9/5.x package moves out of the source).
-// Usage: java -cp CP RmqSend.java NAMESRV TOPIC BROKER_NAME QUEUE FIRST COUNT BODY_BYTES
-import org.apache.rocketmq.client.producer.DefaultMQProducer;
-import org.apache.rocketmq.common.message.Message;
-import org.apache.rocketmq.common.message.MessageQueue;
-
+// "seq-<n>" padded to a size, one line per message: "SENT <seq> <status> <queueOffset> <queue> <offsetMsgId>".
+// Compiled with RmqLab.java against a 4.9 or 5.x client jar.
+// Usage: RmqSend NAMESRV TOPIC BROKER_NAME QUEUE FIRST COUNT BODY_BYTES
 public class RmqSend {
     public static void main(String[] args) throws Exception {
-        String namesrv = args[0], topic = args[1], brokerName = args[2];
-        String[] queues = args[3].split(",");
-        long first = Long.parseLong(args[4]);
-        int count = Integer.parseInt(args[5]), bodyBytes = Integer.parseInt(args[6]);
-        var producer = new DefaultMQProducer("replog-lab-producer");
-        producer.setNamesrvAddr(namesrv);
-        producer.setInstanceName("replog-lab-" + System.nanoTime());
-        producer.setSendMsgTimeout(30000);
-        producer.setRetryTimesWhenSendFailed(0);
-        producer.start();
-        try {
-            waitForRoute(producer, topic);
-            for (long seq = first; seq < first + count; seq++) {
-                int queue = Integer.parseInt(queues[(int) ((seq - first) % queues.length)]);
-                var mq = new MessageQueue(topic, brokerName, queue);
-                StringBuilder body = new StringBuilder("seq-" + seq + "-");
-                while (body.length() < bodyBytes) body.append('x');
-                var msg = new Message(topic, "lab", body.toString().getBytes("UTF-8"));
-                msg.setKeys("k" + seq);
-                var result = producer.send(msg, mq);
-                System.out.println("SENT " + seq + " " + result.getSendStatus() + " " + result.getQueueOffset()
-                    + " " + queue + " " + result.getOffsetMsgId());
+        var a = RmqLab.SendArgs.parse(args);
+        var producer = RmqLab.producer("replog-lab-producer", a.namesrv(), 30000);
+        RmqLab.sending(producer, a.topic(), () -> {
+            for (long seq = a.first(); seq < a.first() + a.count(); seq++) {
+                var result = producer.send(a.message(seq), a.messageQueue(seq));
+                System.out.println(RmqLab.sent(seq, result, a.queue(seq)));
             }
-        } finally {
-            producer.shutdown();
-        }
-    }
-
-    // A topic just created on the broker reaches the name server with the broker's next registration: wait for the
-    // route (up to 60 s) instead of failing the first send with "No route info of this topic".
-    static void waitForRoute(DefaultMQProducer producer, String topic) throws Exception {
-        long deadline = System.currentTimeMillis() + 60000;
-        while (true) {
-            try {
-                if (!producer.fetchPublishMessageQueues(topic).isEmpty()) return;
-            } catch (Exception e) {
-                if (System.currentTimeMillis() > deadline) throw e;
-            }
-            Thread.sleep(500);
-        }
+        });
     }
 }

@@ -2,7 +2,7 @@
 // (DefaultMQPullConsumer: no consumer group offsets involved) and prints "GOT <seq> <queue> <queueOffset> <msgId>"
 // per message whose body is "seq-<n>-...", then "MAX <queue> <maxOffset>" per queue. A timer message the wheel
 // delivered is one message in its real topic, so each sequence number's count is how often it was delivered.
-// Usage: java -cp CP RmqTimerCount.java NAMESRV TOPIC BROKER_NAME QUEUES
+// Usage: RmqTimerCount NAMESRV TOPIC BROKER_NAME QUEUES
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -17,7 +17,8 @@ public class RmqTimerCount {
         consumer.setInstanceName("replog-lab-" + System.nanoTime());
         consumer.start();
         try {
-            waitForRoute(consumer, topic);
+            // a broker just started on a store registers its topics with the name server's next heartbeat
+            RmqLab.waitForRoute(() -> !consumer.fetchSubscribeMessageQueues(topic).isEmpty());
             for (int q = 0; q < queues; q++) {
                 var mq = new MessageQueue(topic, brokerName, q);
                 long offset = consumer.minOffset(mq), max = consumer.maxOffset(mq);
@@ -39,20 +40,6 @@ public class RmqTimerCount {
             }
         } finally {
             consumer.shutdown();
-        }
-    }
-
-    // A broker just started on a store registers its topics with the name server's next heartbeat: wait for the
-    // route (up to 60 s) instead of failing with "No route info of this topic".
-    static void waitForRoute(DefaultMQPullConsumer consumer, String topic) throws Exception {
-        long deadline = System.currentTimeMillis() + 60000;
-        while (true) {
-            try {
-                if (!consumer.fetchSubscribeMessageQueues(topic).isEmpty()) return;
-            } catch (Exception e) {
-                if (System.currentTimeMillis() > deadline) throw e;
-            }
-            Thread.sleep(500);
         }
     }
 }

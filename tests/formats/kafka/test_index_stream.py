@@ -222,39 +222,36 @@ def linear_time_check(batches, entries, *, base_offset, path=""):
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@SETTINGS
-@given(st.data())
-def test_offset_index_stream_is_the_list_check(data) -> None:
-    buf, base, infos = data.draw(segments())
-    entries = data.draw(offset_entries(base, len(buf), infos))
-    sizes = data.draw(splits(len(infos)))
-    kw = dict(base_offset=base, log_size=len(buf), path="s.index")
-    want = dicts(oracle.check_offset_index(infos, entries, **kw))
-    assert dicts(stream_offset(infos, entries, sizes, **kw)) == want
-    assert dicts(linear_offset_check(infos, entries, **kw)) == want  # the stand-in agrees where both apply
-    writable = all(0 <= e.offset - base <= oi.INT32_MAX and e.position >= 0 for e in entries)
-    if writable:  # the same entries written, read back as columns (trailing zero slots become padding)
-        raw = oi.write_offset_index(entries, base)
-        listed, cols = oi.read_offset_index(raw, base).entries, oi.read_offset_index_columns(raw, base)
-        assert list(cols.entries()) == listed
-        assert dicts(stream_offset(infos, cols, sizes, **kw)) == dicts(oracle.check_offset_index(infos, listed, **kw))
+# per index: its entries, the list check (oracle), the streaming form, the linear stand-in, its writer and its two
+# readers, the keywords beyond the base offset, and which entries the writer can hold
+KINDS = {
+    "offset": (lambda base, buf, infos: offset_entries(base, len(buf), infos), oracle.check_offset_index, stream_offset,
+               linear_offset_check, oi.write_offset_index, oi.read_offset_index, oi.read_offset_index_columns,
+               lambda buf: {"log_size": len(buf), "path": "s.index"}, lambda e: e.position >= 0),
+    "time": (lambda base, buf, infos: time_entries(base, infos), oracle.check_time_index, stream_time,
+             linear_time_check, ti.write_time_index, ti.read_time_index, ti.read_time_index_columns,
+             lambda buf: {"path": "s.timeindex"}, lambda e: True),
+}
 
 
+@pytest.mark.parametrize("kind", sorted(KINDS))
 @SETTINGS
-@given(st.data())
-def test_time_index_stream_is_the_list_check(data) -> None:
+@given(data=st.data())
+def test_index_stream_is_the_list_check(kind: str, data) -> None:
+    draw_entries, check, stream, linear, write, read, read_columns, more_kw, holdable = KINDS[kind]
     buf, base, infos = data.draw(segments())
-    entries = data.draw(time_entries(base, infos))
+    entries = data.draw(draw_entries(base, buf, infos))
     sizes = data.draw(splits(len(infos)))
-    kw = dict(base_offset=base, path="s.timeindex")
-    want = dicts(oracle.check_time_index(infos, entries, **kw))
-    assert dicts(stream_time(infos, entries, sizes, **kw)) == want
-    assert dicts(linear_time_check(infos, entries, **kw)) == want
-    if all(0 <= e.offset - base <= oi.INT32_MAX for e in entries):
-        raw = ti.write_time_index(entries, base)
-        listed, cols = ti.read_time_index(raw, base).entries, ti.read_time_index_columns(raw, base)
-        assert list(cols.entries()) == listed
-        assert dicts(stream_time(infos, cols, sizes, **kw)) == dicts(oracle.check_time_index(infos, listed, **kw))
+    kw = dict(base_offset=base, **more_kw(buf))
+    want = dicts(check(infos, entries, **kw))
+    assert dicts(stream(infos, entries, sizes, **kw)) == want, "the streaming check"
+    assert dicts(linear(infos, entries, **kw)) == want, "the stand-in agrees where both apply"
+    if all(0 <= e.offset - base <= oi.INT32_MAX and holdable(e) for e in entries):
+        # the same entries written, read back as columns (trailing zero slots become padding)
+        raw = write(entries, base)
+        listed, cols = read(raw, base).entries, read_columns(raw, base)
+        assert list(cols.entries()) == listed, "the column reader"
+        assert dicts(stream(infos, cols, sizes, **kw)) == dicts(check(infos, listed, **kw)), "fed from columns"
 
 
 @SETTINGS

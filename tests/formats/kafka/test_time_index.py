@@ -30,17 +30,6 @@ def test_round_trip(case):
     assert read.entries == entries and read.zero_tail_entries == 0 and read.findings == []
 
 
-@given(st.binary(max_size=240))
-def test_construct_layout_agrees_with_fast_reader(raw):
-    raw = raw[: len(raw) // 12 * 12]
-    read = ti.read_time_index(raw, 7)
-    parsed = ti.cs.GreedyRange(ti.ENTRY).parse(raw)
-    n = len(read.entries)
-    assert [(e.timestamp, 7 + e.relative_offset) for e in parsed][:n] == [tuple(e) for e in read.entries]
-    assert all(e.timestamp == 0 and e.relative_offset == 0 for e in parsed[n:])
-    assert read.zero_tail_entries == len(parsed) - n
-
-
 def test_padding_rule():
     data = ti.write_time_index([(1000, 3), (2000, 7)], 0) + bytes(12 * 5)
     read = ti.read_time_index(data, 0)
