@@ -30,15 +30,11 @@ R = TypeVar("R", bound=ReplayDoc)
 
 
 @dataclass
-class Replayed(Generic[R]):
-    """`replay`: the replay, and its impact when the disks hold what an impact is read from (consumer offsets;
-    for RocketMQ also a transaction or POP checkpoint it affects). `exported`: the files `--export-lost`
-    wrote (Kafka), None when not asked."""
+class OfReplay(Generic[R]):
+    """A command's result that is one replay read as it is (replay, impact): it fails when the replay does,
+    nothing was written to verify, and its page draws that replay."""
 
     result: R
-    impact: Documented | None
-    roots: list[Path]                       # the evidence behind the result: a page never goes there
-    exported: list[str] | None = None
 
     @property
     def loses_or_fails(self) -> bool:
@@ -51,6 +47,17 @@ class Replayed(Generic[R]):
     @property
     def page_result(self) -> R:
         return self.result
+
+
+@dataclass
+class Replayed(OfReplay[R]):
+    """`replay`: the replay, and its impact when the disks hold what an impact is read from (consumer offsets;
+    for RocketMQ also a transaction or POP checkpoint it affects). `exported`: the files `--export-lost`
+    wrote (Kafka), None when not asked."""
+
+    impact: Documented | None
+    roots: list[Path]                       # the evidence behind the result: a page never goes there
+    exported: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return self.result.to_dict() | ({"impact": self.impact.to_dict()} if self.impact is not None else {})
@@ -61,27 +68,14 @@ class Replayed(Generic[R]):
 
 
 @dataclass
-class Impacted(Generic[R]):
+class Impacted(OfReplay[R]):
     """`impact`: what the replay's truncation means for consumers, producers and transactions. `premise`:
     the document carries the replay's premise (Kafka: the replay it rests on)."""
 
-    result: R
     impact: Documented
     roots: list[Path]
     premise: dict[str, Any] | None = None
     with_premise: bool = False
-
-    @property
-    def loses_or_fails(self) -> bool:
-        return self.result.loses_or_fails
-
-    @property
-    def verified(self) -> bool:
-        return True
-
-    @property
-    def page_result(self) -> R:
-        return self.result
 
     def to_dict(self) -> dict[str, Any]:
         doc = self.impact.to_dict()
