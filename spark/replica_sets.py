@@ -48,7 +48,7 @@ class Verdict(TypedDict):
 
 
 @dataclass
-class ReplicaTail:
+class FullScanReplica:
     """One replica of a set as the full scan's comparison reads it: its facts, the lower bound L Spark
     found for the set (None: nothing to compare), and its kept batches ending at or after L as columns:
     `keys` (3, n) base offset, last offset, CRC, in offset order, and their record `counts`."""
@@ -67,7 +67,7 @@ class ReplicaTail:
         self.keys, self.counts = self.keys[:, order], self.counts[order]
 
 
-def replica_set_row(topic: str, partition: int, replicas: list[ReplicaTail], *, cluster: str = "",
+def replica_set_row(topic: str, partition: int, replicas: list[FullScanReplica], *, cluster: str = "",
                     topic_id: str | None = None) -> ReplicaSetRow:
     """One `replicas` row from each replica's facts and tail."""
     reps = sorted(replicas, key=lambda r: (r.broker, r.log_dir or ""))
@@ -112,7 +112,7 @@ def compacted_comparison(found: int | None, log_dir: str | None, lead_log_dir: s
     return compared.diverged_at, compared.compaction.up_to if compared.compaction is not None else None
 
 
-def _verdict(r: ReplicaTail, d: int | None) -> Verdict:
+def _verdict(r: FullScanReplica, d: int | None) -> Verdict:
     """A replica diverging from the leader at `d` (None: it does not): its records in batches ending at
     or after `d`, and of those the ones in batches starting below its high watermark."""
     v: Verdict = {"broker": r.broker, "log_dir": r.log_dir, "log_end_offset": r.log_end_offset,
@@ -169,9 +169,9 @@ def _order(r: Verdict) -> tuple[str, str]:
     return r["broker"], r.get("log_dir") or ""
 
 
-def _leader_index(reps: list[Verdict] | list[ReplicaTail]) -> int:
+def _leader_index(reps: list[Verdict] | list[FullScanReplica]) -> int:
     """Which replica `replay` would elect from the same facts (`election.elect`; an unknown HW counts as 0)."""
-    facts = [(r.high_watermark, r.log_end_offset, r.latest_epoch) if isinstance(r, ReplicaTail)
+    facts = [(r.high_watermark, r.log_end_offset, r.latest_epoch) if isinstance(r, FullScanReplica)
              else (r["high_watermark"], r["log_end_offset"], r["latest_epoch"]) for r in reps]
     return int(elect([Candidate(str(k), hw or 0, leo, epoch) for k, (hw, leo, epoch) in enumerate(facts)]).name)
 
@@ -179,7 +179,7 @@ def _leader_index(reps: list[Verdict] | list[ReplicaTail]) -> int:
 # -- from Spark's grouped rows ---------------------------------------------------------------------------
 
 
-def set_tails(rb: pa.RecordBatch) -> Iterator[list[ReplicaTail]]:
+def full_scan_sets(rb: pa.RecordBatch) -> Iterator[list[FullScanReplica]]:
     """The replicas of each row of a batch of grouped replica sets (`replicas.replicas_frame`: a `replicas`
     list of each replica's facts, lower bound and `tail` of batch keys); the batch keys go from Arrow to
     numpy as columns, never a Python object per batch."""
@@ -197,7 +197,7 @@ def set_tails(rb: pa.RecordBatch) -> Iterator[list[ReplicaTail]]:
         members = []
         for j in range(int(at[i]), int(at[i + 1])):
             lo, hi = int(bounds[j]), int(bounds[j + 1])
-            members.append(ReplicaTail(
+            members.append(FullScanReplica(
                 facts["broker"][j], facts["log_dir"][j], facts["log_start_offset"][j], facts["log_end_offset"][j],
                 facts["high_watermark"][j], facts["latest_epoch"][j], facts["lower_bound"][j],
                 keys[:, lo:hi], counts[lo:hi]))

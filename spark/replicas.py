@@ -170,11 +170,12 @@ def _same(columns: list[str], left: str, right: str) -> Any:
 
 def assemble_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: grouped per-replica facts and tails -> `replicas` rows."""
-    from replog.spark.replica_sets import replica_set_row, set_tails
+    from replog.spark.replica_sets import full_scan_sets, replica_set_row
 
     for rb in batches:
         key = {k: rb.column(k).to_pylist() for k in SET}
         rows = [replica_set_row(key["topic"][i], key["partition"][i], members, cluster=key["cluster"][i],
-                                topic_id=key["set_topic_id"][i] or None) for i, members in enumerate(set_tails(rb))]
+                                topic_id=key["set_topic_id"][i] or None)
+                for i, members in enumerate(full_scan_sets(rb))]
         if rows:
             yield pa.RecordBatch.from_pylist(rows, schema=schemas.REPLICAS)

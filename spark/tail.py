@@ -11,7 +11,7 @@ so a tail is a few KiB. An index without entries, or whose last entry does not p
 ending at the indexed offset, gets its segment walked whole. The log end offset is the end of the
 last valid batch of the active segment's tail, as recovery would leave it when the damage is there.
 
-Per replica set (a Spark task, `tail_replicas_frame`, then `compare_set` of its `TailReplica`s): the
+Per replica set (a Spark task, `tail_replicas_frame`, then `compare_set` of its `TailScanReplica`s): the
 replica the controller could elect (`election.elect`, as `replay` and the full scan), and for each
 other replica where the brokers'
 own truncation leaves it (`protocol.truncation_on_fetch`: the KIP-595 DivergingEpoch rounds, from
@@ -154,7 +154,7 @@ def tail_tables(unit: Unit) -> Iterator[TableBatch]:
 
 
 @dataclass
-class TailReplica:
+class TailScanReplica:
     """One replica of a tail scan's set: its `partitions` row's facts and its tail batches as columns
     (`tail`: (4, n) base offset, last offset, CRC, partition leader epoch, in base offset order)."""
     cluster: str
@@ -175,10 +175,10 @@ class TailReplica:
         self.tail = self.tail[:, np.argsort(self.tail[0], kind="stable")]
 
 
-_FACTS = tuple(f.name for f in dataclasses.fields(TailReplica) if f.name != "tail")
+_FACTS = tuple(f.name for f in dataclasses.fields(TailScanReplica) if f.name != "tail")
 
 
-def set_replicas(rb: pa.RecordBatch) -> Iterator[list[TailReplica]]:
+def tail_scan_sets(rb: pa.RecordBatch) -> Iterator[list[TailScanReplica]]:
     """The replicas of each row of a batch of grouped sets (`tail_replicas_frame`: a `replicas` list of
     each replica's partition facts and `tail`); the tail batches go from Arrow to numpy as columns."""
     reps = rb.column("replicas")
@@ -190,11 +190,11 @@ def set_replicas(rb: pa.RecordBatch) -> Iterator[list[TailReplica]]:
     cols = np.vstack([np.asarray(tails.values.field(n).to_numpy(zero_copy_only=False), dtype=np.int64)
                       for n in TAIL_COLUMNS])
     for i in range(rb.num_rows):
-        yield [TailReplica(**{name: facts[name][j] for name in _FACTS},
+        yield [TailScanReplica(**{name: facts[name][j] for name in _FACTS},
                            tail=cols[:, int(bounds[j]):int(bounds[j + 1])]) for j in range(int(at[i]), int(at[i + 1]))]
 
 
-def _model(rep: TailReplica) -> Replica:
+def _model(rep: TailScanReplica) -> Replica:
     """A replica as the protocol sees it, without batches: its epoch cache (the checkpoint's, then any
     higher epoch its tail batches start, as the broker assigns one on append), log start, high
     watermark and log end."""
@@ -218,7 +218,7 @@ def _crc_mismatch(a: np.ndarray, b: np.ndarray, below: int) -> int | None:
     return min(hits) if hits else None
 
 
-def compare_set(reps: list[TailReplica]) -> ReplicaSetRow:
+def compare_set(reps: list[TailScanReplica]) -> ReplicaSetRow:
     """One `replicas` row of a tail scan from the set's replicas: where the protocol leaves each replica,
     given to the one verdict of both scan modes."""
     reps = sorted(reps, key=lambda r: (r.broker, r.log_dir))
@@ -240,7 +240,7 @@ def compare_set(reps: list[TailReplica]) -> ReplicaSetRow:
                                 topic_id=first.set_topic_id or None)
 
 
-def _diverges_at(rep: TailReplica, model: Replica, lead: TailReplica, leader: Replica) -> int | None:
+def _diverges_at(rep: TailScanReplica, model: Replica, lead: TailScanReplica, leader: Replica) -> int | None:
     """Where a follower's log leaves the leader's: its truncation on fetch (`protocol.truncation_on_fetch`)
     when below its log end, or the lowest tail batch both hold with another CRC below that, if lower.
     `records_from_d` then counts offsets (an upper bound of records: see the module's docstring)."""
@@ -273,6 +273,6 @@ def tail_replicas_frame(spark: Any, partitions: Path, tail_batches: Path) -> Any
 def compare_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: a set's replicas with their tails -> its `replicas` row."""
     for rb in batches:
-        rows = [compare_set(reps) for reps in set_replicas(rb)]
+        rows = [compare_set(reps) for reps in tail_scan_sets(rb)]
         if rows:
             yield pa.RecordBatch.from_pylist(rows, schema=schemas.REPLICAS)

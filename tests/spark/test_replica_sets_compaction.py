@@ -7,19 +7,19 @@ from pathlib import Path
 import numpy as np
 
 from replog.recovery.kafka.replica import batch_rows, load_replica
-from replog.spark.replica_sets import ReplicaTail, replica_set_row
+from replog.spark.replica_sets import FullScanReplica, replica_set_row
 from tests.recovery.kafka.compacted import clean, compacted_replica, history
 
 RAW = history(5)
 
 
-def facts(part: Path, lower: int) -> ReplicaTail:
+def facts(part: Path, lower: int) -> FullScanReplica:
     """What the fleet's Spark join hands `replica_set_row` for one replica (its tail from `lower` on)."""
     rep = load_replica(part)
     tail = [b for b in batch_rows(rep.log) if b.last_offset >= lower]
     keys = np.array([[b.base_offset for b in tail], [b.last_offset for b in tail], [b.crc for b in tail]],
                     dtype=np.int64).reshape(3, len(tail))
-    return ReplicaTail(part.parent.name, str(part.parent), rep.log_start_offset, rep.log_end_offset,
+    return FullScanReplica(part.parent.name, str(part.parent), rep.log_start_offset, rep.log_end_offset,
                        rep.high_watermark, rep.epochs.latest_epoch, lower, keys,
                        np.array([b.count for b in tail], dtype=np.int64))
 
