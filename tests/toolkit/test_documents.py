@@ -12,7 +12,7 @@ import types
 import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pytest
 
@@ -24,9 +24,13 @@ from tests.toolkit.test_cli import run_replog
 
 
 def mismatches(kind: Any, value: Any, where: str = "$") -> Iterator[str]:
-    """Where `value` does not have the type `kind` (a TypedDict, a union, list/dict, a plain type)."""
+    """Where `value` does not have the type `kind` (a TypedDict, a union, list/dict, a plain type, a fleet
+    table's `Annotated` column type)."""
     origin = typing.get_origin(kind)
     if kind is Any or kind is object:
+        return
+    if origin is Annotated:
+        yield from mismatches(typing.get_args(kind)[0], value, where)
         return
     if isinstance(kind, type) and typing.is_typeddict(kind):
         if not isinstance(value, dict):
