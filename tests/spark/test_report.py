@@ -93,7 +93,7 @@ def test_the_printed_report_has_the_declared_members(scan_dir: Path) -> None:
     from tests.toolkit.test_documents import mismatches
 
     declared, written = set(FleetReportDoc.__annotations__), {f.name for f in fields(FleetReport)}
-    assert declared == written, f"declared but no field: {declared - written}; a field not declared: {written - declared}"
+    assert declared == written, f"declared, no field: {declared - written}; a field not declared: {written - declared}"
     res = CliRunner().invoke(app, ["fleet", "report", str(scan_dir), "--format", "json"])
     doc = json.loads(res.stdout)
     assert doc["divergent"] and doc["lagging"] and doc["broker_topics"], "the scan has rows to check"
