@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from replog.toolkit.documents import JsonObject, SampleBroker, SamplesDoc
+from replog.toolkit.documents import SampleBroker, SamplesDoc
 from replog.toolkit.output import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -25,6 +25,7 @@ from replog.toolkit.render import Column, Columns, render, thousands
 
 if TYPE_CHECKING:
     from replog.samples.manifest import FleetManifest
+    from replog.toolkit.dump_entries import Entry
     from replog.toolkit.dump_log import Style
     from replog.toolkit.dump_segment import Item
 
@@ -72,7 +73,7 @@ def run_dump(make_entries: Entries, fmt: Format | str | None, print_data: bool,
         elif chosen is Format.json:
             write_json_array(formatted(items, None))
         else:
-            print_entries(cast(Iterable[JsonObject], formatted(items, None)),
+            print_entries(cast("Iterable[Entry]", formatted(items, None)),
                           Console(file=sys.stdout, highlight=False, soft_wrap=True), print_data)
     return EXIT_FINDINGS if errors[0] else EXIT_CLEAN
 

@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from replog.toolkit.decoders import is_undecodable
-from replog.toolkit.documents import BatchEntry, FileEntry, FindingEntry, JsonObject, RecordEntry, typed
+from replog.toolkit.documents import BatchEntry, FileEntry, FindingEntry, RecordEntry, typed
+from replog.toolkit.dump_entries import Entry
 from replog.toolkit.output import dumps
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -63,11 +64,11 @@ def _finding(e: FindingEntry) -> str:
     return f"[{style}]{e['severity'].upper()} {e['code']}[/] {escape(where)}: {escape(e['message'])}"
 
 
-def _generic(e: JsonObject) -> str:
+def _generic(e: Entry) -> str:
     return f"[dim]{e['kind']}[/] " + _kv(e, [k for k in e if k not in ("kind", "path")])
 
 
-def _line(e: JsonObject, print_data: bool) -> str:
+def _line(e: Entry, print_data: bool) -> str:
     """One entry's line, by its kind."""
     kind = e["kind"]
     if kind == "file":
@@ -81,6 +82,6 @@ def _line(e: JsonObject, print_data: bool) -> str:
     return _generic(e)
 
 
-def print_entries(entries: Iterable[JsonObject], console: Console, print_data: bool) -> None:
+def print_entries(entries: Iterable[Entry], console: Console, print_data: bool) -> None:
     for e in entries:
         console.print(_line(e, print_data), soft_wrap=True, highlight=False)
