@@ -23,9 +23,11 @@ T = TypeVar("T")
 
 JsonObject = dict[str, Any]
 """A JSON object whose members follow the data, not a declaration: a decoded Kafka protocol message (a metadata,
-offsets, transaction or control record of any type and version, as `formats.kafka.internal` decodes it), or a
-`dump` entry of any kind. Code reading a member of one either checks its type first (`isinstance`) or reads it
-through a declaration (`typed(RecordEntry, entry)`, ...); everything else is declared below."""
+offsets, transaction or control record of any type and version, as `formats.kafka.internal` decodes it); so a
+`dump` entry of any kind (`dump_entries.Entry`), whose key and value may be one; and a replica command's document
+before the outcome says which it is (`replica_commands._show`). Its members are `Any` to mypy: the terminal reads
+dump entries and replica documents through the declarations below (`typed(RecordEntry, e)`, ...); the
+kafka-dump-log text (`dump_log`) reads entries as they are, held to Kafka's own tool by its tests."""
 
 
 def typed(kind: type[T], doc: Mapping[str, Any]) -> T:
