@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +37,7 @@ from replog.spark.inputs import LOG_DIR, LogDir, discover, log_dirs_table
 from replog.spark.job import WORK, JobOptions, TaskReport, deal, task_function, total
 from replog.spark.replicas import replicas_frame
 from replog.spark.report import MARKER, fails, load_table, replicas_diverging
+from replog.spark.schemas import LogDirRow
 from replog.spark.session import DEFAULT_LOG_LEVEL, get_session, sigint_seen, stop_session
 from replog.spark.sinks import ParquetSink
 from replog.spark.tasks import apply_split_counts
@@ -75,8 +76,38 @@ class FleetScanResult:
                        "segments_read": self.counts.get("segments_read", 0)}
                 for name in SEGMENT_TABLES if name in self.rows}
 
-    def to_dict(self) -> dict[str, Any]:
-        return FLEET_SCAN_RESULT.dump(self)
+    def to_dict(self) -> FleetScanDoc:
+        return cast(FleetScanDoc, FLEET_SCAN_RESULT.dump(self))
+
+
+class FleetScanDoc(TypedDict):
+    """`fleet scan --format json`: what was scanned and written (`FLEET_SCAN_RESULT`'s members)."""
+    out_dir: str
+    mode: str
+    log_dirs: list[LogDirRow]
+    skipped: list[str]
+    units: int
+    rows: dict[str, int]
+    errors: int
+    divergent_replica_sets: int
+    since: str | None
+    reuse: dict[str, dict[str, int]]
+    bytes_read: int
+    bytes_reused: int
+    seconds: float
+
+
+class ScanMarker(TypedDict):
+    """What the marker file says of a scan besides its tool and state: its inputs, and once complete what it
+    wrote and read (`--since` and `fleet report` read it back)."""
+    inputs: list[LogDirRow]
+    skipped: list[str]
+    mode: str
+    since: str | None
+    rows: NotRequired[dict[str, int]]
+    units: NotRequired[int]
+    reuse: NotRequired[dict[str, dict[str, int]]]
+    counts: NotRequired[dict[str, int]]
 
 
 FLEET_SCAN_RESULT = Shape("out_dir", "mode", Field("log_dirs", shape=LOG_DIR), "skipped", "units", "rows", "errors",
@@ -98,7 +129,7 @@ def claimed_output(out_dir: str | os.PathLike[str], inputs: Sequence[LogDir], fo
         yield out
 
 
-def _write_marker(out: Path, state: str, info: dict[str, Any]) -> None:
+def _write_marker(out: Path, state: str, info: ScanMarker) -> None:
     atomic_write(out / MARKER, json.dumps({"tool": "replog fleet scan", "state": state, **info},
                                           indent=2).encode())
 
@@ -169,8 +200,8 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
         confine_reads([*policy.roots, *(d.path for d in log_dirs if d.fs is None)],
                       follow_symlinks=policy.follow_symlinks)
     with claimed_output(out_dir, log_dirs, force) as out:
-        info = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped, "mode": "tail" if tail else "full",
-                "since": str(earlier) if earlier else None}
+        info: ScanMarker = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped,
+                            "mode": "tail" if tail else "full", "since": str(earlier) if earlier else None}
         _write_marker(out, "running", info)
         result = FleetScanResult(str(out), log_dirs, skipped, mode="tail" if tail else "full",
                                  since=str(earlier) if earlier else None)

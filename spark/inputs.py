@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -16,6 +16,7 @@ from replog.formats.fileio import read_small
 from replog.formats.shape import Field, Shape
 from replog.spark import cache, remote, schemas
 from replog.spark.identity import read_identity
+from replog.spark.schemas import LogDirRow
 from replog.spark.units import Unit, log_dir_units, remote_log_dir_units, store_unit
 
 
@@ -36,8 +37,9 @@ class LogDir:
     role: str | None = None
     flags: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return LOG_DIR.dump(self)
+    def to_dict(self) -> LogDirRow:
+        """Its row of the `log_dirs` table (`LOG_DIR` writes exactly the row's columns)."""
+        return cast(LogDirRow, LOG_DIR.dump(self))
 
     def units(self, split_bytes: int | None, index: cache.Index | None = None) -> list[Unit]:
         """Its units; `index` (a previous scan's cache) lets a local log dir's units reuse what is unchanged."""

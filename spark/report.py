@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -110,6 +110,31 @@ class BrokerTopic(TypedDict):
     lagging: int
 
 
+class FleetReportDoc(TypedDict):
+    """`fleet report --format json` (`FleetReport.to_dict`): the document the terminal and the page draw."""
+    out_dir: str
+    totals: dict[str, int]
+    brokers: list[BrokerSummary]
+    topics: list[TopicSummary]
+    worst_partitions: list[WorstPartition]
+    divergent: list[ReplicaSetRow]
+    lagging: list[ReplicaSetRow]
+    damaged_segments: list[DamagedSegment]
+    checkpoint_disagreements: list[CheckpointDisagreement]
+    stores: list[StoreRow]
+    impact: list[ImpactRow]
+    finding_codes: dict[str, int]
+    mode: str
+    store_groups: list[StoreGroup]
+    flagged_log_dirs: list[LogDirRow]
+    broker_topics: list[BrokerTopic]
+
+
+Section = Literal["divergent", "impact", "lagging", "worst_partitions", "damaged_segments", "stores", "store_groups",
+                  "checkpoint_disagreements", "flagged_log_dirs"]
+"""A list of the report that the terminal and the page show as a table (`fleet_view.SECTIONS`)."""
+
+
 @dataclass
 class FleetReport:
     out_dir: str
@@ -134,8 +159,10 @@ class FleetReport:
         """Exit 1 or not: `fails` on the scan's totals, the rule `fleet scan` applies to the same tables."""
         return fails(self.totals.get("errors", 0), self.totals.get("divergent_replica_sets", 0))
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> FleetReportDoc:
+        """Its members are this dataclass's fields (`asdict`), declared again as `FleetReportDoc` for the readers
+        of the JSON (tests/spark/test_report.py checks the two against each other)."""
+        return cast(FleetReportDoc, asdict(self))
 
     def head(self, limit: int) -> FleetReport:
         """The same report with each list of rows cut to `limit` (the page lists more than a terminal), and

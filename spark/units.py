@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from replog.formats.discovery import is_partition_dir
 from replog.formats.kafka import names
@@ -26,6 +26,24 @@ from replog.recovery.kafka.logdir import (
 from replog.spark import cache, remote
 
 SPLIT_BYTES = 256 << 20     # a partition dir above this becomes several units
+
+
+class UnitDoc(TypedDict):
+    """A `Unit` as the JSON shipped to the executors (`Unit.to_dict`), made a `Unit` again there (`from_dict`:
+    mypy holds these members to the dataclass's fields)."""
+    kind: str
+    broker: str
+    log_dir: str
+    path: str
+    offsets: dict[str, int | None]
+    positions: dict[str, int | None]
+    size: int
+    split: bool
+    segments: list[int] | None
+    fs: str | None
+    cluster: str
+    covered: list[int] | None
+    reuse: list[cache.IndexEntry] | None
 
 
 @dataclass(frozen=True)
@@ -51,11 +69,11 @@ class Unit:
     covered: list[int] | None = None     # a light unit's segments whose records its segments units decode
     reuse: list[cache.IndexEntry] | None = None   # recorded walks of sealed segments that look unchanged
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> UnitDoc:
+        return cast(UnitDoc, asdict(self))
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Unit:
+    def from_dict(cls, d: UnitDoc) -> Unit:
         return cls(**d)
 
 

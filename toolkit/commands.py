@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from replog.toolkit.documents import SampleBroker, SamplesDoc
 from replog.toolkit.output import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -22,24 +23,26 @@ from replog.toolkit.output import (
 from replog.toolkit.progress import byte_progress, work_progress
 from replog.toolkit.render import Column, Columns, render, thousands
 
-Entries = Callable[[Callable[[int, int], None] | None], Iterator[Any]]  # dump entries, or `EntryRun`s too
+if TYPE_CHECKING:
+    from replog.samples.manifest import FleetManifest
+    from replog.toolkit.dump_entries import Entry
+    from replog.toolkit.dump_log import Style
+    from replog.toolkit.dump_segment import Item
+
+Entries = Callable[[Callable[[int, int], None] | None], Iterator["Item"]]  # dump entries, or `EntryRun`s too
 
 
-def _track_errors(entries: Iterator[Any], seen: list[bool]) -> Iterator[Any]:
+def _track_errors(entries: Iterator[Item], seen: list[bool]) -> Iterator[Item]:
     for e in entries:
         if isinstance(e, dict) and e["kind"] == "finding" and e["severity"] == "error":
             seen[0] = True
         yield e
 
-
-if TYPE_CHECKING:
-    from replog.toolkit.dump_log import Style
-
 DUMP_LOG = "dump-log"  # `dump --format dump-log`: kafka-dump-log's text
 
 
 @contextlib.contextmanager
-def _dump_stream(make_entries: Entries, errors: list[bool]) -> Iterator[Iterable[dict[str, Any]]]:
+def _dump_stream(make_entries: Entries, errors: list[bool]) -> Iterator[Iterable[Item]]:
     """The entries to write, under a progress bar on stderr that steps aside for data on its terminal."""
     with byte_progress("dump") as progress:
         entries = _track_errors(make_entries(progress), errors)
@@ -70,7 +73,7 @@ def run_dump(make_entries: Entries, fmt: Format | str | None, print_data: bool,
         elif chosen is Format.json:
             write_json_array(formatted(items, None))
         else:
-            print_entries(cast(Iterable[dict[str, Any]], formatted(items, None)),
+            print_entries(cast("Iterable[Entry]", formatted(items, None)),
                           Console(file=sys.stdout, highlight=False, soft_wrap=True), print_data)
     return EXIT_FINDINGS if errors[0] else EXIT_CLEAN
 
@@ -148,17 +151,18 @@ def run_samples(out: Any, seed: int, force: bool, fmt: Format | None = None) -> 
     _clear_previous_samples(out, force)
     manifest = generate_kafka_fleet(out / "kafka", seed=seed)
     planted = generate_rocketmq_samples(out / "rocketmq")
-    kafka = {"path": str(out / "kafka"), "seed": seed, "brokers": _sample_brokers(manifest),
-             "damage": len(manifest.damage), "divergences": len(manifest.divergences),
-             "files": manifest.file_count, "bytes": manifest.total_bytes,
-             "manifest": str(out / "kafka" / MANIFEST_NAME)}
-    doc = {"output": str(out), "kafka": kafka,
-           "rocketmq": {"path": str(out / "rocketmq"), "damage": len(planted["damage"])}}
+    doc: SamplesDoc = {
+        "output": str(out),
+        "kafka": {"path": str(out / "kafka"), "seed": seed, "brokers": _sample_brokers(manifest),
+                  "damage": len(manifest.damage), "divergences": len(manifest.divergences),
+                  "files": manifest.file_count, "bytes": manifest.total_bytes,
+                  "manifest": str(out / "kafka" / MANIFEST_NAME)},
+        "rocketmq": {"path": str(out / "rocketmq"), "damage": len(planted["damage"])}}
     render(resolve(fmt), doc, lambda console: _print_samples(doc, console))
     return EXIT_CLEAN
 
 
-def _print_samples(doc: dict[str, Any], console: Console) -> None:
+def _print_samples(doc: SamplesDoc, console: Console) -> None:
     kafka = doc["kafka"]
     console.print(SAMPLE_BROKER_COLUMNS.table(kafka["brokers"], f"sample Kafka fleet in {kafka['path']} "
                                                                 f"(seed {kafka['seed']})"))
@@ -169,9 +173,9 @@ def _print_samples(doc: dict[str, Any], console: Console) -> None:
                   f"defects in {doc['rocketmq']['path']}.")
 
 
-def _sample_brokers(manifest: Any) -> list[dict[str, Any]]:
+def _sample_brokers(manifest: FleetManifest) -> list[SampleBroker]:
     """One row per generated broker: its partitions, log bytes, shutdown and planted damage."""
-    rows = []
+    rows: list[SampleBroker] = []
     for broker in manifest.brokers:
         reps = [r for r in manifest.replicas if r.broker == broker]
         rows.append({"broker": broker, "partitions": len(reps), "bytes": sum(r.bytes for r in reps),

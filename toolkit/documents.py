@@ -11,7 +11,8 @@ replay has no `holes`, a replay without `--what-if` no `what_if`); `total=False`
 members differ between Kafka and RocketMQ. `tests/toolkit/test_documents.py` checks every declaration
 against the documents the commands print on the sample fleet, so a declaration cannot drift from the JSON.
 
-`typed` is the one place a document built as a plain dict becomes one of these types.
+`typed` is the one place a document built as a plain dict becomes one of these types. `JsonObject` is the one
+name of an object whose members replog decodes rather than declares (see there).
 """
 from __future__ import annotations
 
@@ -19,6 +20,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict, TypeVar, cast
 
 T = TypeVar("T")
+
+JsonObject = dict[str, Any]
+"""A JSON object whose members follow the data, not a declaration: a decoded Kafka protocol message (a metadata,
+offsets, transaction or control record of any type and version, as `formats.kafka.internal` decodes it); so a
+`dump` entry of any kind (`dump_entries.Entry`), whose key and value may be one; and a replica command's document
+before the outcome says which it is (`replica_commands._show`). Its members are `Any` to mypy: the terminal reads
+dump entries and replica documents through the declarations below (`typed(RecordEntry, e)`, ...); the
+kafka-dump-log text (`dump_log`) reads entries as they are, held to Kafka's own tool by its tests."""
 
 
 def typed(kind: type[T], doc: Mapping[str, Any]) -> T:
@@ -60,6 +69,40 @@ class DoctorReport(TypedDict):
     findings: list[Finding]
     inputs: list[DoctorInput]
     summary: Summary
+
+
+class SampleBroker(TypedDict):
+    """One generated Kafka broker of `samples generate`."""
+
+    broker: str
+    partitions: int
+    bytes: int
+    clean_shutdown: bool
+    damage: int
+
+
+class SampleKafka(TypedDict):
+    path: str
+    seed: int
+    brokers: list[SampleBroker]
+    damage: int
+    divergences: int
+    files: int
+    bytes: int
+    manifest: str
+
+
+class SampleRocketMQ(TypedDict):
+    path: str
+    damage: int
+
+
+class SamplesDoc(TypedDict):
+    """`samples generate --format json`: what was planted where."""
+
+    output: str
+    kafka: SampleKafka
+    rocketmq: SampleRocketMQ
 
 
 class Manifest(TypedDict):
@@ -183,6 +226,44 @@ class Recovery(TypedDict):
     scan_start: int
 
 
+class TimerCheckpoint(TypedDict):
+    """`config/timercheck`: how far the timer service had read and flushed."""
+
+    last_read_time_ms: int
+    last_timer_log_flush_pos: int
+    last_timer_queue_offset: int
+    master_timer_queue_offset: int
+
+
+class TimerSummary(TypedDict):
+    """A store's timer files as `ls` sums them up (`recovery.rocketmq.timers.timer_summary`)."""
+
+    timer_log_files: int
+    timer_log_end: int
+    units: int
+    wheel: bool
+    wheel_pending: int | None
+    metrics_pending: int | None
+    checkpoint: TimerCheckpoint | None
+
+
+class DLedgerSummary(TypedDict):
+    """A DLedger store's Raft log as `ls` sums it up (`DLedgerLog.to_dict`)."""
+
+    peer: str
+    directory: str
+    entries: int
+    first_index: int
+    last_index: int
+    last_term: int
+    committed_index: int | None
+    committed_offset: int | None
+    checkpoint_end_index: int | None
+    current_term: int | None
+    vote_leader: str | None
+    dropped_entries: int
+
+
 class StoreTotals(TypedDict):
     """A RocketMQ store's totals in `ls --format json` (`store`). `timers` and `dledger` are the
     timer files' and the DLedger log's own summaries."""
@@ -204,8 +285,8 @@ class StoreTotals(TypedDict):
     checkpoint: dict[str, int] | None
     index_files: int
     recovery: Recovery
-    timers: Mapping[str, Any] | None
-    dledger: NotRequired[Mapping[str, Any]]
+    timers: TimerSummary | None
+    dledger: NotRequired[DLedgerSummary]
 
 
 class StoreLs(TypedDict):
@@ -253,13 +334,25 @@ class Profile(TypedDict):
 # --- replay and repair (Kafka and RocketMQ) ---------------------------------------------------------
 
 
+class QueueLoss(TypedDict):
+    """What a RocketMQ store loses of one queue."""
+
+    topic: str
+    queue_id: int
+    count: int
+    first_queue_offset: int
+    last_queue_offset: int
+
+
 class Lost(TypedDict):
-    """What a replica loses: Kafka's records, RocketMQ's messages, both counted as `records`."""
+    """What a replica loses: Kafka's records, RocketMQ's messages, both counted as `records`; RocketMQ's
+    per queue too."""
 
     records: int
     first_offset: int | None
     last_offset: int | None
     bytes: int
+    queues: NotRequired[list[QueueLoss]]
 
 
 class Fetched(TypedDict, total=False):
@@ -309,6 +402,21 @@ class ReplicaRow(TypedDict):
     failed: NotRequired[Failed | None]
     stall: NotRequired[Stall | None]
     compaction_difference: NotRequired[CompactionDifference | None]
+
+
+class StoreReplica(ReplicaRow):
+    """A RocketMQ store of a replay: a replica's row, and its role, status, recovery and hazards."""
+
+    path: str
+    role: str
+    status: str
+    log_start_offset_before: int
+    log_start_offset_after: int
+    findings: list[Finding]
+    epochs_before: list[list[int]]
+    epochs_after: list[list[int]]
+    abort_present: bool
+    recovery: Recovery
 
 
 class Event(TypedDict):
@@ -378,6 +486,16 @@ class ReplayDoc(TypedDict):
     impact: NotRequired[ImpactDoc | None]
     what_if: NotRequired[WhatIfDoc | None]
     repaired: NotRequired[object]
+
+
+class StoreReplay(TypedDict):
+    """What the terminal reads of a RocketMQ replay (`replay --format json` of stores: a `ReplayDoc` whose
+    replicas are `StoreReplica`s)."""
+
+    protocol: str
+    leader: str
+    replicas: list[StoreReplica]
+    events: list[Event]
 
 
 # --- impact --------------------------------------------------------------------------------------------
@@ -566,3 +684,76 @@ class WhatIfDoc(TypedDict):
     broker_name: NotRequired[str | None]
     premise: NotRequired[str | None]
     notes: NotRequired[list[str]]
+
+
+# --- dump ----------------------------------------------------------------------------------------------
+# `dump` streams entries, one JSON object a line; the kinds the terminal prints member by member are declared.
+
+
+class DumpEntry(TypedDict):
+    """Every entry says its kind: `file`, `batch`, `record`, `finding`, and the index, snapshot, checkpoint and
+    RocketMQ kinds (printed as they are)."""
+
+    kind: str
+
+
+class FileEntry(DumpEntry):
+    """The entry opening each file dumped."""
+
+    path: str
+    file_kind: str
+    size: int
+
+
+class BatchEntry(DumpEntry):
+    """A Kafka record batch (`dump_entries.batch_entry`)."""
+
+    path: str
+    position: int
+    base_offset: int
+    last_offset: int
+    count: int
+    partition_leader_epoch: int
+    magic: int
+    codec: str
+    crc: int
+    crc_valid: bool
+    size: int
+    first_timestamp: int
+    max_timestamp: int
+    timestamp_type: str
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    is_transactional: bool
+    is_control: bool
+
+
+class Header(TypedDict):
+    key: str
+    value: object
+
+
+class RecordEntry(DumpEntry):
+    """A Kafka record (`dump_entries.record_entry`): its key and value as the decoder shows them (null, a string,
+    an `undecodable` marker, or a decoded internal-topic object)."""
+
+    path: str
+    offset: int
+    position: int
+    timestamp: int
+    timestamp_type: str
+    key_size: int
+    value_size: int
+    sequence: int
+    is_control: bool
+    headers: list[Header]
+    key: object
+    value: object
+    control_type: NotRequired[str]
+    coordinator_epoch: NotRequired[int]
+
+
+class FindingEntry(Finding, DumpEntry):
+    """A finding met on the way (`dump_entries.finding_entry`)."""

@@ -16,8 +16,11 @@ from replog.formats.kafka import batch as v2
 from replog.formats.kafka import codecs, control
 from replog.formats.kafka.segment import BatchInfo
 from replog.toolkit.decoders import render_bytes
+from replog.toolkit.documents import JsonObject
 
-Entry = dict[str, Any]
+Entry = JsonObject
+"""A `dump` entry of any kind: its members depend on the kind (and a record's on its decoder); the kinds the
+terminal reads member by member are declared in `documents` (`BatchEntry`, `RecordEntry`, ...)."""
 Progress = Callable[[int, int], None]  # (done bytes, total bytes)
 
 
@@ -139,7 +142,7 @@ _KRAFT_CONTROL = (control.LEADER_CHANGE, control.SNAPSHOT_HEADER, control.SNAPSH
                   control.KRAFT_VOTERS)
 
 
-def _kraft_control_value(control_type: int, value: bytes) -> dict[str, Any] | None:
+def _kraft_control_value(control_type: int, value: bytes) -> JsonObject | None:
     """The fields of a KRaft snapshot/voters control record (kafka-dump-log prints them as JSON); None if damaged."""
     from replog.formats.kafka.internal.metadata import decode_control_value
     try:

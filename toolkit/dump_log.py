@@ -63,11 +63,12 @@ import numpy as np
 
 from replog.formats.kafka import control, names
 from replog.toolkit.decoders import is_undecodable
+from replog.toolkit.documents import JsonObject
+from replog.toolkit.dump_entries import Entry
 
 if TYPE_CHECKING:
     from replog.toolkit.dump_blocks import FormattedRun
 
-Entry = dict[str, Any]
 Notes = Callable[[str], None]
 _CONTROL_IDS = {name: type_id for type_id, name in control.CONTROL_TYPE_NAMES.items()}
 # KRaft control records kafka-dump-log prints as `<Name> <JSON>` (its *JsonConverter.write): field order as the schema
@@ -237,7 +238,7 @@ def _metadata_refusal(e: Entry, v: Any, emulated: Emulation) -> str | None:
     return None
 
 
-def _reads_structs(fields: tuple[Any, ...], data: dict[str, Any]) -> bool:
+def _reads_structs(fields: tuple[Any, ...], data: JsonObject) -> bool:
     """Whether reading `data` reads a nested struct: a struct field, or an array of structs holding one."""
     from replog.formats.kafka.internal.protocol import Array, Struct
     for f in fields:
@@ -278,7 +279,7 @@ def _without_versions(data: Any) -> Any:
     return {**data, "members": [_member_without_versions(m) for m in data["members"]]}
 
 
-def _member_without_versions(member: dict[str, Any]) -> dict[str, Any]:
+def _member_without_versions(member: JsonObject) -> JsonObject:
     out = dict(member)
     for name in ("subscription", "assignment"):
         if isinstance(out.get(name), dict):
@@ -296,7 +297,7 @@ def _coordinator_value(v: Any, key: Any, decoder: str | None) -> str:
     return _json({"version": str(v["version"]), "data": _coordinator_data(v["data"], key, decoder)})
 
 
-def _coordinator_data(data: dict[str, Any], key: Any, decoder: str | None) -> dict[str, Any]:
+def _coordinator_data(data: JsonObject, key: Any, decoder: str | None) -> JsonObject:
     from replog.formats.kafka.internal import consumer_offsets, transaction_state
     if decoder == "txn":
         return {k: _txn_state(x) if k == "transactionStatus" else x

@@ -11,12 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from replog.formats.codes import CODES
 from replog.toolkit import pages
 from replog.toolkit.axes import nice_ticks, short
 from replog.toolkit.render import Columns
+
+if TYPE_CHECKING:
+    from replog.spark.report import BrokerTopic, FleetReportDoc, Section
 
 PAGE_ROWS = 20_000           # rows per table on the page; the terminal and JSON list 20
 MAX_TOPICS = 60              # heat-map columns (the worst topics); the tables list every one
@@ -65,7 +68,7 @@ def _topic(name: str | None) -> str:
     return "—" if name is None else name
 
 
-def heat_maps(cells: Sequence[dict[str, Any]]) -> list[HeatMap]:
+def heat_maps(cells: Sequence[BrokerTopic]) -> list[HeatMap]:
     """The findings map and the divergence map over the same brokers (rows) and worst topics (columns)."""
     if not cells:
         return []
@@ -81,7 +84,8 @@ def heat_maps(cells: Sequence[dict[str, Any]]) -> list[HeatMap]:
     ys = {b: MAP_TOP + i * cell for i, b in enumerate(brokers)}
     xs = {t: MAP_LEFT + i * cell for i, t in enumerate(shown)}
     width, height = MAP_LEFT + len(shown) * cell + MAP_RIGHT, MAP_TOP + len(brokers) * cell + 10
-    peak = {k: max(c[k] for c in cells) for k in ("errors", "warnings", "divergent", "lagging")}
+    peak = {"errors": max(c["errors"] for c in cells), "warnings": max(c["warnings"] for c in cells),
+            "divergent": max(c["divergent"] for c in cells), "lagging": max(c["lagging"] for c in cells)}
     finds, parts = [], []
     for c in cells:
         t = _topic(c["topic"])
@@ -157,7 +161,7 @@ def bar_chart(title: str, unit: str, labels: Sequence[str], series: Sequence[tup
                  out, ticks, [(name, fill) for name, fill, _ in series] if len(series) > 1 else [], note, axis_y)
 
 
-def charts(doc: dict[str, Any]) -> tuple[list[Chart], list[str]]:
+def charts(doc: FleetReportDoc) -> tuple[list[Chart], list[str]]:
     """The report's charts, and a sentence for each that had nothing to draw."""
     brokers, topics = doc["brokers"], doc["topics"]
     codes = list(doc["finding_codes"].items())
@@ -195,7 +199,7 @@ def _severity(code: str) -> str:
     return known.severity if known else "info"
 
 
-def render_fleet(doc: dict[str, Any], sections: Sequence[tuple[str, str, Columns]], codes: Columns) -> str:
+def render_fleet(doc: FleetReportDoc, sections: Sequence[tuple[str, Section, Columns]], codes: Columns) -> str:
     """The page; `sections` are the report's (title, member, columns) tables as the terminal declares them."""
     drawn, empty = charts(doc)
     tables = []

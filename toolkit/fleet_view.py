@@ -5,13 +5,16 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from replog.toolkit.output import EXIT_CLEAN, EXIT_FINDINGS, Format, resolve, stderr
 from replog.toolkit.render import Column, Columns, Row, render, span, thousands, words
+
+if TYPE_CHECKING:
+    from replog.spark.report import FleetReportDoc, Section
 
 
 @contextlib.contextmanager
@@ -160,7 +163,7 @@ FLAGGED_LOG_DIRS = Columns(
 )
 
 # (title, report member, columns): the sections a person reads, in this order, on the terminal and in the page
-SECTIONS = (
+SECTIONS: tuple[tuple[str, Section, Columns], ...] = (
     ("divergent replica sets", "divergent", DIVERGENT),
     ("impact of the divergent replica sets on consumers and transactions", "impact", IMPACT),
     ("lagging replica sets", "lagging", LAGGING),
@@ -173,7 +176,7 @@ SECTIONS = (
 )
 
 
-def print_report(r: dict[str, Any], console: Console) -> None:
+def print_report(r: FleetReportDoc, console: Console) -> None:
     """The totals line, the brokers, then every section that has rows."""
     t = r["totals"]
     tail = " (tail scan: checkpoints, epoch files and segment tails)" if r.get("mode") == "tail" else ""
@@ -201,7 +204,7 @@ def _one_cluster(columns: Columns) -> Columns:
 # -- HTML ----------------------------------------------------------------------------------------
 
 
-def render_html(r: dict[str, Any]) -> str:
+def render_html(r: FleetReportDoc) -> str:
     """The self-contained page (`fleet_page`) of a report's JSON document."""
     from replog.toolkit.fleet_page import render_fleet
 

@@ -19,6 +19,7 @@ from rich.console import Console
 from replog.formats.errors import ReplogError
 from replog.recovery.replica_outcomes import Compared, Impacted, Outcome, R, Repaired
 from replog.recovery.replicas import KafkaReplicas, ReplicaOptions, ReplicaSet, RocketStores, open_replicas
+from replog.toolkit.documents import JsonObject, ReplayDoc, typed
 from replog.toolkit.output import Format, exit_for_replay, print_repaired, resolve, write_json
 from replog.toolkit.progress import work_progress
 from replog.toolkit.render import render
@@ -64,7 +65,7 @@ class Views(Generic[R]):
     command prints) and one repaired replica's line (`written`: whether it equals the leader, and its figures)."""
 
     show: Callable[[R, Console], None]
-    page: Callable[[R, dict[str, Any]], str]
+    page: Callable[[R, ReplayDoc], str]
     written: Callable[[Any], tuple[bool, str]]
 
 
@@ -97,7 +98,7 @@ def _run(replicas: ReplicaSet[R], views: Views[R], request: ReplicaRequest) -> i
     doc = outcome.to_dict()
     if report is not None:
         from replog.toolkit.pages import write_page
-        write_page(report, views.page(outcome.page_result, outcome.page_doc(doc)), outcome.roots)
+        write_page(report, views.page(outcome.page_result, typed(ReplayDoc, outcome.page_doc(doc))), outcome.roots)
     render(resolve(request.fmt), doc, lambda console: _show(outcome, doc, views, console))
     return exit_for_replay(outcome, outcome.verified)
 
@@ -129,8 +130,9 @@ def _exporter(request: ReplicaRequest) -> Callable[[Any], list[str]] | None:
     return lambda result: export_lost(result, out, force=request.force)
 
 
-def _show(outcome: Outcome[R], doc: dict[str, Any], views: Views[R], console: Console) -> None:
-    """The command's result for a person."""
+def _show(outcome: Outcome[R], doc: JsonObject, views: Views[R], console: Console) -> None:
+    """The command's result for a person. `doc` is the document the command printed: an impact, a what-if or
+    a replay (repair's adds what was written) by the outcome, each read through its declaration."""
     from replog.toolkit.impact_view import print_impact, print_with_impact
 
     if isinstance(outcome, Impacted):
@@ -139,7 +141,7 @@ def _show(outcome: Outcome[R], doc: dict[str, Any], views: Views[R], console: Co
         from replog.toolkit.what_if_view import print_what_if
         print_what_if(doc, console)
     else:
-        print_with_impact(lambda: views.show(outcome.result, console), doc.get("impact"), console)
+        print_with_impact(lambda: views.show(outcome.result, console), typed(ReplayDoc, doc).get("impact"), console)
         if isinstance(outcome, Repaired):
             print_repaired(outcome.repaired, console, views.written)
 

@@ -7,18 +7,29 @@ from typing import Any
 from rich.console import Console
 
 from replog.recovery.rocketmq.ha_result import HAReplayResult
-from replog.recovery.rocketmq.store_model import StoreModel, load_store
+from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.rocketmq.timers import timer_summary
+from replog.toolkit.documents import (
+    DLedgerSummary,
+    QueueRow,
+    Recovery,
+    ReplayDoc,
+    StoreReplay,
+    StoreReplica,
+    StoreTotals,
+    TimerSummary,
+    typed,
+)
 from replog.toolkit.output import EXIT_CLEAN, Format, resolve
 from replog.toolkit.render import Column, Columns, render, span, thousands, time_range
 
 
-def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def store_rows(model: StoreModel) -> tuple[StoreTotals, list[QueueRow]]:
     """(store totals, one row per topic/queue) from the recovered log and the consume queues on disk."""
-    per: dict[tuple[str, int], list[Any]] = {}
+    per: dict[tuple[str, int], list[MessageRef]] = {}
     for m in model.messages:
         per.setdefault((m.topic, m.queue_id), []).append(m)
-    rows = []
+    rows: list[QueueRow] = []
     for key in sorted(set(per) | set(model.queues)):
         msgs = [m for m in per.get(key, []) if m.dispatched]
         q = model.queues.get(key)
@@ -34,7 +45,8 @@ def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]
             "max_timestamp": max((m.store_timestamp for m in per.get(key, [])), default=None),
         })
     cp = model.checkpoint
-    totals = {
+    timers = timer_summary(model)
+    totals: StoreTotals = {
         "path": model.path, "system": "rocketmq", "store_type": model.layout.store_type,
         "file_size": model.file_size, "files": len(model.files),
         "min_offset": model.min_offset, "max_offset": model.max_offset,
@@ -47,15 +59,15 @@ def store_rows(model: StoreModel) -> tuple[dict[str, Any], list[dict[str, Any]]]
             "index_msg_timestamp": cp.index_msg_timestamp, "master_flushed_offset": cp.master_flushed_offset,
             "confirm_phy_offset": cp.confirm_phy_offset},
         "index_files": len(model.layout.index_files),
-        "recovery": model.recovery(),
-        "timers": timer_summary(model),
+        "recovery": typed(Recovery, model.recovery()),
+        "timers": None if timers is None else typed(TimerSummary, timers),
     }
     if model.dledger is not None:
-        totals["dledger"] = model.dledger.to_dict()
+        totals["dledger"] = typed(DLedgerSummary, model.dledger.to_dict())
     return totals, rows
 
 
-def _cq_style(r: dict[str, Any]) -> str | None:
+def _cq_style(r: QueueRow) -> str | None:
     """The consume queue should end one past the last message the commitlog dispatched to it."""
     top, cq = r["max_queue_offset"], r["cq_max_offset"]
     return "yellow" if top is not None and cq is not None and cq != top + 1 else None
@@ -82,7 +94,7 @@ def run_ls_store(path: Any, fmt: Format | None, broker_version: str | None = Non
     return EXIT_CLEAN
 
 
-def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Console) -> None:
+def _print_ls(totals: StoreTotals, rows: list[QueueRow], console: Console) -> None:
     kind = "RocketMQ DLedger store" if "dledger" in totals else "RocketMQ store"
     if totals["store_type"] != "default":
         kind += f", storeType={totals['store_type']}: queues from RocksDB"
@@ -99,12 +111,12 @@ def _print_ls(totals: dict[str, Any], rows: list[dict[str, Any]], console: Conso
     if "dledger" in totals:
         console.print(dledger_line(totals["dledger"]))
     console.print(recovery_line(totals["recovery"]))
-    t = totals.get("timers")
+    t = totals["timers"]
     if t is not None:
         console.print(timers_line(t))
 
 
-def timers_line(t: dict[str, Any]) -> str:
+def timers_line(t: TimerSummary) -> str:
     """The timer files in one line (5.x timer messages, docs/reference/rocketmq.md §16)."""
     cp = t["checkpoint"]
     where = "no timercheck" if cp is None else (f"timer queue offset {cp['last_timer_queue_offset']}, "
@@ -113,7 +125,7 @@ def timers_line(t: dict[str, Any]) -> str:
             f"{_or_none(t['wheel_pending'])} pending in the wheel, metrics {_or_none(t['metrics_pending'])}; {where}")
 
 
-def dledger_line(d: dict[str, Any]) -> str:
+def dledger_line(d: DLedgerSummary) -> str:
     """The Raft side of a DLedger store: its entries, the last one's term, the committed index and term files."""
     return (f"DLedger peer {d['peer']}: entries {d['first_index']}..{d['last_index']} (last term {d['last_term']}), "
             f"committed index {_or_none(d['committed_index'])} (serves to {_or_none(d['committed_offset'])}), "
@@ -121,7 +133,7 @@ def dledger_line(d: dict[str, Any]) -> str:
             + (f", [yellow]{d['dropped_entries']} entries past the recovery's end[/]" if d["dropped_entries"] else ""))
 
 
-def recovery_line(recovery: dict[str, Any]) -> str:
+def recovery_line(recovery: Recovery) -> str:
     """Which of the broker's recovery rules the numbers follow (they differ by version:
     docs/reference/rocketmq.md §7.2)."""
     version = recovery["broker_version"] or "newest (default)"
@@ -137,7 +149,7 @@ def _or_none(value: Any) -> Any:
     return "none" if value is None else value
 
 
-def _status(r: dict[str, Any]) -> str:
+def _status(r: StoreReplica) -> str:
     return r["status"] if not r["stall"] else f"{r['status']}: {r['stall']['cause']}"
 
 
@@ -158,7 +170,7 @@ STORE_COLUMNS = Columns(
 
 
 def print_replay(result: HAReplayResult, console: Console) -> None:
-    d = result.to_dict()
+    d = typed(StoreReplay, result.to_dict())
     for r in d["replicas"]:
         console.print(f"{r['name']}: " + recovery_line(r["recovery"]))
     console.print(f"[bold]RocketMQ HA replay[/] ({result.protocol}), master [bold]{result.master}[/]")
@@ -178,13 +190,14 @@ def print_replay(result: HAReplayResult, console: Console) -> None:
         console.print(f"[dim]{e['step']:>3}[/] [cyan]{e['kind']:<16}[/] {e['replica']:<12} {rest}", highlight=False)
 
 
-def replay_html(result: HAReplayResult, doc: dict[str, Any] | None = None) -> str:
+def replay_html(result: HAReplayResult, doc: ReplayDoc | None = None) -> str:
     """The self-contained report page (`replay_page`), drawn from the JSON document the command prints
     (`doc`: repair's, which adds what was written; by default the replay's)."""
     from replog.toolkit.replay_logs import rocketmq_views
     from replog.toolkit.replay_page import render_replay
 
     protocol = "auto-switch HA (epochs)" if result.protocol == "autoswitch" else "classic HA"
-    return render_replay(result.to_dict() if doc is None else doc, rocketmq_views(result), STORE_COLUMNS,
+    return render_replay(typed(ReplayDoc, result.to_dict()) if doc is None else doc, rocketmq_views(result),
+                         STORE_COLUMNS,
                          title=f"RocketMQ {protocol} replay: {len(result.replicas)} stores, master “{result.master}”",
                          unit_name="messages", offset_name="physical offset")

@@ -204,6 +204,22 @@ def test_stores_in_the_scan_and_report(split_scan) -> None:
     assert {d["kind"] for d in result.to_dict()["log_dirs"]} == {"kafka", "rocketmq"}
 
 
+def test_the_scan_document_and_marker_have_the_declared_members(scan) -> None:
+    """`fleet scan --format json` (`FleetScanDoc`) and the marker file (`ScanMarker`, beside its tool and state)
+    against their declarations, as JSON."""
+    from replog.spark.fleet import FleetScanDoc, ScanMarker
+    from tests.toolkit.test_documents import mismatches
+
+    out, result, *_ = scan
+    found = list(mismatches(FleetScanDoc, json.loads(json.dumps(result.to_dict()))))
+    assert found == [], f"the scan's document differs from FleetScanDoc: {found[:10]}"
+    marker = json.loads((out / MARKER).read_text())
+    assert (marker.pop("tool"), marker.pop("state")) == ("replog fleet scan", "complete"), "the marker's head"
+    assert "rows" in marker and "counts" in marker, f"a complete scan's marker says what it wrote: {sorted(marker)}"
+    found = list(mismatches(ScanMarker, marker))
+    assert found == [], f"the marker differs from ScanMarker: {found[:10]}"
+
+
 def pa_compute():
     import pyarrow.compute as pc
     return pc

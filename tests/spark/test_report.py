@@ -84,6 +84,23 @@ def test_cli_report_json_and_html(scan_dir: Path, tmp_path: Path) -> None:
     assert html_file.read_text().startswith("<!doctype html>")
 
 
+def test_the_printed_report_has_the_declared_members(scan_dir: Path) -> None:
+    """`FleetReportDoc` (what the terminal and the page read) against the JSON `fleet report` prints, and against
+    the dataclass whose fields that JSON is."""
+    from dataclasses import fields
+
+    from replog.spark.report import FleetReport, FleetReportDoc
+    from tests.toolkit.test_documents import mismatches
+
+    declared, written = set(FleetReportDoc.__annotations__), {f.name for f in fields(FleetReport)}
+    assert declared == written, f"declared, no field: {declared - written}; a field not declared: {written - declared}"
+    res = CliRunner().invoke(app, ["fleet", "report", str(scan_dir), "--format", "json"])
+    doc = json.loads(res.stdout)
+    assert doc["divergent"] and doc["lagging"] and doc["broker_topics"], "the scan has rows to check"
+    found = list(mismatches(FleetReportDoc, doc))
+    assert found == [], f"the report differs from its declaration: {found[:10]}"
+
+
 def test_cli_report_table(scan_dir: Path) -> None:
     res = CliRunner().invoke(app, ["fleet", "report", str(scan_dir), "--format", "table"])
     assert res.exit_code == 1 and "divergent replica sets" in res.stdout

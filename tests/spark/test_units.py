@@ -226,3 +226,24 @@ def test_restore_uri() -> None:
     assert remote.restore_uri(str(Path("s3://bucket/kafka"))) == "s3://bucket/kafka"
     assert remote.restore_uri(str(Path("file:///tmp/x"))) == "file:///tmp/x"
     assert remote.restore_uri("/tmp/x") == "/tmp/x" and not remote.is_uri("/tmp/x")
+
+
+def test_units_and_log_dirs_as_json_have_their_declared_members(fleet: Path) -> None:
+    """A unit's JSON (what executors receive: `UnitDoc`) and a log dir's row (`LogDirRow`) against their
+    declarations; `UnitDoc` names every field of `Unit` (mypy holds `from_dict` to the fields it names)."""
+    import json
+    from dataclasses import fields
+
+    from replog.spark.schemas import LogDirRow
+    from replog.spark.units import UnitDoc
+    from tests.toolkit.test_documents import mismatches
+
+    declared, written = set(UnitDoc.__annotations__), {f.name for f in fields(Unit)}
+    assert declared == written, f"declared, no field: {declared - written}; a field not declared: {written - declared}"
+    log_dirs, _ = discover([str(fleet)], None)
+    units = [u for d in log_dirs for u in d.units(1)]     # split as small as can be: segments units too
+    assert {u.kind for u in units} >= {"log_dir", "partition", "segments", "store"}, "every kind of unit"
+    found = [m for u in units for m in mismatches(UnitDoc, json.loads(json.dumps(u.to_dict())), u.path)]
+    assert found == [], f"units differ from UnitDoc: {found[:10]}"
+    found = [m for d in log_dirs for m in mismatches(LogDirRow, d.to_dict(), d.path)]
+    assert found == [], f"log dirs differ from LogDirRow: {found[:10]}"

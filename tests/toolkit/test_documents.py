@@ -12,19 +12,25 @@ import types
 import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pytest
 
 from replog.toolkit import documents as d
 from tests.recovery.kafka.test_impact import build_impact_fleet
+from tests.recovery.rocketmq.test_dledger_replay import group as dledger_group
+from tests.recovery.rocketmq.test_timers import timer_store
 from tests.toolkit.test_cli import run_replog
 
 
 def mismatches(kind: Any, value: Any, where: str = "$") -> Iterator[str]:
-    """Where `value` does not have the type `kind` (a TypedDict, a union, list/dict, a plain type)."""
+    """Where `value` does not have the type `kind` (a TypedDict, a union, list/dict, a plain type, a fleet
+    table's `Annotated` column type)."""
     origin = typing.get_origin(kind)
     if kind is Any or kind is object:
+        return
+    if origin is Annotated:
+        yield from mismatches(typing.get_args(kind)[0], value, where)
         return
     if isinstance(kind, type) and typing.is_typeddict(kind):
         if not isinstance(value, dict):
@@ -79,7 +85,13 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = run_replog("samples", "generate", str(root / "samples"))
     assert proc.returncode == 0, f"samples generate failed: {proc.stderr}"
     build_impact_fleet(root / "impact")
+    (root / "timers").mkdir()
+    timer_store(root / "timers")
+    dledger_group(root / "dledger")
     return root
+
+
+DLEDGER = ("n0", "n1", "n2")   # the DLedger peers `dledger_group` writes
 
 
 def _kafka(fleet: Path, partition: str) -> list[str]:
@@ -97,6 +109,7 @@ def _impact(fleet: Path) -> list[str]:
 
 
 CASES: list[tuple[str, Any, Any]] = [
+    ("samples", d.SamplesDoc, lambda f: ["samples", "generate", str(f / "samples-again")]),
     ("ls kafka", list[d.LsRow], lambda f: ["ls", str(f / "samples" / "kafka" / "broker-2")]),
     ("ls rocketmq", d.StoreLs, lambda f: ["ls", str(f / "samples" / "rocketmq" / "master")]),
     ("doctor kafka", d.DoctorReport, lambda f: ["doctor", str(f / "samples" / "kafka" / "broker-3")]),
@@ -110,6 +123,10 @@ CASES: list[tuple[str, Any, Any]] = [
     ("impact kafka", d.KafkaImpact, lambda f: ["impact", *_impact(f)]),
     ("replay with impact", d.ReplayDoc, lambda f: ["replay", *_impact(f)]),
     ("replay rocketmq", d.ReplayDoc, lambda f: ["replay", *_rocketmq(f)]),
+    ("replay rocketmq stores", d.StoreReplay, lambda f: ["replay", *_rocketmq(f)]),
+    ("ls rocketmq timers", d.StoreLs, lambda f: ["ls", str(f / "timers")]),
+    ("ls rocketmq dledger", d.StoreLs, lambda f: ["ls", str(f / "dledger" / "n0")]),
+    ("replay rocketmq dledger", d.StoreReplay, lambda f: ["replay", *[f"{n}={f / 'dledger' / n}" for n in DLEDGER]]),
     ("impact rocketmq", d.RocketImpact, lambda f: ["impact", *_rocketmq(f)]),
     ("what-if rocketmq", d.WhatIfDoc, lambda f: ["replay", *_rocketmq(f), "--what-if"]),
 ]
@@ -121,3 +138,22 @@ def test_the_printed_document_has_the_declared_members(fleet: Path, name: str, k
     assert proc.returncode in (0, 1), f"{name}: exit {proc.returncode}: {proc.stderr}"
     found = list(mismatches(kind, json.loads(proc.stdout)))
     assert found == [], f"{name}: the document differs from its declaration: {found[:10]}"
+
+
+DUMPED = {"file": d.FileEntry, "batch": d.BatchEntry, "record": d.RecordEntry, "finding": d.FindingEntry}
+
+
+@pytest.mark.parametrize(("name", "argv"), [
+    ("damaged partition", ["broker-3/orders-1", "--deep", "--print-data"]),
+    ("consumer offsets", ["broker-1/__consumer_offsets-0", "--offsets-decoder"]),
+    ("undecodable values", ["broker-1/__consumer_offsets-0", "--deep", "--print-data"]),
+])
+def test_the_dump_entries_have_the_declared_members(fleet: Path, name: str, argv: list[str]) -> None:
+    """Each `dump` entry of a kind the terminal reads member by member has its declaration's members."""
+    proc = run_replog("dump", str(fleet / "samples" / "kafka" / argv[0]), *argv[1:], "--format", "jsonl")
+    assert proc.returncode in (0, 1), f"{name}: exit {proc.returncode}: {proc.stderr}"
+    entries = [json.loads(line) for line in proc.stdout.splitlines()]
+    kinds = {e["kind"] for e in entries}
+    assert {"file", "batch", "record"} <= kinds, f"{name}: the dump has no {({'file', 'batch', 'record'} - kinds)}"
+    found = [m for e in entries for m in mismatches(DUMPED.get(e["kind"], d.DumpEntry), e, f"${e['kind']}")]
+    assert found == [], f"{name}: entries differ from their declarations: {found[:10]}"
