@@ -113,27 +113,31 @@ def read_offset_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # arrays: no element-wise ==
-class OffsetIndexColumns:
-    """A `.index` as columns: slot i holds (`offsets[i]`, `positions[i]`); no object per entry.
-
-    What `read_offset_index` reads, with the same padding count and findings,
-    as int64 arrays that own their memory (the file can be unmapped).
-    `relative_offsets` are the stored int32s; `offsets` adds the base offset.
-    """
+class IndexColumns:
+    """An index file (`.index` or `.timeindex`) as columns, no object per entry: what its list reader reads,
+    with the same padding count and findings, as int64 arrays that own their memory (the file can be unmapped).
+    Both indexes store int32 offsets relative to the segment's base offset: `relative_offsets` as stored,
+    `offsets` with the base offset added."""
 
     base_offset: int
     relative_offsets: np.ndarray
-    positions: np.ndarray
     zero_tail_entries: int
     findings: list[Finding]
 
     def __len__(self) -> int:
-        return len(self.positions)
+        return len(self.relative_offsets)
 
     @property
     def offsets(self) -> np.ndarray:
         """Absolute offsets, int64 (saturated at INT64_MAX: see `absolute_offsets`)."""
         return absolute_offsets(self.base_offset, self.relative_offsets)[0]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OffsetIndexColumns(IndexColumns):
+    """A `.index` as columns: slot i holds (`offsets[i]`, `positions[i]`)."""
+
+    positions: np.ndarray
 
     def entries(self) -> Iterator[OffsetIndexEntry]:
         """The entries as `read_offset_index` lists them, one at a time."""
@@ -169,7 +173,7 @@ def read_offset_index_columns(buf, base_offset: int, *, path: str = "") -> Offse
                 backwards=(rel <= prev_rel) | (pos <= prev_pos),
                 negative_text=lambda s: f"negative relative offset or position ({rel[s]}, {pos[s]})",
                 backwards_text=lambda s: f"({rel[s]}, {pos[s]}) does not follow ({prev_rel[s]}, {prev_pos[s]})")
-    return OffsetIndexColumns(base_offset, rel, pos, tail, sink.result())
+    return OffsetIndexColumns(base_offset, rel, tail, sink.result(), positions=pos)
 
 
 def check_slots(sink: FindingSink, base_offset: int, entry_size: int, rel: np.ndarray, other: np.ndarray, *,

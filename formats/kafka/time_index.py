@@ -14,7 +14,7 @@ import construct as cs
 import numpy as np
 
 from replog.formats.findings import Finding, FindingSink, finding
-from replog.formats.kafka.offset_index import INT32_MAX, IndexRead, absolute_offsets, check_slots, split_slots
+from replog.formats.kafka.offset_index import INT32_MAX, IndexColumns, IndexRead, check_slots, split_slots
 from replog.formats.layout import dtype_of, struct_of
 
 ENTRY = cs.Struct(
@@ -40,26 +40,10 @@ def read_time_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # arrays: no element-wise ==
-class TimeIndexColumns:
-    """A `.timeindex` as columns: slot i holds (`timestamps[i]`, `offsets[i]`); no object per entry.
+class TimeIndexColumns(IndexColumns):
+    """A `.timeindex` as columns: slot i holds (`timestamps[i]`, `offsets[i]`)."""
 
-    What `read_time_index` reads, with the same padding count and findings,
-    as int64 arrays that own their memory (the file can be unmapped).
-    """
-
-    base_offset: int
     timestamps: np.ndarray
-    relative_offsets: np.ndarray
-    zero_tail_entries: int
-    findings: list[Finding]
-
-    def __len__(self) -> int:
-        return len(self.timestamps)
-
-    @property
-    def offsets(self) -> np.ndarray:
-        """Absolute offsets, int64 (saturated at INT64_MAX: see `offset_index.absolute_offsets`)."""
-        return absolute_offsets(self.base_offset, self.relative_offsets)[0]
 
     def entries(self) -> Iterator[TimeIndexEntry]:
         """The entries as `read_time_index` lists them, one at a time."""
@@ -77,7 +61,7 @@ def read_time_index_columns(buf, base_offset: int, *, path: str = "") -> TimeInd
     check_slots(sink, base_offset, ENTRY_SIZE, rel, ts, negative=rel < 0, backwards=(rel < prev_rel) | (ts < prev_ts),
                 negative_text=lambda s: f"negative relative offset {rel[s]}",
                 backwards_text=lambda s: f"({ts[s]}, {rel[s]}) goes back from ({prev_ts[s]}, {prev_rel[s]})")
-    return TimeIndexColumns(base_offset, ts, rel, tail, sink.result())
+    return TimeIndexColumns(base_offset, rel, tail, sink.result(), timestamps=ts)
 
 
 def write_time_index(entries: Iterable[TimeIndexEntry | tuple[int, int]], base_offset: int) -> bytes:
