@@ -164,16 +164,23 @@ def absolute_offsets(base_offset: int, relative: np.ndarray) -> tuple[np.ndarray
 
 def read_offset_index_columns(buf, base_offset: int, *, path: str = "") -> OffsetIndexColumns:
     """`read_offset_index` as columns: same padding count, same findings, vectorised checks."""
-    sink = FindingSink(path)
-    data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
-    raw = np.frombuffer(buf, dtype=ENTRY_DTYPE, count=data_slots)
-    rel, pos = raw["relative_offset"].astype(np.int64), raw["position"].astype(np.int64)
+    sink, tail, raw = slot_columns(buf, ENTRY_SIZE, ENTRY_DTYPE, path)
+    rel, pos = raw["relative_offset"], raw["position"]
     prev_rel, prev_pos = np.roll(rel, 1), np.roll(pos, 1)
     check_slots(sink, base_offset, ENTRY_SIZE, rel, pos, negative=(rel < 0) | (pos < 0),
                 backwards=(rel <= prev_rel) | (pos <= prev_pos),
                 negative_text=lambda s: f"negative relative offset or position ({rel[s]}, {pos[s]})",
                 backwards_text=lambda s: f"({rel[s]}, {pos[s]}) does not follow ({prev_rel[s]}, {prev_pos[s]})")
     return OffsetIndexColumns(base_offset, rel, tail, sink.result(), positions=pos)
+
+
+def slot_columns(buf, entry_size: int, dtype: np.dtype, path: str) -> tuple[FindingSink, int, dict[str, np.ndarray]]:
+    """A fixed-entry index's data slots (`split_slots`) as int64 columns by field name, with its padding slot
+    count and the sink holding what `split_slots` found."""
+    sink = FindingSink(path)
+    data_slots, tail = split_slots(buf, entry_size, sink)
+    raw = np.frombuffer(buf, dtype=dtype, count=data_slots)
+    return sink, tail, {name: raw[name].astype(np.int64) for name in dtype.names or ()}
 
 
 def check_slots(sink: FindingSink, base_offset: int, entry_size: int, rel: np.ndarray, other: np.ndarray, *,

@@ -13,8 +13,8 @@ from typing import NamedTuple
 import construct as cs
 import numpy as np
 
-from replog.formats.findings import Finding, FindingSink, finding
-from replog.formats.kafka.offset_index import INT32_MAX, IndexColumns, IndexRead, check_slots, split_slots
+from replog.formats.findings import Finding, finding
+from replog.formats.kafka.offset_index import INT32_MAX, IndexColumns, IndexRead, check_slots, slot_columns
 from replog.formats.layout import dtype_of, struct_of
 
 ENTRY = cs.Struct(
@@ -53,10 +53,8 @@ class TimeIndexColumns(IndexColumns):
 
 def read_time_index_columns(buf, base_offset: int, *, path: str = "") -> TimeIndexColumns:
     """`read_time_index` as columns: same padding count, same findings, vectorised checks."""
-    sink = FindingSink(path)
-    data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
-    raw = np.frombuffer(buf, dtype=ENTRY_DTYPE, count=data_slots)
-    ts, rel = raw["timestamp"].astype(np.int64), raw["relative_offset"].astype(np.int64)
+    sink, tail, raw = slot_columns(buf, ENTRY_SIZE, ENTRY_DTYPE, path)
+    ts, rel = raw["timestamp"], raw["relative_offset"]
     prev_ts, prev_rel = np.roll(ts, 1), np.roll(rel, 1)
     check_slots(sink, base_offset, ENTRY_SIZE, rel, ts, negative=rel < 0, backwards=(rel < prev_rel) | (ts < prev_ts),
                 negative_text=lambda s: f"negative relative offset {rel[s]}",
