@@ -220,9 +220,7 @@ def write_offset_index(entries: Iterable[OffsetIndexEntry | tuple[int, int]], ba
     """The bytes of a trimmed `.index` holding `entries` (absolute offsets)."""
     out = bytearray()
     for offset, position in entries:
-        rel = offset - base_offset
-        if not 0 <= rel <= INT32_MAX:
-            raise ValueError(f"offset {offset} is outside the 32-bit range of base {base_offset}")
+        rel = relative_offset(offset, base_offset)
         if not 0 <= position <= INT32_MAX:
             raise ValueError(f"position {position} outside [0, 2^31-1]")
         out += ENTRY_STRUCT.pack(rel, position)
@@ -235,11 +233,31 @@ def sanity_check(buf, base_offset: int, *, path: str = "") -> list[Finding]:
     slots = len(buf) // ENTRY_SIZE
     if slots:
         rel, _ = ENTRY_STRUCT.unpack_from(buf, (slots - 1) * ENTRY_SIZE)
-        if rel < 0:
-            out.append(finding("KAFKA_INDEX_OUT_OF_RANGE", path, position=(slots - 1) * ENTRY_SIZE,
-                               offset=base_offset + rel,
-                               message=f"last offset {base_offset + rel} is below the base offset {base_offset}"))
-    if len(buf) % ENTRY_SIZE:
-        out.append(finding("KAFKA_INDEX_SIZE_NOT_MULTIPLE", path, position=slots * ENTRY_SIZE,
-                           message=f"index length {len(buf)} is not a multiple of {ENTRY_SIZE}"))
-    return out
+        out += below_base(path, (slots - 1) * ENTRY_SIZE, base_offset, rel)
+    return out + not_whole_entries(buf, ENTRY_SIZE, "index", path)
+
+
+def relative_offset(offset: int, base_offset: int) -> int:
+    """What an index entry stores of `offset`: its distance from the segment's base offset, in 32 bits
+    (`AbstractIndex#relativeOffset` throws outside them); ValueError there."""
+    rel = offset - base_offset
+    if not 0 <= rel <= INT32_MAX:
+        raise ValueError(f"offset {offset} is outside the 32-bit range of base {base_offset}")
+    return rel
+
+
+def below_base(path: str, at: int, base_offset: int, last_rel: int) -> list[Finding]:
+    """The sanity checks' last-entry rule (`OffsetIndex` / `TimeIndex#sanityCheck`): the last slot's offset must
+    not be below the base offset."""
+    if last_rel >= 0:
+        return []
+    return [finding("KAFKA_INDEX_OUT_OF_RANGE", path, position=at, offset=base_offset + last_rel,
+                    message=f"last offset {base_offset + last_rel} is below the base offset {base_offset}")]
+
+
+def not_whole_entries(buf, entry_size: int, what: str, path: str) -> list[Finding]:
+    """The sanity checks' size rule: the file holds whole entries."""
+    if not len(buf) % entry_size:
+        return []
+    return [finding("KAFKA_INDEX_SIZE_NOT_MULTIPLE", path, position=len(buf) // entry_size * entry_size,
+                    message=f"{what} length {len(buf)} is not a multiple of {entry_size}")]

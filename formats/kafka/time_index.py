@@ -14,7 +14,15 @@ import construct as cs
 import numpy as np
 
 from replog.formats.findings import Finding, finding
-from replog.formats.kafka.offset_index import INT32_MAX, IndexColumns, IndexRead, check_slots, slot_columns
+from replog.formats.kafka.offset_index import (
+    IndexColumns,
+    IndexRead,
+    below_base,
+    check_slots,
+    not_whole_entries,
+    relative_offset,
+    slot_columns,
+)
 from replog.formats.layout import dtype_of, struct_of
 
 ENTRY = cs.Struct(
@@ -66,9 +74,7 @@ def write_time_index(entries: Iterable[TimeIndexEntry | tuple[int, int]], base_o
     """The bytes of a trimmed `.timeindex` holding `entries` (absolute offsets)."""
     out = bytearray()
     for timestamp, offset in entries:
-        rel = offset - base_offset
-        if not 0 <= rel <= INT32_MAX:
-            raise ValueError(f"offset {offset} is outside the 32-bit range of base {base_offset}")
+        rel = relative_offset(offset, base_offset)
         if not INT64_MIN <= timestamp <= INT64_MAX:
             raise ValueError(f"timestamp {timestamp} does not fit in 64 bits")
         out += ENTRY_STRUCT.pack(timestamp, rel)
@@ -91,11 +97,5 @@ def sanity_check(buf, base_offset: int, *, path: str = "") -> list[Finding]:
             out.append(finding("KAFKA_INDEX_NOT_MONOTONIC", path, position=last_at,
                                offset=base_offset + last_rel,
                                message=f"last timestamp {last_ts} is below the first {first_ts}"))
-        if last_rel < 0:
-            out.append(finding("KAFKA_INDEX_OUT_OF_RANGE", path, position=last_at,
-                               offset=base_offset + last_rel,
-                               message=f"last offset {base_offset + last_rel} is below the base offset {base_offset}"))
-    if len(buf) % ENTRY_SIZE:
-        out.append(finding("KAFKA_INDEX_SIZE_NOT_MULTIPLE", path, position=slots * ENTRY_SIZE,
-                           message=f"time index length {len(buf)} is not a multiple of {ENTRY_SIZE}"))
-    return out
+        out += below_base(path, last_at, base_offset, last_rel)
+    return out + not_whole_entries(buf, ENTRY_SIZE, "time index", path)
