@@ -7,13 +7,17 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from replog.toolkit.cli_help import ReplogCommand, ReplogGroup, plain_usage_errors
+from replog.toolkit.cli_replica import BrokerVersionOpt, RemoteStorageOpt, ReplicaArgs, replica_options, replica_reads
 from replog.toolkit.decoders import UNDECODABLE_HELP
 from replog.toolkit.output import Format, guarded
+
+if TYPE_CHECKING:
+    from replog.recovery.replicas import ReplicaOptions
 
 app = typer.Typer(
     name="replog",
@@ -59,14 +63,6 @@ def _confine(inputs: list[str] | list[Path], follow: bool, *outputs: Path | None
     from replog.recovery.naming import parse_named
     paths = [parse_named(str(p))[1] for p in inputs]
     confine_reads([*input_roots(paths), *(o for o in outputs if o is not None)], follow_symlinks=follow)
-
-
-def _also_read(*given: Path | list[Path] | None) -> list[str]:
-    """Inputs given by option (--metadata, --partition-state, --offsets): read, so confined like the replicas."""
-    out: list[str] = []
-    for g in given:
-        out += [] if g is None else [str(p) for p in (g if isinstance(g, list) else [g])]
-    return out
 
 
 DumpFormatOpt = Annotated[DumpFormat | None, typer.Option(
@@ -207,11 +203,6 @@ def _exists(raw: str) -> bool:
         return False
 
 
-BrokerVersionOpt = Annotated[str | None, typer.Option(
-    "--broker-version", metavar="VERSION",
-    help="RocketMQ: the broker's version, for its recovery rule (e.g. 4.9.8, 5.3.1, 5.3.3); default: the newest")]
-
-
 @app.command(cls=ReplogCommand)
 @guarded
 def ls(
@@ -304,65 +295,22 @@ def recover(
     raise typer.Exit(run_recover(partition_dir, out, salvage, force, fmt, broker_version, rebuild_queues))
 
 
-ReplicaArgs = Annotated[list[str], typer.Argument(
-    metavar="[NAME=]PATH...", help="[NAME=]PATH of each replica (partition dirs or RocketMQ stores); NAMEs unique")]
-ProtocolOpt = Annotated[str | None, typer.Option(
-    "--protocol", metavar="PROTOCOL",
-    help="Kafka: epoch (default) | hw;  RocketMQ: classic (default) | autoswitch | dledger (DLedger stores' default)")]
-LeaderOpt = Annotated[str | None, typer.Option(
-    metavar="NAME", help="replica to follow; default: the one the controller would elect")]
-MetadataOpt = Annotated[Path | None, typer.Option(
-    "--metadata", metavar="DIR",
-    help="Kafka: the KRaft __cluster_metadata-0 dir (or a log dir holding it): the controller's elections")]
-PartitionStateOpt = Annotated[Path | None, typer.Option(
-    "--partition-state", metavar="FILE",
-    help="Kafka (ZooKeeper): the partition state JSON {controller_epoch, leader, leader_epoch, isr}")]
-RunningOpt = Annotated[list[str] | None, typer.Option(
-    "--running", metavar="NAME",
-    help="Kafka: a replica whose broker kept running (not restarted); repeatable. Its fetcher restarts, and "
-    "truncates, only if its leader epoch changed. Default: every replica restarts from its copy on disk")]
-MinIsrOpt = Annotated[int | None, typer.Option(
-    "--min-insync-replicas", metavar="N", min=1,
-    help="Kafka: the topic's min.insync.replicas where the metadata log does not say (else Kafka's default 1): "
-    "the leader's high watermark stops while the ISR is smaller (3.7+)")]
-ElrOpt = Annotated[bool | None, typer.Option(
-    "--elr/--no-elr",
-    help="Kafka: eligible leader replicas on or off where no metadata log says (default off): with ELR, a broker "
-    "restarting without .kafka_cleanshutdown leaves the ISR and ELR")]
-CleanupPolicyOpt = Annotated[str | None, typer.Option(
-    "--cleanup-policy", metavar="compact|delete",
-    help="Kafka: the topic's cleanup.policy (default: from --metadata when it records one). With compact, "
-    "replicas are compared by the records the log cleaner keeps below their cleaner points")]
-RemoteStorageOpt = Annotated[bool | None, typer.Option(
-    "--remote-storage/--no-remote-storage",
-    help="Kafka: the topic's remote.storage.enable (tiered storage, KIP-405) where no metadata log says (else "
-    "Kafka's default, off). With it the log start stays the checkpointed one, below the first local segment: "
-    "the records between are in remote storage, not lost")]
-OffsetsOpt = Annotated[list[Path] | None, typer.Option(
-    "--offsets", metavar="LOGDIR", exists=True, file_okay=False,
-    help="a broker log dir holding __consumer_offsets (and __transaction_state); repeatable. The replicas' "
-    "own log dirs are always searched")]
+HtmlOpt = Annotated[Path | None, typer.Option(
+    "--html", metavar="FILE", help="write a self-contained HTML report here")]
+ForceOutputOpt = Annotated[bool, typer.Option("--force", help="replace a previous replog output")]
 
 
 @app.command(cls=ReplogCommand)
 @guarded
+@replica_options("replicas leader protocol html export_lost metadata partition_state broker_version force offsets "
+                 "running min_insync_replicas elr cleanup_policy what_if follow_symlinks fmt remote_storage")
 def replay(
     replicas: ReplicaArgs,
-    leader: LeaderOpt = None,
-    protocol: ProtocolOpt = None,
-    html: Annotated[Path | None, typer.Option(
-        "--html", metavar="FILE", help="write a self-contained HTML report here")] = None,
+    options: ReplicaOptions,
+    html: HtmlOpt = None,
     export_lost: Annotated[Path | None, typer.Option(
         metavar="DIR", help="save the records replicas would lose here first")] = None,
-    metadata: MetadataOpt = None,
-    partition_state: PartitionStateOpt = None,
-    broker_version: BrokerVersionOpt = None,
-    force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
-    offsets: OffsetsOpt = None,
-    running: RunningOpt = None,
-    min_insync_replicas: MinIsrOpt = None,
-    elr: ElrOpt = None,
-    cleanup_policy: CleanupPolicyOpt = None,
+    force: ForceOutputOpt = False,
     what_if: Annotated[bool, typer.Option(
         "--what-if", help="which leader loses least: replay behind every replica that could lead, rank the "
         "choices by acknowledged then total records lost, consumers and producers hit, and print the command "
@@ -370,7 +318,6 @@ def replay(
     ] = False,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
-    remote_storage: RemoteStorageOpt = None,
 ) -> None:
     """Replay the replication protocol offline between replicas of one partition.
 
@@ -391,45 +338,32 @@ def replay(
 
       replog replay c1=/data/c1/__cluster_metadata-0 c2=... c3=...   (the KRaft controller quorum's voters)
     """
-    from replog.recovery.replicas import ReplicaOptions
     from replog.toolkit.replica_commands import Command, ReplicaRequest, run_replicas
 
-    _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html, export_lost)
-    options = ReplicaOptions(leader=leader, protocol=protocol, metadata=metadata, partition_state=partition_state,
-                             broker_version=broker_version, running=running or (),
-                             min_insync_replicas=min_insync_replicas, elr=elr, cleanup_policy=cleanup_policy,
-                             remote_storage=remote_storage, offsets=offsets or ())
+    _confine(replica_reads(replicas, options), follow_symlinks, html, export_lost)
     raise typer.Exit(run_replicas(ReplicaRequest(Command.WHAT_IF if what_if else Command.REPLAY, replicas, options,
                                                  fmt, html, force=force, export_lost=export_lost)))
 
 
 @app.command(cls=ReplogCommand)
 @guarded
+@replica_options("replicas out leader protocol force in_place backup metadata partition_state broker_version html "
+                 "offsets running min_insync_replicas elr cleanup_policy follow_symlinks fmt remote_storage")
 def repair(
     replicas: ReplicaArgs,
+    options: ReplicaOptions,
     out: Annotated[Path | None, typer.Option(
         "--out", metavar="DIR", help="directory to write the repaired replicas into (DIR/NAME/)")] = None,
-    leader: LeaderOpt = None,
-    protocol: ProtocolOpt = None,
-    force: Annotated[bool, typer.Option("--force", help="replace a previous replog output")] = False,
+    force: ForceOutputOpt = False,
     in_place: Annotated[bool, typer.Option(
         "--in-place", help="repair the input replicas themselves (needs --backup)")] = False,
     backup: Annotated[Path | None, typer.Option(
         metavar="DIR", help="with --in-place: empty dir to back the replicas up into first")] = None,
-    metadata: MetadataOpt = None,
-    partition_state: PartitionStateOpt = None,
-    broker_version: BrokerVersionOpt = None,
     html: Annotated[Path | None, typer.Option(
         "--html", metavar="FILE", help="write the replay's self-contained HTML report, with what was written")
     ] = None,
-    offsets: OffsetsOpt = None,
-    running: RunningOpt = None,
-    min_insync_replicas: MinIsrOpt = None,
-    elr: ElrOpt = None,
-    cleanup_policy: CleanupPolicyOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
-    remote_storage: RemoteStorageOpt = None,
 ) -> None:
     """Replay, then write every replica repaired (truncated, re-fetched, indexes and checkpoints rebuilt).
 
@@ -443,18 +377,13 @@ def repair(
     that is interrupted, running it again starts over (nothing swapped yet) or restores everything from DIR.
     """
     from replog.formats.errors import ReplogError
-    from replog.recovery.replicas import ReplicaOptions
     from replog.toolkit.replica_commands import Command, ReplicaRequest, run_repair_in_place, run_replicas
 
-    options = ReplicaOptions(leader=leader, protocol=protocol, metadata=metadata, partition_state=partition_state,
-                             broker_version=broker_version, running=running or (),
-                             min_insync_replicas=min_insync_replicas, elr=elr, cleanup_policy=cleanup_policy,
-                             remote_storage=remote_storage, offsets=offsets or ())
-    _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, out, backup, html)
+    _confine(replica_reads(replicas, options), follow_symlinks, out, backup, html)
     if in_place:
         if backup is None or out is not None or html is not None:
             raise ReplogError("--in-place needs --backup DIR, and takes no --out or --html")
-        if running:
+        if options.running:
             raise ReplogError("--in-place repairs replicas whose brokers are stopped; --running names one "
                               "whose broker keeps running")
         raise typer.Exit(run_repair_in_place(replicas, backup, options, fmt))
@@ -463,23 +392,14 @@ def repair(
 
 @app.command(cls=ReplogCommand)
 @guarded
+@replica_options("replicas offsets leader protocol html metadata partition_state broker_version running "
+                 "min_insync_replicas elr cleanup_policy follow_symlinks fmt remote_storage")
 def impact(
     replicas: ReplicaArgs,
-    offsets: OffsetsOpt = None,
-    leader: LeaderOpt = None,
-    protocol: ProtocolOpt = None,
-    html: Annotated[Path | None, typer.Option(
-        "--html", metavar="FILE", help="write a self-contained HTML report here")] = None,
-    metadata: MetadataOpt = None,
-    partition_state: PartitionStateOpt = None,
-    broker_version: BrokerVersionOpt = None,
-    running: RunningOpt = None,
-    min_insync_replicas: MinIsrOpt = None,
-    elr: ElrOpt = None,
-    cleanup_policy: CleanupPolicyOpt = None,
+    options: ReplicaOptions,
+    html: HtmlOpt = None,
     follow_symlinks: FollowOpt = False,
     fmt: FormatOpt = None,
-    remote_storage: RemoteStorageOpt = None,
 ) -> None:
     """What a replay's truncation means for consumer groups, producers and transactions.
 
@@ -497,14 +417,9 @@ def impact(
 
       replog impact b1=... b3=... --offsets /data/b2 --format json
     """
-    from replog.recovery.replicas import ReplicaOptions
     from replog.toolkit.replica_commands import Command, ReplicaRequest, run_replicas
 
-    _confine([*replicas, *_also_read(metadata, partition_state, offsets)], follow_symlinks, html)
-    options = ReplicaOptions(leader=leader, protocol=protocol, metadata=metadata, partition_state=partition_state,
-                             broker_version=broker_version, running=running or (),
-                             min_insync_replicas=min_insync_replicas, elr=elr, cleanup_policy=cleanup_policy,
-                             remote_storage=remote_storage, offsets=offsets or ())
+    _confine(replica_reads(replicas, options), follow_symlinks, html)
     raise typer.Exit(run_replicas(ReplicaRequest(Command.IMPACT, replicas, options, fmt, html)))
 
 

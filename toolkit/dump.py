@@ -100,37 +100,40 @@ def file_items(path: str | os.PathLike[str], options: DumpOptions,
         yield finding_entry(from_unreadable(e, str(path)))
 
 
-def _kafka_dumpers() -> dict[FileKind, Callable[[Path, DumpOptions, Progress | None], Iterator[Entry]]]:
+Dumper = Callable[[Path, DumpOptions, Progress | None], Iterator[Entry]]
+
+
+def _path_only(entries: Callable[[Path], Iterator[Entry]]) -> Dumper:
+    """A dumper for files whose entries depend on the file alone (no option, no progress)."""
+    return lambda path, _options, _progress: entries(path)
+
+
+def _kafka_dumpers() -> dict[FileKind, Dumper]:
+    """Each kind of file the dump decodes, and what decodes it (kinds decoded alike listed together)."""
     from replog.toolkit import dump_kafka as k
     from replog.toolkit import dump_rocketmq as r
     from replog.toolkit.dump_segment import segment_entries
-    return {
-        FileKind.KAFKA_SEGMENT: segment_entries,
-        FileKind.KAFKA_KRAFT_SNAPSHOT: segment_entries,
-        FileKind.KAFKA_OFFSET_INDEX: lambda p, o, _: k.index_entries(
-            p, o.verify_index_only, o.index_sanity_check),
-        FileKind.KAFKA_TIME_INDEX: lambda p, o, _: k.index_entries(
-            p, o.verify_index_only, o.index_sanity_check),
-        FileKind.KAFKA_TXN_INDEX: lambda p, o, _: k.txn_index_entries(p),
-        FileKind.KAFKA_PRODUCER_SNAPSHOT: lambda p, o, _: k.snapshot_entries(p),
-        FileKind.KAFKA_OFFSET_CHECKPOINT: lambda p, o, _: k.checkpoint_entries(p),
-        FileKind.KAFKA_EPOCH_CHECKPOINT: lambda p, o, _: k.checkpoint_entries(p),
-        FileKind.KAFKA_PARTITION_METADATA: lambda p, o, _: k.metadata_entry(p),
-        FileKind.KAFKA_META_PROPERTIES: lambda p, o, _: k.metadata_entry(p),
-        FileKind.KAFKA_QUORUM_STATE: lambda p, o, _: k.metadata_entry(p),
-        FileKind.KAFKA_CLEAN_SHUTDOWN: lambda p, o, _: k.metadata_entry(p),
-        FileKind.KAFKA_REMOTE_LOG_SNAPSHOT: lambda p, o, _: k.remote_log_snapshot_entries(p),
-        FileKind.ROCKETMQ_COMMITLOG: lambda p, o, _: r.commitlog_entries(p, o.value_decoder, o.records),
-        FileKind.ROCKETMQ_CONSUMEQUEUE: lambda p, o, _: r.consumequeue_entries(p),
-        FileKind.ROCKETMQ_BATCH_CONSUMEQUEUE: lambda p, o, _: r.batch_consumequeue_entries(p),
-        FileKind.ROCKETMQ_INDEX: lambda p, o, _: r.index_file_entries(p),
-        FileKind.ROCKETMQ_CHECKPOINT: lambda p, o, _: r.store_file_entry(p),
-        FileKind.ROCKETMQ_EPOCH: lambda p, o, _: r.store_file_entry(p),
-        FileKind.ROCKETMQ_CONFIG: lambda p, o, _: r.store_file_entry(p),
-        FileKind.ROCKETMQ_DLEDGER_DATA: lambda p, o, _: r.dledger_entries(p, o.value_decoder, o.records),
-        FileKind.ROCKETMQ_DLEDGER_INDEX: lambda p, o, _: r.dledger_index_entries(p),
-        FileKind.ROCKETMQ_DLEDGER_PROPERTIES: lambda p, o, _: r.dledger_properties_entry(p),
-    }
+    table: list[tuple[tuple[FileKind, ...], Dumper]] = [
+        ((FileKind.KAFKA_SEGMENT, FileKind.KAFKA_KRAFT_SNAPSHOT), segment_entries),
+        ((FileKind.KAFKA_OFFSET_INDEX, FileKind.KAFKA_TIME_INDEX),
+         lambda p, o, _: k.index_entries(p, o.verify_index_only, o.index_sanity_check)),
+        ((FileKind.KAFKA_TXN_INDEX,), _path_only(k.txn_index_entries)),
+        ((FileKind.KAFKA_PRODUCER_SNAPSHOT,), _path_only(k.snapshot_entries)),
+        ((FileKind.KAFKA_OFFSET_CHECKPOINT, FileKind.KAFKA_EPOCH_CHECKPOINT), _path_only(k.checkpoint_entries)),
+        ((FileKind.KAFKA_PARTITION_METADATA, FileKind.KAFKA_META_PROPERTIES, FileKind.KAFKA_QUORUM_STATE,
+          FileKind.KAFKA_CLEAN_SHUTDOWN), _path_only(k.metadata_entry)),
+        ((FileKind.KAFKA_REMOTE_LOG_SNAPSHOT,), _path_only(k.remote_log_snapshot_entries)),
+        ((FileKind.ROCKETMQ_COMMITLOG,), lambda p, o, _: r.commitlog_entries(p, o.value_decoder, o.records)),
+        ((FileKind.ROCKETMQ_CONSUMEQUEUE,), _path_only(r.consumequeue_entries)),
+        ((FileKind.ROCKETMQ_BATCH_CONSUMEQUEUE,), _path_only(r.batch_consumequeue_entries)),
+        ((FileKind.ROCKETMQ_INDEX,), _path_only(r.index_file_entries)),
+        ((FileKind.ROCKETMQ_CHECKPOINT, FileKind.ROCKETMQ_EPOCH, FileKind.ROCKETMQ_CONFIG),
+         _path_only(r.store_file_entry)),
+        ((FileKind.ROCKETMQ_DLEDGER_DATA,), lambda p, o, _: r.dledger_entries(p, o.value_decoder, o.records)),
+        ((FileKind.ROCKETMQ_DLEDGER_INDEX,), _path_only(r.dledger_index_entries)),
+        ((FileKind.ROCKETMQ_DLEDGER_PROPERTIES,), _path_only(r.dledger_properties_entry)),
+    ]
+    return {kind: dumper for kinds, dumper in table for kind in kinds}
 
 
 _DUMPERS = _kafka_dumpers()

@@ -26,6 +26,7 @@ from replog.formats.kafka.index_check import MAX_FINDINGS
 from replog.formats.kafka.offset_index import (
     INT64_MAX,
     INT64_MIN,
+    IndexColumns,
     OffsetIndexColumns,
     OffsetIndexEntry,
     absolute_offsets,
@@ -43,7 +44,7 @@ _IN_NO_BATCH, _MISMATCH = 1, 2                                           # time 
 def _entry_column(entries: OffsetIndexColumns | TimeIndexColumns | Sequence[OffsetIndexEntry | TimeIndexEntry],
                   name: str, field: int) -> np.ndarray:
     """The entries' other column than offsets (positions or timestamps) as int64, from columns or a list."""
-    if isinstance(entries, OffsetIndexColumns | TimeIndexColumns):
+    if isinstance(entries, IndexColumns):
         return np.asarray(getattr(entries, name), dtype=np.int64)
     return np.array([e[field] for e in entries], dtype=np.int64)
 
@@ -58,7 +59,7 @@ class _EntryOffsets:
     """
 
     def __init__(self, entries, base_offset: int, field: int) -> None:
-        if isinstance(entries, OffsetIndexColumns | TimeIndexColumns):
+        if isinstance(entries, IndexColumns):
             if entries.base_offset != base_offset:
                 raise ValueError(f"index read with base offset {entries.base_offset}, checked with {base_offset}")
             self.int64, self.over = absolute_offsets(base_offset, entries.relative_offsets)

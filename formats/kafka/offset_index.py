@@ -113,27 +113,31 @@ def read_offset_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # arrays: no element-wise ==
-class OffsetIndexColumns:
-    """A `.index` as columns: slot i holds (`offsets[i]`, `positions[i]`); no object per entry.
-
-    What `read_offset_index` reads, with the same padding count and findings,
-    as int64 arrays that own their memory (the file can be unmapped).
-    `relative_offsets` are the stored int32s; `offsets` adds the base offset.
-    """
+class IndexColumns:
+    """An index file (`.index` or `.timeindex`) as columns, no object per entry: what its list reader reads,
+    with the same padding count and findings, as int64 arrays that own their memory (the file can be unmapped).
+    Both indexes store int32 offsets relative to the segment's base offset: `relative_offsets` as stored,
+    `offsets` with the base offset added."""
 
     base_offset: int
     relative_offsets: np.ndarray
-    positions: np.ndarray
     zero_tail_entries: int
     findings: list[Finding]
 
     def __len__(self) -> int:
-        return len(self.positions)
+        return len(self.relative_offsets)
 
     @property
     def offsets(self) -> np.ndarray:
         """Absolute offsets, int64 (saturated at INT64_MAX: see `absolute_offsets`)."""
         return absolute_offsets(self.base_offset, self.relative_offsets)[0]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OffsetIndexColumns(IndexColumns):
+    """A `.index` as columns: slot i holds (`offsets[i]`, `positions[i]`)."""
+
+    positions: np.ndarray
 
     def entries(self) -> Iterator[OffsetIndexEntry]:
         """The entries as `read_offset_index` lists them, one at a time."""
@@ -160,16 +164,23 @@ def absolute_offsets(base_offset: int, relative: np.ndarray) -> tuple[np.ndarray
 
 def read_offset_index_columns(buf, base_offset: int, *, path: str = "") -> OffsetIndexColumns:
     """`read_offset_index` as columns: same padding count, same findings, vectorised checks."""
-    sink = FindingSink(path)
-    data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
-    raw = np.frombuffer(buf, dtype=ENTRY_DTYPE, count=data_slots)
-    rel, pos = raw["relative_offset"].astype(np.int64), raw["position"].astype(np.int64)
+    sink, tail, raw = slot_columns(buf, ENTRY_SIZE, ENTRY_DTYPE, path)
+    rel, pos = raw["relative_offset"], raw["position"]
     prev_rel, prev_pos = np.roll(rel, 1), np.roll(pos, 1)
     check_slots(sink, base_offset, ENTRY_SIZE, rel, pos, negative=(rel < 0) | (pos < 0),
                 backwards=(rel <= prev_rel) | (pos <= prev_pos),
                 negative_text=lambda s: f"negative relative offset or position ({rel[s]}, {pos[s]})",
                 backwards_text=lambda s: f"({rel[s]}, {pos[s]}) does not follow ({prev_rel[s]}, {prev_pos[s]})")
-    return OffsetIndexColumns(base_offset, rel, pos, tail, sink.result())
+    return OffsetIndexColumns(base_offset, rel, tail, sink.result(), positions=pos)
+
+
+def slot_columns(buf, entry_size: int, dtype: np.dtype, path: str) -> tuple[FindingSink, int, dict[str, np.ndarray]]:
+    """A fixed-entry index's data slots (`split_slots`) as int64 columns by field name, with its padding slot
+    count and the sink holding what `split_slots` found."""
+    sink = FindingSink(path)
+    data_slots, tail = split_slots(buf, entry_size, sink)
+    raw = np.frombuffer(buf, dtype=dtype, count=data_slots)
+    return sink, tail, {name: raw[name].astype(np.int64) for name in dtype.names or ()}
 
 
 def check_slots(sink: FindingSink, base_offset: int, entry_size: int, rel: np.ndarray, other: np.ndarray, *,
@@ -209,9 +220,7 @@ def write_offset_index(entries: Iterable[OffsetIndexEntry | tuple[int, int]], ba
     """The bytes of a trimmed `.index` holding `entries` (absolute offsets)."""
     out = bytearray()
     for offset, position in entries:
-        rel = offset - base_offset
-        if not 0 <= rel <= INT32_MAX:
-            raise ValueError(f"offset {offset} is outside the 32-bit range of base {base_offset}")
+        rel = relative_offset(offset, base_offset)
         if not 0 <= position <= INT32_MAX:
             raise ValueError(f"position {position} outside [0, 2^31-1]")
         out += ENTRY_STRUCT.pack(rel, position)
@@ -224,11 +233,31 @@ def sanity_check(buf, base_offset: int, *, path: str = "") -> list[Finding]:
     slots = len(buf) // ENTRY_SIZE
     if slots:
         rel, _ = ENTRY_STRUCT.unpack_from(buf, (slots - 1) * ENTRY_SIZE)
-        if rel < 0:
-            out.append(finding("KAFKA_INDEX_OUT_OF_RANGE", path, position=(slots - 1) * ENTRY_SIZE,
-                               offset=base_offset + rel,
-                               message=f"last offset {base_offset + rel} is below the base offset {base_offset}"))
-    if len(buf) % ENTRY_SIZE:
-        out.append(finding("KAFKA_INDEX_SIZE_NOT_MULTIPLE", path, position=slots * ENTRY_SIZE,
-                           message=f"index length {len(buf)} is not a multiple of {ENTRY_SIZE}"))
-    return out
+        out += below_base(path, (slots - 1) * ENTRY_SIZE, base_offset, rel)
+    return out + not_whole_entries(buf, ENTRY_SIZE, "index", path)
+
+
+def relative_offset(offset: int, base_offset: int) -> int:
+    """What an index entry stores of `offset`: its distance from the segment's base offset, in 32 bits
+    (`AbstractIndex#relativeOffset` throws outside them); ValueError there."""
+    rel = offset - base_offset
+    if not 0 <= rel <= INT32_MAX:
+        raise ValueError(f"offset {offset} is outside the 32-bit range of base {base_offset}")
+    return rel
+
+
+def below_base(path: str, at: int, base_offset: int, last_rel: int) -> list[Finding]:
+    """The sanity checks' last-entry rule (`OffsetIndex` / `TimeIndex#sanityCheck`): the last slot's offset must
+    not be below the base offset."""
+    if last_rel >= 0:
+        return []
+    return [finding("KAFKA_INDEX_OUT_OF_RANGE", path, position=at, offset=base_offset + last_rel,
+                    message=f"last offset {base_offset + last_rel} is below the base offset {base_offset}")]
+
+
+def not_whole_entries(buf, entry_size: int, what: str, path: str) -> list[Finding]:
+    """The sanity checks' size rule: the file holds whole entries."""
+    if not len(buf) % entry_size:
+        return []
+    return [finding("KAFKA_INDEX_SIZE_NOT_MULTIPLE", path, position=len(buf) // entry_size * entry_size,
+                    message=f"{what} length {len(buf)} is not a multiple of {entry_size}")]

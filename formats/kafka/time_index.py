@@ -13,8 +13,16 @@ from typing import NamedTuple
 import construct as cs
 import numpy as np
 
-from replog.formats.findings import Finding, FindingSink, finding
-from replog.formats.kafka.offset_index import INT32_MAX, IndexRead, absolute_offsets, check_slots, split_slots
+from replog.formats.findings import Finding, finding
+from replog.formats.kafka.offset_index import (
+    IndexColumns,
+    IndexRead,
+    below_base,
+    check_slots,
+    not_whole_entries,
+    relative_offset,
+    slot_columns,
+)
 from replog.formats.layout import dtype_of, struct_of
 
 ENTRY = cs.Struct(
@@ -40,26 +48,10 @@ def read_time_index(buf, base_offset: int, *, path: str = "") -> IndexRead:
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # arrays: no element-wise ==
-class TimeIndexColumns:
-    """A `.timeindex` as columns: slot i holds (`timestamps[i]`, `offsets[i]`); no object per entry.
+class TimeIndexColumns(IndexColumns):
+    """A `.timeindex` as columns: slot i holds (`timestamps[i]`, `offsets[i]`)."""
 
-    What `read_time_index` reads, with the same padding count and findings,
-    as int64 arrays that own their memory (the file can be unmapped).
-    """
-
-    base_offset: int
     timestamps: np.ndarray
-    relative_offsets: np.ndarray
-    zero_tail_entries: int
-    findings: list[Finding]
-
-    def __len__(self) -> int:
-        return len(self.timestamps)
-
-    @property
-    def offsets(self) -> np.ndarray:
-        """Absolute offsets, int64 (saturated at INT64_MAX: see `offset_index.absolute_offsets`)."""
-        return absolute_offsets(self.base_offset, self.relative_offsets)[0]
 
     def entries(self) -> Iterator[TimeIndexEntry]:
         """The entries as `read_time_index` lists them, one at a time."""
@@ -69,24 +61,20 @@ class TimeIndexColumns:
 
 def read_time_index_columns(buf, base_offset: int, *, path: str = "") -> TimeIndexColumns:
     """`read_time_index` as columns: same padding count, same findings, vectorised checks."""
-    sink = FindingSink(path)
-    data_slots, tail = split_slots(buf, ENTRY_SIZE, sink)
-    raw = np.frombuffer(buf, dtype=ENTRY_DTYPE, count=data_slots)
-    ts, rel = raw["timestamp"].astype(np.int64), raw["relative_offset"].astype(np.int64)
+    sink, tail, raw = slot_columns(buf, ENTRY_SIZE, ENTRY_DTYPE, path)
+    ts, rel = raw["timestamp"], raw["relative_offset"]
     prev_ts, prev_rel = np.roll(ts, 1), np.roll(rel, 1)
     check_slots(sink, base_offset, ENTRY_SIZE, rel, ts, negative=rel < 0, backwards=(rel < prev_rel) | (ts < prev_ts),
                 negative_text=lambda s: f"negative relative offset {rel[s]}",
                 backwards_text=lambda s: f"({ts[s]}, {rel[s]}) goes back from ({prev_ts[s]}, {prev_rel[s]})")
-    return TimeIndexColumns(base_offset, ts, rel, tail, sink.result())
+    return TimeIndexColumns(base_offset, rel, tail, sink.result(), timestamps=ts)
 
 
 def write_time_index(entries: Iterable[TimeIndexEntry | tuple[int, int]], base_offset: int) -> bytes:
     """The bytes of a trimmed `.timeindex` holding `entries` (absolute offsets)."""
     out = bytearray()
     for timestamp, offset in entries:
-        rel = offset - base_offset
-        if not 0 <= rel <= INT32_MAX:
-            raise ValueError(f"offset {offset} is outside the 32-bit range of base {base_offset}")
+        rel = relative_offset(offset, base_offset)
         if not INT64_MIN <= timestamp <= INT64_MAX:
             raise ValueError(f"timestamp {timestamp} does not fit in 64 bits")
         out += ENTRY_STRUCT.pack(timestamp, rel)
@@ -109,11 +97,5 @@ def sanity_check(buf, base_offset: int, *, path: str = "") -> list[Finding]:
             out.append(finding("KAFKA_INDEX_NOT_MONOTONIC", path, position=last_at,
                                offset=base_offset + last_rel,
                                message=f"last timestamp {last_ts} is below the first {first_ts}"))
-        if last_rel < 0:
-            out.append(finding("KAFKA_INDEX_OUT_OF_RANGE", path, position=last_at,
-                               offset=base_offset + last_rel,
-                               message=f"last offset {base_offset + last_rel} is below the base offset {base_offset}"))
-    if len(buf) % ENTRY_SIZE:
-        out.append(finding("KAFKA_INDEX_SIZE_NOT_MULTIPLE", path, position=slots * ENTRY_SIZE,
-                           message=f"time index length {len(buf)} is not a multiple of {ENTRY_SIZE}"))
-    return out
+        out += below_base(path, last_at, base_offset, last_rel)
+    return out + not_whole_entries(buf, ENTRY_SIZE, "time index", path)

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 POM = Path(__file__).with_name("pom.xml")
@@ -65,7 +66,12 @@ def classpath(version: str) -> str:
 
 
 def _mvn(version: str, *args: str) -> str:
-    cmd = ["mvn", "-B", "-q", "-f", str(POM), f"-Dkafka.version={version}", *args]
+    return _maven(POM, f"-Dkafka.version={version}", *args)
+
+
+def _maven(pom: Path, *args: str) -> str:
+    """Maven on one of the lab's poms; its output, or its failure with the end of what it said."""
+    cmd = ["mvn", "-B", "-q", "-f", str(pom), *args]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout[-4000:]}{done.stderr[-4000:]}")
@@ -84,19 +90,28 @@ def _log4j2_version(version: str, scratch: Path) -> str | None:
 
 
 def resolve(version: str) -> Path:
-    """The version's jar folder, filled once: copied into a scratch folder, checked, then renamed into place."""
-    lib = lib_dir(version)
+    """The Kafka version's jar folder, filled once (`_resolved_once`), with the Log4j2 its tree holds."""
+    def fill(scratch: Path, jars: Path) -> None:
+        log4j2 = _log4j2_version(version, scratch)
+        profile = [] if log4j2 is None else ["-Plog4j2", f"-Dlog4j2.version={log4j2}"]
+        _mvn(version, *profile, *_COPY_RUNTIME, f"-DoutputDirectory={jars}")
+    return _resolved_once(f"kafka {version}", lib_dir(version), fill)
+
+
+_COPY_RUNTIME = ("dependency:copy-dependencies", "-DincludeScope=runtime")
+
+
+def _resolved_once(product: str, lib: Path, fill: Callable[[Path, Path], None]) -> Path:
+    """`lib`, filled once: `fill(scratch, jars)` copies the jars into a scratch folder, `_install` checks them
+    and renames the folder into place."""
     if (lib / "classpath.txt").is_file():
         return lib
     lib.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".kafka-{version}-", dir=lib.parent))
+    scratch = Path(tempfile.mkdtemp(prefix=f".{product.replace(' ', '-')}-", dir=lib.parent))
     try:
-        log4j2 = _log4j2_version(version, scratch)
-        profile = [] if log4j2 is None else ["-Plog4j2", f"-Dlog4j2.version={log4j2}"]
         jars = scratch / "jars"
-        _mvn(version, *profile, "dependency:copy-dependencies", "-DincludeScope=runtime",
-             f"-DoutputDirectory={jars}")
-        _install(f"kafka {version}", jars, lib)
+        fill(scratch, jars)
+        _install(product, jars, lib)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return lib
@@ -126,23 +141,10 @@ def rocketmq_classpath(version: str) -> str:
 def rocketmq_resolve(version: str) -> Path:
     """The RocketMQ version's jar folder, filled once (scratch folder, checked, renamed into place). The
     controller profile is added from 5.0 on (the 4.x line has no controller)."""
-    lib = rocketmq_lib_dir(version)
-    if (lib / "classpath.txt").is_file():
-        return lib
-    lib.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".rocketmq-{version}-", dir=lib.parent))
-    try:
-        jars = scratch / "jars"
+    def fill(_scratch: Path, jars: Path) -> None:
         profile = ["-Pcontroller"] if int(version.split(".")[0]) >= 5 else []
-        cmd = ["mvn", "-B", "-q", "-f", str(ROCKETMQ_POM), f"-Drocketmq.version={version}", *profile,
-               "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={jars}"]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout[-4000:]}{done.stderr[-4000:]}")
-        _install(f"rocketmq {version}", jars, lib)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return lib
+        _maven(ROCKETMQ_POM, f"-Drocketmq.version={version}", *profile, *_COPY_RUNTIME, f"-DoutputDirectory={jars}")
+    return _resolved_once(f"rocketmq {version}", rocketmq_lib_dir(version), fill)
 
 
 def streams_jar(version: str) -> Path:

@@ -23,7 +23,15 @@ from pathlib import Path
 
 from tests.brokers.kafka_lab import wait_until
 from tests.brokers.rocketmq_lab import GROUP, Inspection, RmqCluster, RmqSpec, running_rocketmq
-from tests.brokers.rocketmq_scenarios import BODY, QUEUES, TOPIC, sync_state, wait_caught_up, wait_sync_state
+from tests.brokers.rocketmq_scenarios import (
+    BODY,
+    QUEUES,
+    TOPIC,
+    start_controller_pair,
+    sync_state,
+    wait_caught_up,
+    wait_sync_state,
+)
 
 WATCH = 40.0        # seconds a stalled pair is watched: several HA heartbeats (5 s) and a housekeeping period (20 s)
 
@@ -193,10 +201,7 @@ def controller_decision(root: Path, version: str = "5.3.3",
     `on_common`, when given, runs once both hold the common messages and n1 is caught up (e.g. a consumer group
     commits offsets on n0)."""
     with running_rocketmq(RmqSpec(version, mode="controller", brokers=2), root / "cluster", start=False) as c:
-        c.start_namesrv()
-        c.start_broker("n0")
-        wait_sync_state(c, "n0", 1)
-        c.start_broker("n1")
+        start_controller_pair(c, "n0", "n1")
         wait_sync_state(c, "n0", 2)
         c.create_topic(TOPIC, QUEUES, "n0")
         common = sent_seqs(c.send(TOPIC, (0, 1), 0, 100, BODY))
@@ -236,20 +241,24 @@ class Led:
     truncate_offset: int | None            # "truncateOffset is N" in the slave's log
 
 
+def restart_on_copies(c: RmqCluster, controller: Path, stores: dict[str, Path], master: str,
+                      other: str) -> re.Match[str]:
+    """The copied controller store under a new name server and each broker on its copied store, `master` first
+    (`start_controller_pair`); the slave's `truncateOffset is N` line, once it has compared epoch files."""
+    shutil.copytree(controller, c.root / "namesrv" / "controller", symlinks=True)
+    for name, store in stores.items():
+        c.use_store(name, store)
+    start_controller_pair(c, master, other)
+    return c.brokers[other].wait_for_line(r"truncateOffset is (-?\d+)", 180)
+
+
 def lead_from_copy(decision: Decision, master: str, root: Path, version: str = "5.3.3") -> Led:
     """A new name server on the copied controller store, `master`'s broker on its copy first: the controller finds
     the recorded master dead and elects it (`ReplicasInfoManager#registerBroker` answers no master; the broker's
     `brokerElect`, unclean allowed), then the other on its copy: it becomes the slave and truncates."""
     other = next(n for n in decision.copies if n != master)
     with running_rocketmq(RmqSpec(version, mode="controller", brokers=2), root, start=False) as c:
-        shutil.copytree(decision.controller, c.root / "namesrv" / "controller", symlinks=True)
-        for name, store in decision.copies.items():
-            c.use_store(name, store)
-        c.start_namesrv()
-        c.start_broker(master)
-        wait_sync_state(c, master, 1)
-        c.start_broker(other)
-        found = c.brokers[other].wait_for_line(r"truncateOffset is (-?\d+)", 180)
+        found = restart_on_copies(c, decision.controller, decision.copies, master, other)
         slave_end = wait_caught_up(c, other, master)
         wait_until(lambda: c.inspect(master, {}).stats.get("dispatchBehindBytes") == "0", 60, "master dispatch")
         inspection = c.inspect(master, {TOPIC: QUEUES})

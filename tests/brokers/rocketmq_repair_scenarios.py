@@ -9,12 +9,11 @@ slave's consumerOffset.json as it wrote it after a clean stop.
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.brokers.kafka_lab import wait_until
-from tests.brokers.rocketmq_ha_scenarios import Decision, controller_decision
+from tests.brokers.rocketmq_ha_scenarios import Decision, controller_decision, restart_on_copies
 from tests.brokers.rocketmq_lab import GROUP, Inspection, RmqCluster, RmqSpec, running_rocketmq
 from tests.brokers.rocketmq_repair import (
     CONSUMED,
@@ -82,14 +81,7 @@ def serve_controller(stores: dict[str, Path], controller: Path, master: str, roo
     controller lists both in the SyncStateSet. Premise: restart from the repaired copies; nothing sent."""
     other = next(n for n in stores if n != master)
     with running_rocketmq(RmqSpec(VERSION_5, mode="controller", brokers=2), root, start=False) as c:
-        shutil.copytree(controller, c.root / "namesrv" / "controller", symlinks=True)
-        for name, store in stores.items():
-            c.use_store(name, store)
-        c.start_namesrv()
-        c.start_broker(master)
-        wait_sync_state(c, master, 1)
-        c.start_broker(other)
-        found = c.brokers[other].wait_for_line(r"truncateOffset is (-?\d+)", 180)
+        found = restart_on_copies(c, controller, stores, master, other)
         wait_caught_up(c, other, master)
         wait_sync_state(c, master, 2)
         c.wait_dispatched(master)

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.brokers.rocketmq_lab import GROUP, Inspection, RmqSpec, running_rocketmq
+from tests.brokers.rocketmq_lab import GROUP, Inspection, RmqCluster, RmqSpec, running_rocketmq
 
 VERSION = "5.3.3"
 TOPIC = "RocksTopic"
@@ -41,15 +41,21 @@ def progress(out: str) -> dict[tuple[str, int], tuple[int, int]]:
             for t, q, b, c in re.findall(r"^PROGRESS (\S+) (\d+) (-?\d+) (-?\d+)$", out, re.M)}
 
 
+def send_and_commit(c: RmqCluster) -> dict[tuple[str, int], int]:
+    """MESSAGES messages sent over the queues of TOPIC and dispatched; the group consumes and commits CONSUMED
+    per queue. The offsets it committed, by (topic, queue)."""
+    c.create_topic(TOPIC, QUEUES)
+    c.send(TOPIC, tuple(range(QUEUES)), 0, MESSAGES, 200)
+    c.wait_dispatched("n0")
+    out = c.java_source("RmqCommit.java", "consume", c.namesrv_addr, CONSUMER, TOPIC, GROUP,
+                        ",".join(map(str, range(QUEUES))), str(CONSUMED))
+    return {(t, int(q)): int(o) for t, q, o in re.findall(r"^COMMIT (\S+) (\d+) (\d+)$", out, re.M)}
+
+
 def rocksdb_broker(root: Path) -> RocksRun:
     """Send, consume and commit on a defaultRocksDB broker, read what it serves, stop it cleanly."""
     with running_rocketmq(RmqSpec(VERSION, broker_config=ROCKSDB), root) as c:
-        c.create_topic(TOPIC, QUEUES)
-        c.send(TOPIC, tuple(range(QUEUES)), 0, MESSAGES, 200)
-        c.wait_dispatched("n0")
-        out = c.java_source("RmqCommit.java", "consume", c.namesrv_addr, CONSUMER, TOPIC, GROUP,
-                            ",".join(map(str, range(QUEUES))), str(CONSUMED))
-        committed = {(t, int(q)): int(o) for t, q, o in re.findall(r"^COMMIT (\S+) (\d+) (\d+)$", out, re.M)}
+        committed = send_and_commit(c)
         inspection = c.inspect("n0", {TOPIC: QUEUES})
         prog = progress(c.java_source("RmqCommit.java", "progress", c.namesrv_addr, CONSUMER))
         c.stop("n0")
@@ -73,12 +79,7 @@ def rocksdb_crash(root: Path) -> RocksCrash:
     memtable are gone). The killed store is copied; a broker of the same version starts on another copy with a new
     name server, dispatches, and reports its units and the group's offsets; nothing is sent to it."""
     with running_rocketmq(RmqSpec(VERSION, broker_config=ROCKSDB), root / "first") as c:
-        c.create_topic(TOPIC, QUEUES)
-        c.send(TOPIC, tuple(range(QUEUES)), 0, MESSAGES, 200)
-        c.wait_dispatched("n0")
-        out = c.java_source("RmqCommit.java", "consume", c.namesrv_addr, CONSUMER, TOPIC, GROUP,
-                            ",".join(map(str, range(QUEUES))), str(CONSUMED))
-        committed = {(t, int(q)): int(o) for t, q, o in re.findall(r"^COMMIT (\S+) (\d+) (\d+)$", out, re.M)}
+        committed = send_and_commit(c)
         time.sleep(12)
         c.send(TOPIC, tuple(range(QUEUES)), MESSAGES, MESSAGES, 200)
         c.brokers["n0"].kill()

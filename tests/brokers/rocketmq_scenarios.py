@@ -299,6 +299,15 @@ def wait_sync_state(c: RmqCluster, master: str, members: int, timeout: float = 1
                f"controller: want master {want[0]} with {members} in sync, have {sync_state(c)}", every=2.0)
 
 
+def start_controller_pair(c: RmqCluster, master: str, other: str) -> None:
+    """Controller mode: the name server (the controller embedded), `master`'s broker first until the controller
+    has elected it alone (a SyncStateSet of one), then `other`'s broker, which registers as its slave."""
+    c.start_namesrv()
+    c.start_broker(master)
+    wait_sync_state(c, master, 1)
+    c.start_broker(other)
+
+
 def unclean_election(root: Path, version: str = "5.3.3") -> HAOutcome:
     """Controller mode (5.x, controller embedded in the name server, `enableElectUncleanMaster`). n0 master,
     n1 in sync; n1 freezes and leaves the SyncStateSet; n0 takes 60 messages alone and crashes (kill -9); n1
@@ -306,10 +315,7 @@ def unclean_election(root: Path, version: str = "5.3.3") -> HAOutcome:
     from its own disk, becomes a slave and truncates at the consistent point of the two epoch files.
     Premise: n1 keeps running as master; n0 restarts from its copy."""
     with running_rocketmq(RmqSpec(version, mode="controller", brokers=2), root / "cluster", start=False) as c:
-        c.start_namesrv()
-        c.start_broker("n0")
-        wait_sync_state(c, "n0", 1)
-        c.start_broker("n1")
+        start_controller_pair(c, "n0", "n1")
         wait_sync_state(c, "n0", 2)
         c.create_topic(TOPIC, QUEUES, "n0")
         c.send(TOPIC, (0, 1), 0, 100, BODY)

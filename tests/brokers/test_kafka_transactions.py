@@ -131,6 +131,16 @@ def run(spec: ClusterSpec, tmp_path: Path, scenario: Any, **kw: Any) -> TxnOutco
     return got
 
 
+def marker_lost_replayed(spec: ClusterSpec, tmp_path: Path, complete: bool) -> tuple[TxnOutcome, dict[str, Any]]:
+    """`marker_lost` run with the coordinator having completed the transaction or not, its premise checked, replay
+    compared with the brokers (b2 writes again after the election only when the coordinator sends the marker
+    again); the run and replog's impact."""
+    got = run(spec, tmp_path, marker_lost, complete=complete)
+    check_marker_premise(spec, got)
+    compare_replay(spec, got.outcome, tmp_path, written_after=not complete)
+    return got, predicted_impact(spec, got.outcome)
+
+
 def values_of(prefix: str) -> list[bytes]:
     return [f"{prefix}-{i}".encode() for i in range(5)]
 
@@ -141,17 +151,13 @@ def test_a_commit_marker_lost_after_the_coordinator_completed_hangs(spec: Cluste
     """The COMMIT marker reached b2 alone, the coordinator completed the transaction, b3 was elected uncleanly: b2
     truncates the marker away and no marker comes again. replog: b2 loses the marker's offset, and impact calls the
     transaction hanging from its first offset, where a read_committed consumer stops."""
-    got = run(spec, tmp_path, marker_lost, complete=True)
-    check_marker_premise(spec, got)
-    outcome = got.outcome
-    compare_replay(spec, outcome, tmp_path, written_after=False)
-    t1_first, t1_last = got.transactions["T1"]
-    impact = predicted_impact(spec, outcome)
+    got, impact = marker_lost_replayed(spec, tmp_path, complete=True)
+    t1_first, _ = got.transactions["T1"]
     hanging = [t for t in impact["transactions"] if t["state"] == "hanging"]
     assert [t["first_offset"] for t in hanging] == [t1_first], f"hanging transactions: {impact['transactions']}"
     assert got.last_stable_offset == t1_first, "the leader's last stable offset (read_committed ListOffsets)"
     assert [v for _, v in got.committed_read] == values_of("T0"), "what a read_committed consumer reads"
-    check_doctor(outcome.final / "b2", t1_first)
+    check_doctor(got.outcome.final / "b2", t1_first)
 
 
 def check_doctor(log_dir: Path, first: int) -> None:
@@ -168,12 +174,8 @@ def test_a_commit_marker_lost_before_the_coordinator_completed_is_sent_again(spe
     """The COMMIT marker reached b2 alone and b2 crashed at once (the coordinator's record PrepareCommit); b3 or b4
     is elected cleanly; b2 truncates its marker and, coordinator again, sends it to the new leader. replog: b2 loses
     the marker's offset, and impact calls the transaction open (the coordinator owes it its marker)."""
-    got = run(spec, tmp_path, marker_lost, complete=False)
-    check_marker_premise(spec, got)
-    outcome = got.outcome
-    compare_replay(spec, outcome, tmp_path, written_after=True)
+    got, impact = marker_lost_replayed(spec, tmp_path, complete=False)
     t1_first, _ = got.transactions["T1"]
-    impact = predicted_impact(spec, outcome)
     assert [(t["first_offset"], t["state"]) for t in impact["transactions"]] == [(t1_first, "open")], \
         f"transactions after the replay: {impact['transactions']}"
     assert [v for _, v in got.committed_read] == values_of("T0") + values_of("T1"), \

@@ -92,16 +92,22 @@ def check_doctor(stores: dict[str, Path]) -> None:
         assert not errors, f"doctor finds errors in repaired {name}: {errors}"
 
 
-def test_repaired_group_serves_what_replog_keeps(tmp_path: Path) -> None:
-    d = diverged_with_offsets(tmp_path)
-    out = tmp_path / "repaired"
-    result = replog_json("repair", *[f"{n}={p}" for n, p in d.copies.items()], "--protocol", "classic",
-                         "--broker-version", VERSION, "--out", str(out))
-    assert result["leader"] == "n0", f"master: replog {result['leader']}, brokers n0 (brokerId 0)"
+def repaired(copies: dict[str, Path], protocol: str, version: str, out: Path) -> tuple[dict[str, Any], dict[str, Path]]:
+    """`replog repair` of both copies into `out`: its JSON and the store it wrote for each, once its own
+    verification found no problem and it wrote n0 and n1."""
+    result = replog_json("repair", *[f"{n}={p}" for n, p in copies.items()], "--protocol", protocol,
+                         "--broker-version", version, "--out", str(out))
     problems = {r["name"]: r["problems"] for r in result["repaired"] if r["problems"]}
     assert not problems, f"repair's own verification: {problems}"
     stores = {r["name"]: Path(r["path"]) for r in result["repaired"]}
     assert set(stores) == {"n0", "n1"}, f"repair wrote {sorted(stores)}"
+    return result, stores
+
+
+def test_repaired_group_serves_what_replog_keeps(tmp_path: Path) -> None:
+    d = diverged_with_offsets(tmp_path)
+    result, stores = repaired(d.copies, "classic", VERSION, tmp_path / "repaired")
+    assert result["leader"] == "n0", f"master: replog {result['leader']}, brokers n0 (brokerId 0)"
     served = serve(stores, tmp_path / "served")
     assert served.slave_end == served.master.max_offset, (
         f"the slave on its repair output ends at {served.slave_end}, the master at {served.master.max_offset}")
@@ -130,14 +136,8 @@ def test_controller_repair_serves_what_replog_keeps(tmp_path: Path) -> None:
     d = u.decision
     assert {k: o for k, o in u.slave_synced.items() if k[0] == TOPIC} == u.committed, (
         f"premise: n1 synced {u.slave_synced} before the split, committed {u.committed}")
-    out = tmp_path / "repaired"
-    result = replog_json("repair", *[f"{n}={p}" for n, p in d.copies.items()], "--protocol", "autoswitch",
-                         "--broker-version", VERSION_5, "--out", str(out))
+    result, stores = repaired(d.copies, "autoswitch", VERSION_5, tmp_path / "repaired")
     assert result["leader"] == "n1", f"master: replog {result['leader']}, the controller's last master n1"
-    problems = {r["name"]: r["problems"] for r in result["repaired"] if r["problems"]}
-    assert not problems, f"repair's own verification: {problems}"
-    stores = {r["name"]: Path(r["path"]) for r in result["repaired"]}
-    assert set(stores) == {"n0", "n1"}, f"repair wrote {sorted(stores)}"
     served = serve_controller(stores, d.controller, "n1", tmp_path / "served")
     check_slave(result, served, "n0")
     check_served(d.seqs, result, served.messages, served.master)

@@ -103,6 +103,22 @@ def _swallow(fn: Callable[[], object]) -> None:
         pass
 
 
+Target = Callable[[bytes, Scratch], None]
+
+
+def _small_file(name: str, rel: str, parse: Callable[[bytes], object],
+                *tolerant: Callable[[bytes], object]) -> Target:
+    """The target of a small file read whole: `dump_file` under its canonical name `rel`, the `tolerant`
+    parsers (a FormatError of theirs is no verdict), then its own parser."""
+    def target(data: bytes, scratch: Scratch) -> None:
+        _dump(scratch, rel, data)
+        for other in tolerant:
+            _swallow(partial(other, data))
+        parse(data)
+    target.__name__ = target.__qualname__ = name
+    return target
+
+
 # --- Kafka ---------------------------------------------------------------------------------
 
 def kafka_segment(data: bytes, scratch: Scratch) -> None:
@@ -141,9 +157,14 @@ def kafka_txn_index(data: bytes, scratch: Scratch) -> None:
     _dump(scratch, f"t-0/{SEG}.txnindex", data)
 
 
-def kafka_producer_snapshot(data: bytes, scratch: Scratch) -> None:
-    _dump(scratch, f"t-0/{SEG}.snapshot", data)
-    producer_snapshot.parse_producer_snapshot(data)
+kafka_producer_snapshot = _small_file("kafka_producer_snapshot", f"t-0/{SEG}.snapshot",
+                                      producer_snapshot.parse_producer_snapshot)
+kafka_partition_metadata = _small_file("kafka_partition_metadata", "t-0/partition.metadata",
+                                       partition_metadata.parse_partition_metadata)
+kafka_meta_properties = _small_file("kafka_meta_properties", "meta.properties", meta_properties.parse_meta_properties,
+                                    meta_properties.parse_java_properties)
+kafka_quorum_state = _small_file("kafka_quorum_state", "quorum-state", quorum_state.parse_quorum_state)
+kafka_clean_shutdown = _small_file("kafka_clean_shutdown", ".kafka_cleanshutdown", clean_shutdown.parse_clean_shutdown)
 
 
 def kafka_checkpoint(data: bytes, scratch: Scratch) -> None:
@@ -151,27 +172,6 @@ def kafka_checkpoint(data: bytes, scratch: Scratch) -> None:
     _dump(scratch, "t-0/leader-epoch-checkpoint", data)
     _swallow(lambda: checkpoint.parse_offset_checkpoint(data))
     checkpoint.parse_leader_epoch_checkpoint(data)
-
-
-def kafka_partition_metadata(data: bytes, scratch: Scratch) -> None:
-    _dump(scratch, "t-0/partition.metadata", data)
-    partition_metadata.parse_partition_metadata(data)
-
-
-def kafka_meta_properties(data: bytes, scratch: Scratch) -> None:
-    _dump(scratch, "meta.properties", data)
-    _swallow(lambda: meta_properties.parse_java_properties(data))
-    meta_properties.parse_meta_properties(data)
-
-
-def kafka_quorum_state(data: bytes, scratch: Scratch) -> None:
-    _dump(scratch, "quorum-state", data)
-    quorum_state.parse_quorum_state(data)
-
-
-def kafka_clean_shutdown(data: bytes, scratch: Scratch) -> None:
-    _dump(scratch, ".kafka_cleanshutdown", data)
-    clean_shutdown.parse_clean_shutdown(data)
 
 
 def kafka_internal(data: bytes, scratch: Scratch) -> None:
@@ -265,9 +265,7 @@ def rocketmq_epoch(data: bytes, scratch: Scratch) -> None:
     epoch_file.parse_epoch_file(data.decode("utf-8", "replace"))
 
 
-def rocketmq_config(data: bytes, scratch: Scratch) -> None:
-    _dump(scratch, "config/topics.json", data)
-    config_json.loads(data)
+rocketmq_config = _small_file("rocketmq_config", "config/topics.json", config_json.loads)
 
 
 def rocketmq_dledger(data: bytes, scratch: Scratch) -> None:
@@ -299,8 +297,6 @@ def rocketmq_batch_cq(data: bytes, scratch: Scratch) -> None:
         pass
     _dump(scratch, f"batchconsumequeue/T/0/{SEG}", data)
 
-
-Target = Callable[[bytes, Scratch], None]
 
 TARGETS: dict[str, Target] = {f.__name__: f for f in (
     kafka_segment, kafka_legacy, kafka_codecs, kafka_offset_index, kafka_time_index, kafka_txn_index,

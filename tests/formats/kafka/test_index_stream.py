@@ -8,14 +8,11 @@ where its offsets are sorted.
 """
 from __future__ import annotations
 
-import bisect
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replog.formats.findings import FindingSink
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import fastwalk
 from replog.formats.kafka import index_check as ic
@@ -155,68 +152,6 @@ def ascending(values: list[int]) -> bool:
     return all(a <= b for a, b in zip(values, values[1:], strict=False))
 
 
-def linear_offset_check(batches, entries, *, base_offset, log_size, path=""):
-    """`check_offset_index` with its binary search over last offsets replaced by a scan in file order."""
-    sink = FindingSink(path, ic.MAX_FINDINGS)
-    starts = [b.position for b in batches]
-    lasts = [b.last_offset for b in batches]
-    framed_end = batches[-1].end if batches else 0
-    for slot, (offset, position) in enumerate(entries):
-        at = slot * 8
-        if offset == base_offset and position == 0:
-            continue
-        if position >= log_size:
-            sink.add("KAFKA_INDEX_OUT_OF_RANGE", at, offset,
-                     f"slot {slot}: position {position} is past the end of the log ({log_size} bytes)")
-            continue
-        i = bisect.bisect_left(starts, position)
-        if i == len(starts) or starts[i] != position:
-            where = "inside the damaged tail" if position >= framed_end else "not at a batch start"
-            sink.add("KAFKA_INDEX_BAD_ENTRY", at, offset, f"slot {slot}: position {position} is {where}")
-            continue
-        if not batches[i].crc_valid:
-            continue
-        if i > 0 and lasts[i - 1] >= offset:
-            sink.add("KAFKA_INDEX_BAD_ENTRY", at, offset,
-                     f"slot {slot}: offset {offset} is already reached by the batch before position "
-                     f"{position} (last offset {lasts[i - 1]})", batch_position=starts[i - 1])
-            continue
-        j = next((j for j in range(i, len(lasts)) if lasts[j] >= offset), len(lasts))
-        if j == len(lasts) or lasts[j] != offset:
-            sink.add("KAFKA_INDEX_BAD_ENTRY", at, offset,
-                     f"slot {slot}: no batch at or after position {position} ends at offset {offset} "
-                     f"(batch there: {batches[i].base_offset}..{lasts[i]})", batch_position=position)
-    return sink.result()
-
-
-def linear_time_check(batches, entries, *, base_offset, path=""):
-    """`check_time_index` with its binary search over base offsets replaced by a scan in file order."""
-    sink = FindingSink(path, ic.MAX_FINDINGS)
-    running, top = [], -1
-    for b in batches:
-        top = max(top, b.max_timestamp) if b.crc_valid else top
-        running.append(top)
-    for slot, (timestamp, offset) in enumerate(entries):
-        at = slot * 12
-        if slot == 0 and timestamp == 0 and offset == base_offset and not any(b.max_timestamp == 0 for b in batches):
-            continue
-        i = next((k for k, b in enumerate(batches) if b.base_offset > offset), len(batches)) - 1
-        if i < 0 or offset > batches[i].last_offset:
-            beyond = not batches or offset > batches[-1].last_offset
-            sink.add("KAFKA_INDEX_OUT_OF_RANGE" if beyond else "KAFKA_TIMEINDEX_MISMATCH", at, offset,
-                     f"slot {slot}: offset {offset} is in no batch of the log")
-            continue
-        b = batches[i]
-        if not b.crc_valid:
-            continue
-        if b.max_timestamp != timestamp or running[i] != timestamp:
-            sink.add("KAFKA_TIMEINDEX_MISMATCH", at, offset,
-                     f"slot {slot}: timestamp {timestamp}, but the batch holding offset {offset} has max "
-                     f"timestamp {b.max_timestamp} and the largest timestamp up to it is {running[i]}",
-                     batch_position=b.position)
-    return sink.result()
-
-
 # --- the streaming checks against the list forms -----------------------------------------------
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -226,10 +161,10 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 # readers, the keywords beyond the base offset, and which entries the writer can hold
 KINDS = {
     "offset": (lambda base, buf, infos: offset_entries(base, len(buf), infos), oracle.check_offset_index, stream_offset,
-               linear_offset_check, oi.write_offset_index, oi.read_offset_index, oi.read_offset_index_columns,
+               oracle.linear_offset_check, oi.write_offset_index, oi.read_offset_index, oi.read_offset_index_columns,
                lambda buf: {"log_size": len(buf), "path": "s.index"}, lambda e: e.position >= 0),
     "time": (lambda base, buf, infos: time_entries(base, infos), oracle.check_time_index, stream_time,
-             linear_time_check, ti.write_time_index, ti.read_time_index, ti.read_time_index_columns,
+             oracle.linear_time_check, ti.write_time_index, ti.read_time_index, ti.read_time_index_columns,
              lambda buf: {"path": "s.timeindex"}, lambda e: True),
 }
 
@@ -267,8 +202,8 @@ def test_offsets_out_of_order_follow_file_order(data) -> None:
     tkw = dict(base_offset=base, path="s.timeindex")
     got_o = dicts(stream_offset(infos, o_entries, sizes, **okw))
     got_t = dicts(stream_time(infos, t_entries, sizes, **tkw))
-    assert got_o == dicts(linear_offset_check(infos, o_entries, **okw))
-    assert got_t == dicts(linear_time_check(infos, t_entries, **tkw))
+    assert got_o == dicts(oracle.linear_offset_check(infos, o_entries, **okw))
+    assert got_t == dicts(oracle.linear_time_check(infos, t_entries, **tkw))
     if ascending([b.last_offset for b in infos]):
         assert got_o == dicts(oracle.check_offset_index(infos, o_entries, **okw))
     if ascending([b.base_offset for b in infos]):
@@ -443,7 +378,7 @@ def test_unsorted_last_offsets_where_bisect_and_file_order_differ() -> None:
     assert oracle.check_offset_index(infos, entries, **kw) == []
     [f] = stream_offset(infos, entries, [9], **kw)
     assert "no batch at or after position 100 ends at offset 7" in f.message
-    assert dicts([f]) == dicts(linear_offset_check(infos, entries, **kw))
+    assert dicts([f]) == dicts(oracle.linear_offset_check(infos, entries, **kw))
 
 
 # --- memory shape -------------------------------------------------------------------------------
