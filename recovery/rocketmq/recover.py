@@ -30,7 +30,8 @@ from replog.recovery.outputs import claimed_output, mark_complete
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
 from replog.recovery.rocketmq.queue_recovery import Queue, recover_queues
 from replog.recovery.rocketmq.recovery_rule import rule_for
-from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store, require_file_queues
+from replog.recovery.rocketmq.rocksdb_repair import CQ_MODE, write_rocksdb_parts
+from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.rocketmq.timers import carry_timer_files
 
 _CHUNK = 8 << 20
@@ -184,7 +185,8 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     copied across, and the checkpoint's master flushed offset; `like` (the
     master, for a slave) supplies the geometry `source` does not show. The
     consume queues are `queues` as given (the broker's own, `queue_recovery`),
-    else rebuilt from every message.
+    else rebuilt from every message; a `storeType=defaultRocksDB` store gets none, its config databases and the
+    `abort` marker instead, so that its broker rebuilds them (`rocksdb_repair`).
     """
     fs = file_size or source.file_size
     starts = list(file_starts) if file_starts is not None else sorted({p.offset - p.offset % fs for p in pieces})
@@ -193,7 +195,10 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     write_commitlog(root / "commitlog", pieces, fs, starts)
     rebuilt = load_store(root, abnormal=False)
     messages = [m for m in rebuilt.messages if m.end <= end]
-    if queues is None:
+    rocksdb = source.layout.rocksdb or (like is not None and like.layout.rocksdb)
+    if rocksdb:
+        written_queues = 0    # the broker rebuilds them (rocksdb_repair)
+    elif queues is None:
         cq_source = source if source.queues or like is None else like
         multi = any(is_lmq(topic) for topic, _ in cq_source.queues)   # the source ran with enableMultiDispatch
         written_queues = rebuild_consume_queues(root, messages, cq_file_size(cq_source), multi)
@@ -212,6 +217,7 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     timers = carry_timer_files(source, root, end, messages)
     return {"commitlog_files": len(starts), "messages": len(messages), "consume_queues": written_queues,
             "index_files": index_files, "timers": timers,
+            "rocksdb": write_rocksdb_parts(source, root) if rocksdb else None,
             "index_note": None if geometry else "the input has no index file to take the broker's geometry from; "
                                                 "no index written",
             "copied": copied}
@@ -240,18 +246,19 @@ def recover_store(store: str | os.PathLike[str], out: str | os.PathLike[str], *,
 
     rule = rule_for(broker_version)
     model = load_store(store, rule=rule)
-    require_file_queues(model, "recover")
     before, _ = diagnose_store(store)
     end = model.max_offset
     truncated = end < model.walk_end
     epochs = [e for e in model.epochs if not truncated or e.start_offset < end]
     starts = [s for s, _ in model.files if s <= end] or [end - end % model.file_size]
     confirm = model.confirm_offset if model.confirm_offset is not None else 0
-    queues = None if rebuild_queues else recover_queues(model, end, cq_file_size(model), rule.reput_from_queues)
+    rocksdb = model.layout.rocksdb
+    queues = None if rebuild_queues or rocksdb else \
+        recover_queues(model, end, cq_file_size(model), rule.reput_from_queues)
     with claimed_output(out, [store], force) as root:
         rebuilt = write_store(root, model, prefix_pieces(model, end), end, epochs=epochs, confirm_offset=confirm,
                               file_starts=starts, queues=queues)
-        rebuilt["queues"] = {"mode": "rebuilt" if queues is None else "broker",
+        rebuilt["queues"] = {"mode": CQ_MODE if rocksdb else "rebuilt" if queues is None else "broker",
                              "kept": None if queues is None else sum(q.kept for q in queues.values()),
                              "dispatched": None if queues is None else sum(q.dispatched for q in queues.values())}
         after, _ = diagnose_store(root)

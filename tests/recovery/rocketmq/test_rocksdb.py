@@ -163,15 +163,67 @@ def test_ls_names_the_store_type(tmp_path: Path) -> None:
     assert [r["cq_max_offset"] for r in doc["queues"]] == [4, 4], f"queue ends from RocksDB: {doc['queues']}"
 
 
-def test_recover_refuses_a_rocksdb_store(tmp_path: Path) -> None:
-    """recover writes file consume queues, which a defaultRocksDB broker does not read: refused by name."""
-    root, _ = rocks_store(tmp_path / "store")
+def tear(root: Path, s: Sent, file_size: int = 4096) -> None:
+    """The second half of the message `s` zeroed (a write cut short): the broker's recovery ends the log at it."""
+    path = root / "commitlog" / f"{s.offset - s.offset % file_size:020d}"
+    data = bytearray(path.read_bytes())
+    at = s.offset % file_size + s.size // 2
+    data[at:s.offset % file_size + s.size] = bytes(s.size - s.size // 2)
+    path.write_bytes(bytes(data))
+
+
+def db_digest(d: Path) -> dict[str, str]:
+    return {k: v for k, v in tree_digest(d).items() if k != "LOCK"}
+
+
+def test_recover_leaves_the_rocksdb_queue_to_the_broker(tmp_path: Path) -> None:
+    """recover on a torn defaultRocksDB store: the commit log cut at the torn message, no consume-queue database
+    (the broker rebuilds it from the commit log: `abort` written so that its recovery dispatches every record,
+    `rocksdb_repair`), the config databases and JSON copied byte for byte, the offsets the same."""
+    root, sent = rocks_store(tmp_path / "store")
+    consumer_offsets(root, {"orders@billing": {"0": 3, "1": 2}}, counter=4)
+    (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"orders@billing":{0:1}}}')
+    tear(root, sent[6])
     before = tree_digest(root)
-    done = run_replog("recover", str(root), "--out", str(tmp_path / "out"))
-    assert done.returncode == 2, f"recover on a RocksDB store exits 2, not {done.returncode}: {done.stderr}"
-    assert "storeType=defaultRocksDB" in done.stderr, f"the reason is said: {done.stderr}"
-    assert not (tmp_path / "out").exists(), "nothing written"
+    out = tmp_path / "out"
+    done = run_replog("recover", str(root), "--out", str(out), "--format", "json")
+    assert done.returncode in (0, 1), f"recover on a RocksDB store runs, not exit {done.returncode}: {done.stderr}"
+    doc = json.loads(done.stdout)
+    assert doc["truncated_to"] == sent[6].offset, f"the log ends at the torn message {sent[6].offset}: {doc}"
+    rebuilt = doc["rebuilt"]
+    assert rebuilt["queues"]["mode"] == "broker-redispatch", f"the JSON says who builds the queues: {rebuilt}"
+    assert rebuilt["consume_queues"] == 0, f"no consume queue written: {rebuilt}"
+    rocks = rebuilt["rocksdb"]
+    assert rocks["abort_marker"] is True, f"the JSON says the abort marker is written: {rocks}"
+    assert not (out / "consumequeue").exists(), "no consume-queue database nor file queues in the output"
+    assert (out / "abort").is_file(), "the abort marker makes the broker dispatch every record at start"
+    db = root / "config" / "consumerOffsets"
+    assert db_digest(out / "config" / "consumerOffsets") == db_digest(db), "the offsets database copied as is"
+    assert sorted(rocks["config_dbs"]) == sorted(f"config/consumerOffsets/{k}" for k in db_digest(db)), \
+        f"the JSON lists the copied database files: {rocks['config_dbs']}"
+    assert (out / "config" / "consumerOffset.json").read_bytes() == \
+        (root / "config" / "consumerOffset.json").read_bytes(), "the JSON copied as is, stale or not"
+    model = load_store(out)
+    assert model.layout.store_type == "defaultRocksDB", "the output is still a RocksDB store to replog"
+    assert model.queues == {}, f"no queue in the output: {model.queues}"
+    assert [m.physical_offset for m in model.messages] == [s.offset for s in sent[:6]], "the kept messages"
+    assert read_offsets(model, [])[0] == {("orders", "billing"): {0: 3, 1: 2}}, "the offsets as the input's DB"
     assert tree_digest(root) == before, "the input did not change"
+
+
+def test_recover_writes_file_queues_for_a_default_store(tmp_path: Path) -> None:
+    """The file-queue store is untouched by the RocksDB path: queues written, no abort, `rebuilt.rocksdb` null."""
+    store = Store(file_size=4096)
+    for i in range(6):
+        store.append("orders", i % 2, f"m{i}".encode() * 20)
+    store.write(tmp_path / "store")
+    done = run_replog("recover", str(tmp_path / "store"), "--out", str(tmp_path / "out"), "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["rebuilt"]["rocksdb"] is None, f"no RocksDB part: {doc['rebuilt']}"
+    assert doc["rebuilt"]["queues"]["mode"] == "broker", f"the file queues as the broker keeps them: {doc['rebuilt']}"
+    assert (tmp_path / "out" / "consumequeue" / "orders" / "0").is_dir(), "file queues written"
+    assert not (tmp_path / "out" / "abort").exists(), "no abort marker"
 
 
 def test_manifest_names_the_store_type(tmp_path: Path) -> None:
