@@ -42,14 +42,18 @@ class Served:
     log: str
 
 
+BODY_AT = 92   # TOTALSIZE..PREPAREDTRANSACTIONOFFSET (IPv4 hosts) and BODYLENGTH: 88 + 4 bytes before the body
+
+
 def flip_body(store: Path, from_end: int) -> int:
-    """One byte of the body of the `from_end`-th message from the end flipped; returns its commit-log offset."""
+    """One byte of the body of the `from_end`-th message from the end flipped (the body CRC covers the body only,
+    so the byte must be in it: 10 bytes into the 200-byte body); returns the message's commit-log offset."""
     path = last_file_with_messages(store)
-    pos, size = messages_in(path)[-from_end]
+    pos, _ = messages_in(path)[-from_end]
     with path.open("r+b") as f:
-        f.seek(pos + size - 30)
+        f.seek(pos + BODY_AT + 10)
         byte = f.read(1)[0]
-        f.seek(pos + size - 30)
+        f.seek(pos + BODY_AT + 10)
         f.write(bytes([byte ^ 0x5A]))
     return int(path.name) + pos
 

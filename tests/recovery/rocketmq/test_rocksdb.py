@@ -261,3 +261,32 @@ def test_the_binding_writes_into_a_directory_it_opens_read_only(tmp_path: Path) 
     db.close()
     added = set(tree_digest(d)) - set(before)
     assert added == {"rocksdict-config.json"}, f"what the binding's read-only open wrote: {added}"
+
+
+def test_repair_writes_rocksdb_stores_for_their_brokers_to_rebuild(tmp_path: Path) -> None:
+    """repair (classic HA) of two defaultRocksDB stores, the slave's log torn at message 4: each written store has
+    the master's log, no consume-queue database, the abort marker and its own config databases as they were."""
+    import shutil
+
+    from replog.recovery.rocketmq.ha import CLASSIC, replay_paths
+    from replog.recovery.rocketmq.repair import repair_stores
+
+    master, sent = rocks_store(tmp_path / "master")
+    consumer_offsets(master, {"orders@billing": {"0": 3, "1": 2}}, counter=4)
+    slave = tmp_path / "slave"
+    shutil.copytree(master, slave)
+    consumer_offsets(slave, {"orders@billing": {"0": 1}}, counter=2)
+    tear(slave, sent[4])
+    before = tree_digest(tmp_path)
+    result = replay_paths([f"master={master}", f"slave={slave}"], protocol=CLASSIC)
+    repaired = {rep.name: rep for rep in repair_stores(result, tmp_path / "out")}
+    for name, source in (("master", master), ("slave", slave)):
+        rep, out = repaired[name], tmp_path / "out" / name
+        assert rep.identical_to_master and not rep.problems, f"{name}: {rep}"
+        assert rep.log_end_offset == sent[-1].offset + sent[-1].size, f"{name} ends at the master's end: {rep}"
+        assert not (out / "consumequeue").exists(), f"{name}: no consume queue, the broker rebuilds it"
+        assert (out / "abort").is_file(), f"{name}: the abort marker"
+        assert db_digest(out / "config" / "consumerOffsets") == db_digest(source / "config" / "consumerOffsets"), \
+            f"{name}: its own offsets database, copied as is"
+    assert tree_digest(tmp_path / "master") == {k[len("master/"):]: v for k, v in before.items()
+                                                if k.startswith("master/")}, "the master input did not change"
