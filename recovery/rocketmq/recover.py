@@ -27,6 +27,7 @@ from replog.formats.rocketmq.consumequeue import write_queue
 from replog.formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
 from replog.formats.rocketmq.index_file import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, IndexWriter
 from replog.recovery.outputs import claimed_output, mark_complete
+from replog.recovery.rocketmq.batch_queues import batch_file_size, batch_topics, write_batch_queues
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
 from replog.recovery.rocketmq.queue_recovery import Queue, recover_queues
 from replog.recovery.rocketmq.recovery_rule import rule_for
@@ -185,7 +186,8 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     copied across, and the checkpoint's master flushed offset; `like` (the
     master, for a slave) supplies the geometry `source` does not show. The
     consume queues are `queues` as given (the broker's own, `queue_recovery`),
-    else rebuilt from every message; a `storeType=defaultRocksDB` store gets none, its config databases and the
+    else rebuilt from every message, but a BatchCQ topic's, which go to its batch consume queues
+    (`batch_queues`); a `storeType=defaultRocksDB` store gets none, its config databases and the
     `abort` marker instead, so that its broker rebuilds them (`rocksdb_repair`).
     """
     fs = file_size or source.file_size
@@ -196,14 +198,18 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     rebuilt = load_store(root, abnormal=False)
     messages = [m for m in rebuilt.messages if m.end <= end]
     rocksdb = source.layout.rocksdb or (like is not None and like.layout.rocksdb)
+    batch = frozenset() if rocksdb else batch_topics(source) | (batch_topics(like) if like is not None else set())
     if rocksdb:
         written_queues = 0    # the broker rebuilds them (rocksdb_repair)
     elif queues is None:
         cq_source = source if source.queues or like is None else like
         multi = any(is_lmq(topic) for topic, _ in cq_source.queues)   # the source ran with enableMultiDispatch
-        written_queues = rebuild_consume_queues(root, messages, cq_file_size(cq_source), multi)
+        written_queues = rebuild_consume_queues(root, [m for m in messages if m.topic not in batch],
+                                                cq_file_size(cq_source), multi)
     else:
-        written_queues = sum(1 for q in queues.values() if q.write(root))
+        written_queues = sum(1 for (topic, _), q in queues.items() if topic not in batch and q.write(root))
+    batch_queues = write_batch_queues(root, messages, batch, batch_file_size(source if source.layout.
+                                      batch_consume_queues or like is None else like)) if batch else 0
     geometry = index_geometry(source) or (index_geometry(like) if like is not None else None)
     index_files, index_end = rebuild_index(root, messages, *geometry) if geometry else (0, 0)
     newest = max((m.store_timestamp for m in messages), default=0)
@@ -216,7 +222,7 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     copied = copy_metadata(source, root)
     timers = carry_timer_files(source, root, end, messages)
     return {"commitlog_files": len(starts), "messages": len(messages), "consume_queues": written_queues,
-            "index_files": index_files, "timers": timers,
+            "index_files": index_files, "timers": timers, "batch_consume_queues": batch_queues,
             "rocksdb": write_rocksdb_parts(source, root) if rocksdb else None,
             "index_note": None if geometry else "the input has no index file to take the broker's geometry from; "
                                                 "no index written",

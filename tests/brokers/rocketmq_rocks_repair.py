@@ -11,6 +11,9 @@ input, read-only.
 given store (replog's output), dispatches, and reports through its admin API every unit of TOPIC's queues
 (`RmqInspect`: `queryConsumeQueue`) and the group's offsets (`RmqCommit progress`: `examineConsumeStats`); nothing
 is sent to it. Then it is stopped.
+
+`damaged_batch_store` and `serve_batches` do the same for a file-queue store holding a BatchCQ topic (premises in
+their docstrings).
 """
 from __future__ import annotations
 
@@ -21,6 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.brokers.rocketmq_lab import GROUP, Inspection, RmqSpec, running_rocketmq
+from tests.brokers.rocketmq_pop_bcq import (
+    BATCH_TOPIC,
+    BATCHES,
+    BCQ_SPEC,
+    BrokerUnit,
+    broker_units,
+    create_batch_topic,
+    send_batches,
+)
 from tests.brokers.rocketmq_rocksdb import CONSUMED, CONSUMER, QUEUES, ROCKSDB, TOPIC, VERSION, progress
 from tests.brokers.rocketmq_scenarios import last_file_with_messages, messages_in
 
@@ -88,3 +100,44 @@ def serve(store: Path, root: Path) -> Served:
         prog = progress(c.java_source("RmqCommit.java", "progress", c.namesrv_addr, CONSUMER))
         log = c.brokers["n0"].out.read_text(errors="replace")
     return Served(inspection, prog, log)
+
+
+# ----- a file-queue store with a BatchCQ topic
+
+@dataclass
+class DamagedBatch:
+    store: Path                 # the damaged copy (replog's input)
+    flipped_at: int             # commit-log offset of the rotten batch record
+    units: list[BrokerUnit]     # what the broker served before the damage
+
+
+def damaged_batch_store(root: Path) -> DamagedBatch:
+    """Premise: a lone 5.3.3 master (file consume queues, small batch consume-queue files) takes the batches of
+    `rocketmq_pop_bcq.BATCHES` on the BatchCQ topic BATCH_TOPIC, serves them (RmqBatchInspect), is stopped cleanly
+    (SIGTERM); the store is copied and one body byte of the second-to-last batch record flipped (bit rot): the
+    recovery ends the log before it, the last two batches of queue 1 are past the end."""
+    with running_rocketmq(BCQ_SPEC, root / "first") as c:
+        create_batch_topic(c)
+        send_batches(c)
+        c.wait_dispatched("n0")
+        out = c.java_source("RmqBatchInspect.java", c.namesrv_addr, c.broker_addr("n0"), BATCH_TOPIC,
+                            str(len(BATCHES)))
+        c.stop("n0")
+        store = c.copy_store("n0", root / "damaged")
+    _, units = broker_units(out)
+    return DamagedBatch(store, flip_body(store, 2), units)
+
+
+def serve_batches(store: Path, root: Path) -> tuple[dict[int, tuple[int, int]], list[BrokerUnit], str]:
+    """Premise: a broker of the same version and settings starts on a copy of `store` with a new name server and
+    reports every batch unit it serves (RmqBatchInspect); nothing is sent to it. Returns (ranges, units, its log)."""
+    with running_rocketmq(BCQ_SPEC, root, start=False) as c:
+        c.start_namesrv()
+        c.use_store("n0", store)
+        c.start_broker("n0")
+        c.wait_dispatched("n0")
+        out = c.java_source("RmqBatchInspect.java", c.namesrv_addr, c.broker_addr("n0"), BATCH_TOPIC,
+                            str(len(BATCHES)))
+        log = c.brokers["n0"].out.read_text(errors="replace")
+    ranges, units = broker_units(out)
+    return ranges, units, log
