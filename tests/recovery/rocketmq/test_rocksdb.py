@@ -263,12 +263,15 @@ def test_the_binding_writes_into_a_directory_it_opens_read_only(tmp_path: Path) 
     assert added == {"rocksdict-config.json"}, f"what the binding's read-only open wrote: {added}"
 
 
-def test_repair_writes_rocksdb_stores_for_their_brokers_to_rebuild(tmp_path: Path) -> None:
-    """repair (classic HA) of two defaultRocksDB stores, the slave's log torn at message 4: each written store has
-    the master's log, no consume-queue database, the abort marker and its own config databases as they were."""
+@pytest.mark.parametrize("protocol", ["classic", "autoswitch"])
+def test_repair_writes_rocksdb_stores_for_their_brokers_to_rebuild(tmp_path: Path, protocol: str) -> None:
+    """repair (classic or auto-switch HA) of two defaultRocksDB stores, the slave's log torn at message 4: each
+    written store has the master's log, no consume-queue database, the abort marker and its own config databases as
+    they were. (Auto-switch: both stores in epoch 1 from 0, the epoch file written by replog's writer as premise.)"""
     import shutil
 
-    from replog.recovery.rocketmq.ha import CLASSIC, replay_paths
+    from replog.formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
+    from replog.recovery.rocketmq.ha import replay_paths
     from replog.recovery.rocketmq.repair import repair_stores
 
     master, sent = rocks_store(tmp_path / "master")
@@ -277,8 +280,11 @@ def test_repair_writes_rocksdb_stores_for_their_brokers_to_rebuild(tmp_path: Pat
     shutil.copytree(master, slave)
     consumer_offsets(slave, {"orders@billing": {"0": 1}}, counter=2)
     tear(slave, sent[4])
+    if protocol == "autoswitch":
+        for root in (master, slave):
+            write_epoch_file(root / "epochFileCheckpoint", [EpochEntry(1, 0)])
     before = tree_digest(tmp_path)
-    result = replay_paths([f"master={master}", f"slave={slave}"], protocol=CLASSIC)
+    result = replay_paths([f"master={master}", f"slave={slave}"], protocol=protocol)
     repaired = {rep.name: rep for rep in repair_stores(result, tmp_path / "out")}
     for name, source in (("master", master), ("slave", slave)):
         rep, out = repaired[name], tmp_path / "out" / name
@@ -290,3 +296,22 @@ def test_repair_writes_rocksdb_stores_for_their_brokers_to_rebuild(tmp_path: Pat
             f"{name}: its own offsets database, copied as is"
     assert tree_digest(tmp_path / "master") == {k[len("master/"):]: v for k, v in before.items()
                                                 if k.startswith("master/")}, "the master input did not change"
+
+
+def test_doctor_warns_of_a_missing_queue_database_without_abort(tmp_path: Path) -> None:
+    """A defaultRocksDB store with no consume-queue database: with `abort` the broker's abnormal recovery rebuilds
+    every queue (info); without it the normal recovery never dispatches the record at offset 0 (a warning; the lab
+    saw queue 0 of such a store served empty: tests/brokers/test_rocketmq_rocks_repair.py)."""
+    root, _ = rocks_store(tmp_path / "store")
+    consumer_offsets(root, {"orders@billing": {"0": 3}})
+    out = tmp_path / "out"
+    done = run_replog("recover", str(root), "--out", str(out), "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    severities = {f.message: f.severity.value for f in diagnose_store(out)[0] if f.code == "ROCKETMQ_ROCKSDB_STORE"
+                  and "no consume-queue database" in f.message}
+    assert list(severities.values()) == ["info"], f"with abort: an info {severities}"
+    (out / "abort").unlink()
+    severities = {f.message: f.severity.value for f in diagnose_store(out)[0] if f.code == "ROCKETMQ_ROCKSDB_STORE"
+                  and "no consume-queue database" in f.message}
+    assert list(severities.values()) == ["warning"], f"without abort: a warning {severities}"
+    assert "offset 0" in next(iter(severities)), f"the warning says what the broker skips: {severities}"
