@@ -176,6 +176,27 @@ def copy_metadata(source: StoreModel, root: Path) -> list[str]:
     return copied
 
 
+def write_queues(root: Path, source: StoreModel, messages: list[MessageRef],
+                 queues: dict[tuple[str, int], Queue] | None, like: StoreModel | None) -> dict[str, Any]:
+    """The queues `write_store` writes: file consume queues (`queues` as given, else rebuilt from every message),
+    but for BatchCQ topics, which get batch consume queues instead (`batch_queues`); for a `storeType=defaultRocksDB`
+    store none at all, its config databases and the `abort` marker instead (`rocksdb_repair`)."""
+    rocksdb = source.layout.rocksdb or (like is not None and like.layout.rocksdb)
+    if rocksdb:
+        return {"consume_queues": 0, "batch_consume_queues": 0, "rocksdb": write_rocksdb_parts(source, root)}
+    batch = batch_topics(source) | (batch_topics(like) if like is not None else frozenset())
+    if queues is None:
+        cq_source = source if source.queues or like is None else like
+        multi = any(is_lmq(topic) for topic, _ in cq_source.queues)   # the source ran with enableMultiDispatch
+        written = rebuild_consume_queues(root, [m for m in messages if m.topic not in batch],
+                                         cq_file_size(cq_source), multi)
+    else:
+        written = sum(1 for (topic, _), q in queues.items() if topic not in batch and q.write(root))
+    bcq_source = source if source.layout.batch_consume_queues or like is None else like
+    batch_written = write_batch_queues(root, messages, batch, batch_file_size(bcq_source)) if batch else 0
+    return {"consume_queues": written, "batch_consume_queues": batch_written, "rocksdb": None}
+
+
 def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *,
                 epochs: list[EpochEntry] | None, confirm_offset: int, file_size: int | None = None,
                 file_starts: Iterable[int] | None = None, like: StoreModel | None = None,
@@ -186,9 +207,7 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     copied across, and the checkpoint's master flushed offset; `like` (the
     master, for a slave) supplies the geometry `source` does not show. The
     consume queues are `queues` as given (the broker's own, `queue_recovery`),
-    else rebuilt from every message, but a BatchCQ topic's, which go to its batch consume queues
-    (`batch_queues`); a `storeType=defaultRocksDB` store gets none, its config databases and the
-    `abort` marker instead, so that its broker rebuilds them (`rocksdb_repair`).
+    else rebuilt from every message (`write_queues`: BatchCQ topics and RocksDB stores apart).
     """
     fs = file_size or source.file_size
     starts = list(file_starts) if file_starts is not None else sorted({p.offset - p.offset % fs for p in pieces})
@@ -197,19 +216,7 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     write_commitlog(root / "commitlog", pieces, fs, starts)
     rebuilt = load_store(root, abnormal=False)
     messages = [m for m in rebuilt.messages if m.end <= end]
-    rocksdb = source.layout.rocksdb or (like is not None and like.layout.rocksdb)
-    batch = frozenset() if rocksdb else batch_topics(source) | (batch_topics(like) if like is not None else set())
-    if rocksdb:
-        written_queues = 0    # the broker rebuilds them (rocksdb_repair)
-    elif queues is None:
-        cq_source = source if source.queues or like is None else like
-        multi = any(is_lmq(topic) for topic, _ in cq_source.queues)   # the source ran with enableMultiDispatch
-        written_queues = rebuild_consume_queues(root, [m for m in messages if m.topic not in batch],
-                                                cq_file_size(cq_source), multi)
-    else:
-        written_queues = sum(1 for (topic, _), q in queues.items() if topic not in batch and q.write(root))
-    batch_queues = write_batch_queues(root, messages, batch, batch_file_size(source if source.layout.
-                                      batch_consume_queues or like is None else like)) if batch else 0
+    written = write_queues(root, source, messages, queues, like)
     geometry = index_geometry(source) or (index_geometry(like) if like is not None else None)
     index_files, index_end = rebuild_index(root, messages, *geometry) if geometry else (0, 0)
     newest = max((m.store_timestamp for m in messages), default=0)
@@ -221,9 +228,8 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
         write_epoch_file(root / "epochFileCheckpoint", epochs)
     copied = copy_metadata(source, root)
     timers = carry_timer_files(source, root, end, messages)
-    return {"commitlog_files": len(starts), "messages": len(messages), "consume_queues": written_queues,
-            "index_files": index_files, "timers": timers, "batch_consume_queues": batch_queues,
-            "rocksdb": write_rocksdb_parts(source, root) if rocksdb else None,
+    return {"commitlog_files": len(starts), "messages": len(messages), **written,
+            "index_files": index_files, "timers": timers,
             "index_note": None if geometry else "the input has no index file to take the broker's geometry from; "
                                                 "no index written",
             "copied": copied}

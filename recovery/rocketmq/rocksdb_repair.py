@@ -1,7 +1,7 @@
 """What `recover` and `repair` write for a `storeType=defaultRocksDB` store besides its commit log and index.
 
 The consume queue is left out and the `abort` marker written, so that the broker rebuilds every queue from the
-commit log itself, as it provably does (tag rocketmq-all-5.3.3, docs/reference/rocketmq.md §14.4):
+commit log itself, as it provably does (tag rocketmq-all-5.3.3, docs/reference/rocketmq.md §14):
 
 - With no `consumequeue/` database, RocksDB creates an empty one at start (`ConsumeQueueRocksDBStorage`,
   `RocksDBConsumeQueueStore#load`) and its offset table has no dispatch checkpoint, so
@@ -13,7 +13,8 @@ commit log itself, as it provably does (tag rocketmq-all-5.3.3, docs/reference/r
 - Without `abort` (`CommitLog#recoverNormally`) a record is dispatched only when its offset is > that 0
   (`doDispatch = getCommitLogOffset() > maxPhyOffsetOfConsumeQueue`): the record at offset 0 would never get its
   unit, and the reput service then starts at the log's end (`DefaultMessageStore#start`: `getConfirmOffset`).
-  The lab shows the queue losing it (tests/brokers/test_rocketmq_rocks_repair.py), hence the marker.
+  In the lab a 5.3.3 broker started on such an output without the marker served no unit at all of the queue of
+  that record (tests/brokers/test_rocketmq_rocks_repair.py, run once without it), hence the marker.
 
 Written from the input, never rebuilt: the config databases (`config/consumerOffsets`, `topics`,
 `subscriptionGroups`: `RocksDBConsumerOffsetManager` and siblings, which exist only in this store type,
