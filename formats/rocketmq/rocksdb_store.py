@@ -271,8 +271,14 @@ def offset_table(cfg: ConfigTable) -> dict[str, dict[int, int]]:
 
 
 def store_type(root: Path) -> str:
-    """`defaultRocksDB` when `consumequeue/` is a RocksDB database, else `default` (file consume queues)."""
-    return STORE_TYPE_ROCKSDB if is_rocksdb_dir(root / CONSUMEQUEUE) else STORE_TYPE_DEFAULT
+    """`defaultRocksDB` when `consumequeue/` is a RocksDB database, or when there is no `consumequeue/` and
+    `config/consumerOffsets` is a RocksDB (only a defaultRocksDB broker keeps one: `BrokerController#<init>` creates
+    `RocksDBConsumerOffsetManager` only when `isEnableRocksDBStore`; a `recover`/`repair` output leaves the
+    consume-queue database out for the broker to rebuild, `rocksdb_repair`); else `default` (file consume queues)."""
+    cq = root / CONSUMEQUEUE
+    if is_rocksdb_dir(cq) or (not cq.exists() and is_rocksdb_dir(root / "config" / "consumerOffsets")):
+        return STORE_TYPE_ROCKSDB
+    return STORE_TYPE_DEFAULT
 
 
 def config_dbs(root: Path) -> dict[str, Path]:

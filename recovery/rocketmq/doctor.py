@@ -163,6 +163,13 @@ def rocksdb_queue_findings(model: StoreModel) -> Iterator[Finding]:
     yield finding("ROCKETMQ_ROCKSDB_STORE", str(d), message=f"storeType=defaultRocksDB: consume queues in the RocksDB "
                   f"database {d}" + (f", config in {', '.join(sorted(model.layout.config_dbs))} databases"
                                      if model.layout.config_dbs else "") + "; read from a private copy")
+    if not d.exists():   # a recover/repair output: the broker rebuilds it from the commit log (rocksdb_repair)
+        yield finding("ROCKETMQ_ROCKSDB_STORE", str(d), message="no consume-queue database: the broker builds it "
+                      "from the commit log at start (CommitLog#recoverAbnormally dispatches every record)"
+                      + ("" if model.abort.present else "; without the abort marker it never dispatches the record "
+                                                      "at offset 0 (CommitLog#recoverNormally)"),
+                      severity=Severity.INFO if model.abort.present else Severity.WARNING)
+        return
     with consume_queue_db(d) as cq:
         yield from _unit_findings(model, d, cq)
         yield from _offset_table_findings(model, d, cq)

@@ -27,10 +27,12 @@ from replog.formats.rocketmq.consumequeue import write_queue
 from replog.formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
 from replog.formats.rocketmq.index_file import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, IndexWriter
 from replog.recovery.outputs import claimed_output, mark_complete
+from replog.recovery.rocketmq.batch_queues import batch_file_size, batch_topics, write_batch_queues
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
 from replog.recovery.rocketmq.queue_recovery import Queue, recover_queues
 from replog.recovery.rocketmq.recovery_rule import rule_for
-from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store, require_file_queues
+from replog.recovery.rocketmq.rocksdb_repair import CQ_MODE, write_rocksdb_parts
+from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.rocketmq.timers import carry_timer_files
 
 _CHUNK = 8 << 20
@@ -174,6 +176,27 @@ def copy_metadata(source: StoreModel, root: Path) -> list[str]:
     return copied
 
 
+def write_queues(root: Path, source: StoreModel, messages: list[MessageRef],
+                 queues: dict[tuple[str, int], Queue] | None, like: StoreModel | None) -> dict[str, Any]:
+    """The queues `write_store` writes: file consume queues (`queues` as given, else rebuilt from every message),
+    but for BatchCQ topics, which get batch consume queues instead (`batch_queues`); for a `storeType=defaultRocksDB`
+    store none at all, its config databases and the `abort` marker instead (`rocksdb_repair`)."""
+    rocksdb = source.layout.rocksdb or (like is not None and like.layout.rocksdb)
+    if rocksdb:
+        return {"consume_queues": 0, "batch_consume_queues": 0, "rocksdb": write_rocksdb_parts(source, root)}
+    batch = batch_topics(source) | (batch_topics(like) if like is not None else frozenset())
+    if queues is None:
+        cq_source = source if source.queues or like is None else like
+        multi = any(is_lmq(topic) for topic, _ in cq_source.queues)   # the source ran with enableMultiDispatch
+        written = rebuild_consume_queues(root, [m for m in messages if m.topic not in batch],
+                                         cq_file_size(cq_source), multi)
+    else:
+        written = sum(1 for (topic, _), q in queues.items() if topic not in batch and q.write(root))
+    bcq_source = source if source.layout.batch_consume_queues or like is None else like
+    batch_written = write_batch_queues(root, messages, batch, batch_file_size(bcq_source)) if batch else 0
+    return {"consume_queues": written, "batch_consume_queues": batch_written, "rocksdb": None}
+
+
 def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *,
                 epochs: list[EpochEntry] | None, confirm_offset: int, file_size: int | None = None,
                 file_starts: Iterable[int] | None = None, like: StoreModel | None = None,
@@ -184,7 +207,7 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     copied across, and the checkpoint's master flushed offset; `like` (the
     master, for a slave) supplies the geometry `source` does not show. The
     consume queues are `queues` as given (the broker's own, `queue_recovery`),
-    else rebuilt from every message.
+    else rebuilt from every message (`write_queues`: BatchCQ topics and RocksDB stores apart).
     """
     fs = file_size or source.file_size
     starts = list(file_starts) if file_starts is not None else sorted({p.offset - p.offset % fs for p in pieces})
@@ -193,12 +216,7 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     write_commitlog(root / "commitlog", pieces, fs, starts)
     rebuilt = load_store(root, abnormal=False)
     messages = [m for m in rebuilt.messages if m.end <= end]
-    if queues is None:
-        cq_source = source if source.queues or like is None else like
-        multi = any(is_lmq(topic) for topic, _ in cq_source.queues)   # the source ran with enableMultiDispatch
-        written_queues = rebuild_consume_queues(root, messages, cq_file_size(cq_source), multi)
-    else:
-        written_queues = sum(1 for q in queues.values() if q.write(root))
+    written = write_queues(root, source, messages, queues, like)
     geometry = index_geometry(source) or (index_geometry(like) if like is not None else None)
     index_files, index_end = rebuild_index(root, messages, *geometry) if geometry else (0, 0)
     newest = max((m.store_timestamp for m in messages), default=0)
@@ -210,7 +228,7 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
         write_epoch_file(root / "epochFileCheckpoint", epochs)
     copied = copy_metadata(source, root)
     timers = carry_timer_files(source, root, end, messages)
-    return {"commitlog_files": len(starts), "messages": len(messages), "consume_queues": written_queues,
+    return {"commitlog_files": len(starts), "messages": len(messages), **written,
             "index_files": index_files, "timers": timers,
             "index_note": None if geometry else "the input has no index file to take the broker's geometry from; "
                                                 "no index written",
@@ -240,18 +258,19 @@ def recover_store(store: str | os.PathLike[str], out: str | os.PathLike[str], *,
 
     rule = rule_for(broker_version)
     model = load_store(store, rule=rule)
-    require_file_queues(model, "recover")
     before, _ = diagnose_store(store)
     end = model.max_offset
     truncated = end < model.walk_end
     epochs = [e for e in model.epochs if not truncated or e.start_offset < end]
     starts = [s for s, _ in model.files if s <= end] or [end - end % model.file_size]
     confirm = model.confirm_offset if model.confirm_offset is not None else 0
-    queues = None if rebuild_queues else recover_queues(model, end, cq_file_size(model), rule.reput_from_queues)
+    rocksdb = model.layout.rocksdb
+    queues = None if rebuild_queues or rocksdb else \
+        recover_queues(model, end, cq_file_size(model), rule.reput_from_queues)
     with claimed_output(out, [store], force) as root:
         rebuilt = write_store(root, model, prefix_pieces(model, end), end, epochs=epochs, confirm_offset=confirm,
                               file_starts=starts, queues=queues)
-        rebuilt["queues"] = {"mode": "rebuilt" if queues is None else "broker",
+        rebuilt["queues"] = {"mode": CQ_MODE if rocksdb else "rebuilt" if queues is None else "broker",
                              "kept": None if queues is None else sum(q.kept for q in queues.values()),
                              "dispatched": None if queues is None else sum(q.dispatched for q in queues.values())}
         after, _ = diagnose_store(root)

@@ -22,7 +22,7 @@ from replog.recovery.rocketmq.dledger_replay import DLEDGER
 from replog.recovery.rocketmq.doctor import diagnose_store
 from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
 from replog.recovery.rocketmq.recover import Piece, prefix_pieces, write_store
-from replog.recovery.rocketmq.store_model import StoreModel, load_store, require_file_queues
+from replog.recovery.rocketmq.store_model import StoreModel, load_store
 
 _CHUNK = 8 << 20
 
@@ -96,8 +96,6 @@ def repair_stores(result: HAReplayResult, out: str | os.PathLike[str], *, force:
     if result.protocol == DLEDGER:
         raise ReplogError("repair writes commit logs, not DLedger logs: replay shows what each DLedger peer keeps; "
                           "the group's own followers repair themselves from the leader when they restart")
-    for r in result.replicas:
-        require_file_queues(r.model, "repair")
     with claimed_output(out, [r.model.path for r in result.replicas], force) as root:
         return _write_and_prove(result, root)
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replog.formats.errors import FormatError, ReplogError, UnreadableInput
+from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding
 from replog.formats.rocketmq import commitlog as cl
@@ -297,24 +297,17 @@ def _read_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tuple[str,
     return out
 
 
-def require_file_queues(model: StoreModel, command: str) -> None:
-    """`recover` and `repair` write file consume queues (`consumequeue/<topic>/<queue>/`); a
-    `storeType=defaultRocksDB` broker reads its queues from the RocksDB database at that very path, so such an
-    output would be wrong for it: refused, by name, rather than written."""
-    if model.layout.rocksdb:
-        raise ReplogError(f"{model.path}: {command} writes file consume queues, but this store keeps them in RocksDB "
-                          "(storeType=defaultRocksDB), which replog reads but does not write; doctor, ls, replay "
-                          "and impact read it")
-
-
 def _read_rocksdb_queues(layout: StoreLayout, files_read: list[Path]) -> dict[tuple[str, int], QueueState]:
     """The queues of a `storeType=defaultRocksDB` store from its `consumequeue/` database: units in key order
     (queue offsets ascending per queue), then the offset table (`RocksDBConsumeQueueOffsetTable`: the "max" entry
     is the last unit's queue offset, so the queue's next offset is one more; `getMaxCqOffset`). A database the
-    binding cannot open makes the whole store unverifiable: `UnreadableInput`, never "no entry yet"."""
+    binding cannot open makes the whole store unverifiable: `UnreadableInput`, never "no entry yet". No database
+    at all (a `recover`/`repair` output, `rocksdb_repair`) is no queue: the broker starts with an empty one."""
     d = layout.root / CONSUMEQUEUE
     files_read += db_files(d)
     out: dict[tuple[str, int], QueueState] = {}
+    if not d.exists():
+        return out
     try:
         with consume_queue_db(d) as cq:
             for u in cq.units():

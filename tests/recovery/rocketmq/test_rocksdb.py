@@ -163,15 +163,67 @@ def test_ls_names_the_store_type(tmp_path: Path) -> None:
     assert [r["cq_max_offset"] for r in doc["queues"]] == [4, 4], f"queue ends from RocksDB: {doc['queues']}"
 
 
-def test_recover_refuses_a_rocksdb_store(tmp_path: Path) -> None:
-    """recover writes file consume queues, which a defaultRocksDB broker does not read: refused by name."""
-    root, _ = rocks_store(tmp_path / "store")
+def tear(root: Path, s: Sent, file_size: int = 4096) -> None:
+    """The second half of the message `s` zeroed (a write cut short): the broker's recovery ends the log at it."""
+    path = root / "commitlog" / f"{s.offset - s.offset % file_size:020d}"
+    data = bytearray(path.read_bytes())
+    at = s.offset % file_size + s.size // 2
+    data[at:s.offset % file_size + s.size] = bytes(s.size - s.size // 2)
+    path.write_bytes(bytes(data))
+
+
+def db_digest(d: Path) -> dict[str, str]:
+    return {k: v for k, v in tree_digest(d).items() if k != "LOCK"}
+
+
+def test_recover_leaves_the_rocksdb_queue_to_the_broker(tmp_path: Path) -> None:
+    """recover on a torn defaultRocksDB store: the commit log cut at the torn message, no consume-queue database
+    (the broker rebuilds it from the commit log: `abort` written so that its recovery dispatches every record,
+    `rocksdb_repair`), the config databases and JSON copied byte for byte, the offsets the same."""
+    root, sent = rocks_store(tmp_path / "store")
+    consumer_offsets(root, {"orders@billing": {"0": 3, "1": 2}}, counter=4)
+    (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"orders@billing":{0:1}}}')
+    tear(root, sent[6])
     before = tree_digest(root)
-    done = run_replog("recover", str(root), "--out", str(tmp_path / "out"))
-    assert done.returncode == 2, f"recover on a RocksDB store exits 2, not {done.returncode}: {done.stderr}"
-    assert "storeType=defaultRocksDB" in done.stderr, f"the reason is said: {done.stderr}"
-    assert not (tmp_path / "out").exists(), "nothing written"
+    out = tmp_path / "out"
+    done = run_replog("recover", str(root), "--out", str(out), "--format", "json")
+    assert done.returncode in (0, 1), f"recover on a RocksDB store runs, not exit {done.returncode}: {done.stderr}"
+    doc = json.loads(done.stdout)
+    assert doc["truncated_to"] == sent[6].offset, f"the log ends at the torn message {sent[6].offset}: {doc}"
+    rebuilt = doc["rebuilt"]
+    assert rebuilt["queues"]["mode"] == "broker-redispatch", f"the JSON says who builds the queues: {rebuilt}"
+    assert rebuilt["consume_queues"] == 0, f"no consume queue written: {rebuilt}"
+    rocks = rebuilt["rocksdb"]
+    assert rocks["abort_marker"] is True, f"the JSON says the abort marker is written: {rocks}"
+    assert not (out / "consumequeue").exists(), "no consume-queue database nor file queues in the output"
+    assert (out / "abort").is_file(), "the abort marker makes the broker dispatch every record at start"
+    db = root / "config" / "consumerOffsets"
+    assert db_digest(out / "config" / "consumerOffsets") == db_digest(db), "the offsets database copied as is"
+    assert sorted(rocks["config_dbs"]) == sorted(f"config/consumerOffsets/{k}" for k in db_digest(db)), \
+        f"the JSON lists the copied database files: {rocks['config_dbs']}"
+    assert (out / "config" / "consumerOffset.json").read_bytes() == \
+        (root / "config" / "consumerOffset.json").read_bytes(), "the JSON copied as is, stale or not"
+    model = load_store(out)
+    assert model.layout.store_type == "defaultRocksDB", "the output is still a RocksDB store to replog"
+    assert model.queues == {}, f"no queue in the output: {model.queues}"
+    assert [m.physical_offset for m in model.messages] == [s.offset for s in sent[:6]], "the kept messages"
+    assert read_offsets(model, [])[0] == {("orders", "billing"): {0: 3, 1: 2}}, "the offsets as the input's DB"
     assert tree_digest(root) == before, "the input did not change"
+
+
+def test_recover_writes_file_queues_for_a_default_store(tmp_path: Path) -> None:
+    """The file-queue store is untouched by the RocksDB path: queues written, no abort, `rebuilt.rocksdb` null."""
+    store = Store(file_size=4096)
+    for i in range(6):
+        store.append("orders", i % 2, f"m{i}".encode() * 20)
+    store.write(tmp_path / "store")
+    done = run_replog("recover", str(tmp_path / "store"), "--out", str(tmp_path / "out"), "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["rebuilt"]["rocksdb"] is None, f"no RocksDB part: {doc['rebuilt']}"
+    assert doc["rebuilt"]["queues"]["mode"] == "broker", f"the file queues as the broker keeps them: {doc['rebuilt']}"
+    assert (tmp_path / "out" / "consumequeue" / "orders" / "0").is_dir(), "file queues written"
+    assert not (tmp_path / "out" / "abort").exists(), "no abort marker"
 
 
 def test_manifest_names_the_store_type(tmp_path: Path) -> None:
@@ -209,3 +261,57 @@ def test_the_binding_writes_into_a_directory_it_opens_read_only(tmp_path: Path) 
     db.close()
     added = set(tree_digest(d)) - set(before)
     assert added == {"rocksdict-config.json"}, f"what the binding's read-only open wrote: {added}"
+
+
+@pytest.mark.parametrize("protocol", ["classic", "autoswitch"])
+def test_repair_writes_rocksdb_stores_for_their_brokers_to_rebuild(tmp_path: Path, protocol: str) -> None:
+    """repair (classic or auto-switch HA) of two defaultRocksDB stores, the slave's log torn at message 4: each
+    written store has the master's log, no consume-queue database, the abort marker and its own config databases as
+    they were. (Auto-switch: both stores in epoch 1 from 0, the epoch file written by replog's writer as premise.)"""
+    import shutil
+
+    from replog.formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
+    from replog.recovery.rocketmq.ha import replay_paths
+    from replog.recovery.rocketmq.repair import repair_stores
+
+    master, sent = rocks_store(tmp_path / "master")
+    consumer_offsets(master, {"orders@billing": {"0": 3, "1": 2}}, counter=4)
+    slave = tmp_path / "slave"
+    shutil.copytree(master, slave)
+    consumer_offsets(slave, {"orders@billing": {"0": 1}}, counter=2)
+    tear(slave, sent[4])
+    if protocol == "autoswitch":
+        for root in (master, slave):
+            write_epoch_file(root / "epochFileCheckpoint", [EpochEntry(1, 0)])
+    before = tree_digest(tmp_path)
+    result = replay_paths([f"master={master}", f"slave={slave}"], protocol=protocol)
+    repaired = {rep.name: rep for rep in repair_stores(result, tmp_path / "out")}
+    for name, source in (("master", master), ("slave", slave)):
+        rep, out = repaired[name], tmp_path / "out" / name
+        assert rep.identical_to_master and not rep.problems, f"{name}: {rep}"
+        assert rep.log_end_offset == sent[-1].offset + sent[-1].size, f"{name} ends at the master's end: {rep}"
+        assert not (out / "consumequeue").exists(), f"{name}: no consume queue, the broker rebuilds it"
+        assert (out / "abort").is_file(), f"{name}: the abort marker"
+        assert db_digest(out / "config" / "consumerOffsets") == db_digest(source / "config" / "consumerOffsets"), \
+            f"{name}: its own offsets database, copied as is"
+    assert tree_digest(tmp_path / "master") == {k[len("master/"):]: v for k, v in before.items()
+                                                if k.startswith("master/")}, "the master input did not change"
+
+
+def test_doctor_warns_of_a_missing_queue_database_without_abort(tmp_path: Path) -> None:
+    """A defaultRocksDB store with no consume-queue database: with `abort` the broker's abnormal recovery rebuilds
+    every queue (info); without it the normal recovery never dispatches the record at offset 0 (a warning; the lab
+    saw queue 0 of such a store served empty: tests/brokers/test_rocketmq_rocks_repair.py)."""
+    root, _ = rocks_store(tmp_path / "store")
+    consumer_offsets(root, {"orders@billing": {"0": 3}})
+    out = tmp_path / "out"
+    done = run_replog("recover", str(root), "--out", str(out), "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    severities = {f.message: f.severity.value for f in diagnose_store(out)[0] if f.code == "ROCKETMQ_ROCKSDB_STORE"
+                  and "no consume-queue database" in f.message}
+    assert list(severities.values()) == ["info"], f"with abort: an info {severities}"
+    (out / "abort").unlink()
+    severities = {f.message: f.severity.value for f in diagnose_store(out)[0] if f.code == "ROCKETMQ_ROCKSDB_STORE"
+                  and "no consume-queue database" in f.message}
+    assert list(severities.values()) == ["warning"], f"without abort: a warning {severities}"
+    assert "offset 0" in next(iter(severities)), f"the warning says what the broker skips: {severities}"
