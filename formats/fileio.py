@@ -13,6 +13,8 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from enum import StrEnum
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, TypeVar
@@ -120,33 +122,60 @@ def open_regular(path: str | os.PathLike[str]) -> int:
 
 class ReadPolicy(NamedTuple):
     """Where inputs may be read: under `roots` (real paths), or anywhere a symlink leads with
-    `follow_symlinks` (and anywhere at all without roots: a library caller that did not say)."""
+    `follow_symlinks` (and anywhere at all without roots: a library caller that did not say).
+
+    A command builds its policy from its inputs and `--follow-symlinks` (`confined`) and adopts it for
+    its own run; the file opens below it ask `read_policy()`. The policy lives in a context variable,
+    not in the process: a command runs in a context of its own (`toolkit.cli_help.ReplogGroup`), so
+    it ends with the command; a thread pool that reads inputs is made with `reading_pool`, whose
+    threads start with the policy of the code that made it; a Spark task applies the policy it is
+    handed (`applied`). Two commands in one process (tests, a library caller) never see each other's.
+    """
 
     roots: tuple[str, ...] = ()
     follow_symlinks: bool = True
 
+    @classmethod
+    def confined(cls, roots: Iterable[str | os.PathLike[str]], *, follow_symlinks: bool) -> ReadPolicy:
+        """Reads confined to `roots` (their real paths), unless `follow_symlinks`."""
+        return cls(tuple(os.path.realpath(r) for r in roots), follow_symlinks)
 
-_policy = ReadPolicy()
+    def adopt(self) -> None:
+        """This policy for the rest of the current context (a command's own: it ends with the command)."""
+        _POLICY.set(self)
+
+    @contextlib.contextmanager
+    def applied(self) -> Iterator[ReadPolicy]:
+        """This policy inside the `with` block, the one before restored after it (a Spark task: its
+        Python worker outlives one scan)."""
+        token = _POLICY.set(self)
+        try:
+            yield self
+        finally:
+            _POLICY.reset(token)
 
 
-def confine_reads(roots: Iterable[str | os.PathLike[str]], *, follow_symlinks: bool) -> None:
-    """Set the process's `ReadPolicy` (a command does, from its inputs and `--follow-symlinks`): a file
-    whose path goes through a symlink is read only when it really lies under one of `roots`. Paths
-    without a symlink on the way (the command's own outputs) are read wherever they are."""
-    global _policy
-    _policy = ReadPolicy(tuple(os.path.realpath(r) for r in roots), follow_symlinks)
+UNCONFINED = ReadPolicy()   # a library caller that did not say: reads anywhere
+_POLICY: ContextVar[ReadPolicy] = ContextVar("replog_read_policy", default=UNCONFINED)
 
 
 def read_policy() -> ReadPolicy:
-    """The process's `ReadPolicy` (a fleet scan hands the driver's to its executors)."""
-    return _policy
+    """The `ReadPolicy` of the running command (the default, reading anywhere, outside one)."""
+    return _POLICY.get()
+
+
+def reading_pool(max_workers: int, thread_name_prefix: str) -> ThreadPoolExecutor:
+    """A thread pool whose threads read under the policy of the code that makes it: a new thread
+    starts in an empty context, where it would read anywhere."""
+    return ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=thread_name_prefix,
+                              initializer=_POLICY.set, initargs=(read_policy(),))
 
 
 def _check_confined(path: str | os.PathLike[str], fd: int) -> None:
     """Raise `OutsideInputs` when the file open on `fd` was reached through a symlink and lies outside
     every root. Where it lies is asked of the open descriptor (`/proc/self/fd`), so a link swapped
     between the check and the open cannot lead elsewhere."""
-    policy = _policy
+    policy = _POLICY.get()
     if policy.follow_symlinks or not policy.roots:
         return
     try:

@@ -11,13 +11,13 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from replog.formats.errors import FormatError, UnreadableInput
-from replog.formats.fileio import mapped, open_regular, read_small
+from replog.formats.fileio import mapped, open_regular, read_small, reading_pool
 from replog.formats.findings import Finding, from_error, from_unreadable
 from replog.recovery.progress import Tally
 
@@ -100,7 +100,7 @@ class Evidence:
     def __init__(self, hash_files: bool = True, tally: Tally | None = None, algorithm: str = "sha256") -> None:
         self.algorithm, self._hash = algorithm, HASHES[algorithm]
         self._reads: dict[str, _Read] = {}
-        self._pool = (ThreadPoolExecutor(max_workers=HASH_THREADS, thread_name_prefix="replog-hash")
+        self._pool = (reading_pool(HASH_THREADS, "replog-hash")
                       if hash_files else None)
         self._tally = tally
         self._unfinished: dict[str, int] = {}   # path -> parts (its read, its hash) still running

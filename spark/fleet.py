@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replog.formats.errors import ReplogError, UnreadableInput
-from replog.formats.fileio import atomic_write, confine_reads, read_policy
+from replog.formats.fileio import ReadPolicy, atomic_write, read_policy
 from replog.formats.shape import Field, Shape
 from replog.recovery import outputs
 from replog.spark import cache, schemas
@@ -197,8 +197,8 @@ def scan_fleet(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
     log_dirs, skipped = discover(paths, inventory, filesystem)
     policy = read_policy()
     if policy.roots:  # the log dirs found (through a glob or an inventory) are inputs too
-        confine_reads([*policy.roots, *(d.path for d in log_dirs if d.fs is None)],
-                      follow_symlinks=policy.follow_symlinks)
+        ReadPolicy.confined([*policy.roots, *(d.path for d in log_dirs if d.fs is None)],
+                            follow_symlinks=policy.follow_symlinks).adopt()
     with claimed_output(out_dir, log_dirs, force) as out:
         info: ScanMarker = {"inputs": [d.to_dict() for d in log_dirs], "skipped": skipped,
                             "mode": "tail" if tail else "full", "since": str(earlier) if earlier else None}

@@ -24,7 +24,7 @@ from typing import Any, TypedDict
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from replog.formats.fileio import confine_reads
+from replog.formats.fileio import ReadPolicy
 from replog.spark import cache, schemas
 from replog.spark.sinks import COMPRESSION, FAST, ParquetSink
 from replog.spark.tasks import Context, run_unit
@@ -122,8 +122,13 @@ class Totals(TypedDict):
 def run_task(task: int, units: Iterable[Unit], options: JobOptions) -> TaskReport:
     """Scan `units`, write their rows and their record; the task's report."""
     started, cpu = time.monotonic(), time.process_time()
-    # Reads confined as the driver's are; set on every task, as a Python worker outlives one scan's tasks.
-    confine_reads(options.read_roots or [], follow_symlinks=options.follow_symlinks)
+    # Reads confined as the driver's are, for this task only: a Python worker outlives one scan's tasks.
+    with ReadPolicy.confined(options.read_roots or [], follow_symlinks=options.follow_symlinks).applied():
+        return _scan_units(task, units, options, started, cpu)
+
+
+def _scan_units(task: int, units: Iterable[Unit], options: JobOptions, started: float, cpu: float) -> TaskReport:
+    """`run_task`'s work, under the driver's read policy."""
     out = Path(options.out)
     files = TaskFiles(out, task)
     recorder = cache.Recorder(out, task, options.scan) if options.record else None

@@ -41,13 +41,3 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     line = _order(config)
     if line and exitstatus != 0:
         terminalreporter.write_line(line)
-
-
-@pytest.fixture(autouse=True)
-def _reads_unconfined() -> object:
-    """A command run in-process (CliRunner) confines the process's reads to its inputs (`confine_reads`, a
-    process-wide policy, as a real run's process is its own); the next test starts unconfined, as a new
-    process would, so a path it reaches through a symlink (the real data, say) is not refused."""
-    yield
-    from replog.formats.fileio import confine_reads
-    confine_reads([], follow_symlinks=False)

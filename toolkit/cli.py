@@ -59,10 +59,10 @@ FollowOpt = Annotated[bool, typer.Option(
 def _confine(inputs: list[str] | list[Path], follow: bool, *outputs: Path | None) -> None:
     """Reads go no further than the inputs' trees (and this command's outputs), unless `follow`."""
     from replog.formats.discovery import input_roots
-    from replog.formats.fileio import confine_reads
+    from replog.formats.fileio import ReadPolicy
     from replog.recovery.naming import parse_named
     paths = [parse_named(str(p))[1] for p in inputs]
-    confine_reads([*input_roots(paths), *(o for o in outputs if o is not None)], follow_symlinks=follow)
+    ReadPolicy.confined([*input_roots(paths), *(o for o in outputs if o is not None)], follow_symlinks=follow).adopt()
 
 
 DumpFormatOpt = Annotated[DumpFormat | None, typer.Option(

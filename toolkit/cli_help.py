@@ -7,6 +7,7 @@ nothing after a flag, and a required argument as its plain metavar.
 """
 from __future__ import annotations
 
+import contextvars
 from typing import Any
 
 from typer import _click
@@ -67,7 +68,12 @@ class ReplogCommand(_PlainHelp, TyperCommand):
 
 
 class ReplogGroup(_PlainHelp, TyperGroup):
-    """A group (`replog`, `replog fleet`, `replog samples`) whose help shows metavars, not Python types."""
+    """A group (`replog`, `replog fleet`, `replog samples`) whose help shows metavars, not Python types,
+    and whose command runs in a context of its own: the read policy it adopts (`fileio.ReadPolicy`)
+    ends with it, as a run's process does (in-process runs: tests, a library caller)."""
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        return contextvars.copy_context().run(super().invoke, ctx)
 
 
 def plain_usage_errors() -> None:

@@ -8,12 +8,11 @@ compared: identical to the leader up to their log end.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replog.formats.fileio import atomic_write
+from replog.formats.fileio import atomic_write, reading_pool
 from replog.formats.kafka import checkpoint, names
 from replog.recovery.kafka.divergence import Fingerprint
 from replog.recovery.kafka.replay import ReplayResult, compare_replicas
@@ -88,7 +87,7 @@ def write_replicas(finals: list[Replica], root: Path, segment_bytes: int = DEFAU
     release the GIL), so one replica's fsync waits while another's bytes are copied and checked. One
     write per core: a third at once on two cores gained nothing and added its buffers to the peak."""
     workers = max(1, min(4, os.cpu_count() or 1, len(finals)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replog-write") as pool:
+    with reading_pool(workers, "replog-write") as pool:
         done = pool.map(lambda final: write_replica(final, root / final.name, segment_bytes), finals)
         return {rep.name: rep for rep in done}
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from replog.formats.errors import FormatError, InputChanged, UnreadableInput, VanishedInput
-from replog.formats.fileio import mapped, read_small
+from replog.formats.fileio import mapped, read_small, reading_pool
 from replog.formats.findings import Finding, finding, from_unreadable
 from replog.formats.kafka import checkpoint, names
 from replog.formats.kafka.batch import BatchInfo
@@ -179,7 +178,7 @@ def load_replicas(named: Sequence[tuple[str | None, str]], tally: Tally | None =
     if len(named) < 2:
         return [load_replica(path, name, tally=tally) for name, path in named]
     workers = max(1, min(4, os.cpu_count() or 1, len(named)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replog-load") as pool:
+    with reading_pool(workers, "replog-load") as pool:
         return list(pool.map(lambda item: load_replica(item[1], item[0], tally=tally), named))
 
 
