@@ -166,6 +166,19 @@ def test_a_symlink_out_of_the_inputs_is_reported_and_not_read(tmp_path: Path) ->
     assert "SYMLINK_OUTSIDE_INPUTS" not in followed.codes()
 
 
+def test_replicas_loaded_in_threads_keep_the_commands_read_policy(tmp_path: Path) -> None:
+    """Two replicas load in a thread pool (`recovery.kafka.replica.load_replicas`): its threads read under the
+    command's policy, so the link out of the inputs is reported, not followed, there too."""
+    a, b = _partition(tmp_path, "a"), _partition(tmp_path, "b")
+    secret = tmp_path / "elsewhere" / "secret.log"
+    secret.parent.mkdir()
+    secret.write_bytes(v2.build_batch([v2.Record(100, 1, b"k", b"TOP-SECRET")], base_offset=100))
+    os.symlink(secret, b / "00000000000000000100.log")
+    res = run("replay", f"a={a}", f"b={b}", "--format", "json", tmp=tmp_path)
+    assert res.clean(), res.stderr
+    assert "SYMLINK_OUTSIDE_INPUTS" in res.codes(), res.stdout[:1500]
+
+
 # --- item 14: a log dir locked with flock -----------------------------------------------------------
 
 _FLOCK = """
