@@ -1,7 +1,7 @@
 """`dump`: decode any broker file into a stream of JSON-able entries, each with a `kind`.
 
 This is the library behind `replog dump` (kafka-dump-log parity plus every
-other file replog knows). Entries follow the shapes in CLI-CONTRACT.md.
+other file replog knows). Entries follow the shapes in docs/CLI-CONTRACT.md.
 Damage met on the way is an entry of kind `finding`, never an exception.
 Entries are produced as they are read (a segment's by `dump_segment`, from its
 column blocks), so a consumer that writes them as they come holds none.

@@ -1,4 +1,4 @@
-"""The contract's `batch` and `record` entries of `dump` (CLI-CONTRACT.md), and the options that shape them.
+"""The contract's `batch` and `record` entries of `dump` (docs/CLI-CONTRACT.md), and the options that shape them.
 
 One function builds each entry from plain values, so the reference walk (a
 `BatchInfo` and a `Record` per batch and record) and the columnar walk (rows of
