@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,17 +31,24 @@ from tests.toolkit.test_cli import run_replog
 pytestmark = [pytest.mark.brokers, pytest.mark.brokers_full]
 
 
+def recovered(store: Path, rotten_at: int, out: Path) -> dict[str, Any]:
+    """`replog recover` of a damaged lab store into `out`: its JSON, the log cut at the rotten record
+    (`rotten_at`), the input unchanged."""
+    before = tree_digest(store)
+    done = run_replog("recover", str(store), "--out", str(out), "--format", "json")
+    assert done.returncode in (0, 1), f"replog recover exited {done.returncode}:\n{done.stderr}"
+    doc: dict[str, Any] = json.loads(done.stdout)
+    assert doc["truncated_to"] == rotten_at, \
+        f"recover cuts the log at the rotten record {rotten_at}, not {doc['truncated_to']}"
+    assert tree_digest(store) == before, "the input did not change"
+    return doc
+
+
 def test_broker_on_recovered_rocksdb_store_serves_what_replog_keeps(tmp_path: Path) -> None:
     damaged = damaged_rocks_store(tmp_path / "lab")
-    before = tree_digest(damaged.store)
     out = tmp_path / "recovered"
-    done = run_replog("recover", str(damaged.store), "--out", str(out), "--format", "json")
-    assert done.returncode in (0, 1), f"replog recover exited {done.returncode}:\n{done.stderr}"
-    doc = json.loads(done.stdout)
-    assert doc["truncated_to"] == damaged.flipped_at, \
-        f"recover cuts the log at the rotten message {damaged.flipped_at}, not {doc['truncated_to']}"
+    doc = recovered(damaged.store, damaged.flipped_at, out)
     assert doc["rebuilt"]["queues"]["mode"] == "broker-redispatch", f"who builds the queues: {doc['rebuilt']}"
-    assert tree_digest(damaged.store) == before, "the input did not change"
 
     kept = load_store(out)
     ours = {key: [(m.queue_offset, m.physical_offset, m.size) for m in msgs]
@@ -67,14 +75,8 @@ def test_broker_on_recovered_batch_store_serves_the_batches_replog_keeps(tmp_pat
     exactly the batches replog keeps (base offset, batch size, commit-log offset, size per unit) and each queue's
     message range."""
     damaged = damaged_batch_store(tmp_path / "lab")
-    before = tree_digest(damaged.store)
     out = tmp_path / "recovered"
-    done = run_replog("recover", str(damaged.store), "--out", str(out), "--format", "json")
-    assert done.returncode in (0, 1), f"replog recover exited {done.returncode}:\n{done.stderr}"
-    doc = json.loads(done.stdout)
-    assert doc["truncated_to"] == damaged.flipped_at, \
-        f"recover cuts the log at the rotten batch {damaged.flipped_at}, not {doc['truncated_to']}"
-    assert tree_digest(damaged.store) == before, "the input did not change"
+    recovered(damaged.store, damaged.flipped_at, out)
     kept = [(m.queue_id, m.queue_offset, m.batch_size, m.physical_offset, m.size)
             for m in load_store(out).messages if m.topic == BATCH_TOPIC]
     before_damage = [(u.queue, u.base_offset, u.batch_size, u.physical_offset, u.size) for u in damaged.units]
