@@ -40,19 +40,13 @@ from replog.formats.kafka.columns import BATCH_SCHEMA
 from replog.formats.kafka.segment import SegmentWalk
 from replog.recovery.kafka.logdir import SegmentSummary
 from replog.recovery.kafka.segment_pass import Markers, Walked
-from replog.spark.schemas import I32, I64, Str, rows_of, schema_of
+from replog.spark.schemas import I32, I64, FindingFields, Str, rows_of, schema_of
 from replog.spark.sinks import IpcSink, ParquetSink
 
 CACHE_DIR = "_cache"
 BLOCK_SCHEMA = pa.schema([f for f in BATCH_SCHEMA if f.name != "path"])
-class CachedFinding(TypedDict):
+class CachedFinding(FindingFields):
     """A walk's finding as the index keeps it (`details` as JSON)."""
-    code: Str
-    severity: Str
-    path: Str
-    position: I64 | None
-    offset: I64 | None
-    message: Str
     details: Str | None
 
 

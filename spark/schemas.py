@@ -118,13 +118,18 @@ class SegmentRow(Where):
     damaged: Bool                       # an error finding, or valid_bytes < size
 
 
-class FindingRow(Where):
+class FindingFields(TypedDict):
+    """A finding's own columns: the `findings` table's after its `Where`, and the scan cache's."""
     code: Str
     severity: Str
     path: Str
     position: I64 | None
     offset: I64 | None
     message: Str
+
+
+class FindingRow(Where, FindingFields):
+    """A `findings` row: where (cluster, broker, log dir, partition), then the finding."""
 
 
 class ReplicaSetRow(TypedDict):
