@@ -209,17 +209,18 @@ class Walk:
 def walk_peer(peer: Peer, walk: Walk | None = None) -> Iterator[tuple[Entry, memoryview] | Finding]:
     """Every entry of the data files (with the mapped file it is in) and every defect, in order.
 
-    Continuity is `DLedgerMmapFileStore#recover`'s: each index the previous + 1, terms never decreasing, each entry
-    matching its index record. The recovery scan starts at the third-last data file and stops at its first defect:
-    `walk.recovered_end` is that `processOffset`. A structural defect ends its file's walk; the next file is walked
-    from its start, so every defect is reported."""
+    Continuity is `DLedgerMmapFileStore#recover`'s (dledger-all-0.3.1.2): each index the previous + 1, terms never
+    decreasing. The recovery scan starts at `scan_start` and stops at its first structural or continuity defect:
+    `walk.recovered_end` is that `processOffset`. An entry that differs from its index record is reported but does
+    not stop the scan: `recover` truncates the index there and rewrites it from the data (`needWriteIndex`). A
+    structural defect ends its file's walk; the next file is walked from its start, so every defect is reported."""
     walk = walk if walk is not None else Walk()
     files = peer.data_files
-    scan_from = files[max(0, len(files) - RECOVERY_FILES)][0] if files else 0
-    walk.recovered_end = scan_from
     stopped = False
     prev: Entry | None = None
-    with _IndexReader(peer.index_files) as index:
+    with IndexReader(peer.index_files) as index:
+        scan_from = scan_start(files, index)
+        walk.recovered_end = scan_from
         for start, path in files:
             try:
                 with mapped(path) as buf:
@@ -228,8 +229,9 @@ def walk_peer(peer: Peer, walk: Walk | None = None) -> Iterator[tuple[Entry, mem
                             stopped = stopped or start >= scan_from
                             yield item
                             continue
-                        defects = [*_continuity(item, prev, str(path)), *index.check(item, str(path))]
+                        defects = _continuity(item, prev, str(path))
                         yield from defects
+                        yield from index.check(item, str(path))
                         if start >= scan_from and not stopped:
                             if defects:
                                 stopped = True
@@ -246,6 +248,23 @@ def walk_peer(peer: Peer, walk: Walk | None = None) -> Iterator[tuple[Entry, mem
             except UnreadableInput as err:
                 stopped = True
                 yield from_unreadable(err, str(path))
+
+
+def scan_start(files: list[tuple[int, Path]], index: IndexReader) -> int:
+    """Where `DLedgerMmapFileStore#recover` starts its scan: the third-last data file, stepping back a file while
+    that file's first entry fails the pre-check (a valid header at the file's start that its index record repeats:
+    "Pre check data and index failed"); the first file when none passes (the loop leaves its index at 0)."""
+    if not files:
+        return 0
+    for start, path in reversed(files[:max(1, len(files) - RECOVERY_FILES + 1)]):
+        try:
+            with mapped(path) as buf:
+                entry = read_header(buf, 0, file_start=start)
+        except (FormatError, UnreadableInput):
+            continue
+        if entry is not None and not index.check(entry, str(path)):
+            return start
+    return files[0][0]
 
 
 def _walk_file(buf: memoryview, start: int, path: str, is_last: bool) -> Iterator[Entry | Finding]:
@@ -284,7 +303,7 @@ def _continuity(entry: Entry, prev: Entry | None, path: str) -> list[Finding]:
     return out
 
 
-class _IndexReader:
+class IndexReader:
     """Index records by entry index, read through read-only maps of the `index/` files (opened as needed)."""
 
     def __init__(self, files: list[tuple[int, Path]]) -> None:
@@ -293,7 +312,7 @@ class _IndexReader:
         self._stack = ExitStack()
         self._maps: dict[int, memoryview | None] = {}
 
-    def __enter__(self) -> _IndexReader:
+    def __enter__(self) -> IndexReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -338,7 +357,7 @@ def _file_size(files: list[tuple[int, Path]]) -> int:
 def index_tail(peer: Peer, last_index: int) -> Finding | None:
     """An index record written past the data's last entry (the broker truncates the index to `(last + 1) * 32`
     when it recovers): a sign the data lost entries its index still lists."""
-    with _IndexReader(peer.index_files) as index:
+    with IndexReader(peer.index_files) as index:
         rec = index.record(last_index + 1)
     if rec is None or rec.magic == 0:
         return None

@@ -151,16 +151,19 @@ def test_consume_queues_hold_the_committed_messages(tmp_path: Path) -> None:
 
 
 def test_a_zeroed_index_is_rebuilt(tmp_path: Path) -> None:
-    """The broker's recover stops at the first index mismatch; the written index matches every entry written."""
+    """The broker's recover rewrites the index from the first mismatch and keeps every entry (dledger-all-0.3.1.2
+    `DLedgerMmapFileStore#recover`, `needWriteIndex`); the written index matches every entry written."""
     paths = group(tmp_path)
     idx = paths[0] / "dledger-n0" / "index" / f"{0:020d}"
     raw = bytearray(idx.read_bytes())
     raw[3 * 32:] = bytes(len(raw) - 3 * 32)
     idx.write_bytes(bytes(raw))
+    log = load_store(paths[0], "n0").dledger
+    assert log is not None and log.last_index == 6, f"n0 keeps entries to {log and log.last_index} (broker: 6)"
     written = {r.name: r for r in repair_stores(replay_dledger([load_store(p, p.name) for p in paths]),
                                                  tmp_path / "out")}
     assert written["n0"].problems == [], f"n0: {written['n0'].problems}"
-    assert written["n0"].own_entries == 3, f"n0 keeps {written['n0'].own_entries} own entries (broker: 3)"
+    assert written["n0"].own_entries == 5, f"n0 keeps {written['n0'].own_entries} own entries (0-4, the common)"
     out = tmp_path / "out" / "n0" / "dledger-n0" / "index" / f"{0:020d}"
     records = [struct.unpack_from(INDEX, out.read_bytes(), i * 32) for i in range(25)]
     assert records == [(1, p, s, i, t) for i, t, p, s in entries_of(paths[2])], "index records differ from data"
