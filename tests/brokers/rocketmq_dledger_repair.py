@@ -53,12 +53,14 @@ def _entries(peer_dir: Path) -> list[tuple[Path, int, int]]:
 
 
 def flip_body(store: Path, index: int) -> None:
-    """Flip the last body byte of entry `index` (inside the message body: its CRC no longer matches)."""
+    """Flip the 11th byte of entry `index`'s message body (its BODYCRC no longer matches: 4.9.7's CRC covers the
+    body only, so the entry's last byte, in the properties, would not do: a first run flipped it and no CRC
+    check saw it). The body starts 88 bytes into the message (MessageDecoder's v4 layout), after the entry's
+    48-byte header."""
     peer = next(store.rglob("dledger-*"))
     f, at, _ = next(e for e in _entries(peer) if e[2] == index)
     raw = bytearray(f.read_bytes())
-    size = struct.unpack_from(">i", raw, at + 4)[0]
-    raw[at + size - 1] ^= 0xFF
+    raw[at + 48 + 88 + 10] ^= 0xFF
     f.write_bytes(bytes(raw))
 
 
