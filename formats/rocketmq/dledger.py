@@ -209,17 +209,18 @@ class Walk:
 def walk_peer(peer: Peer, walk: Walk | None = None) -> Iterator[tuple[Entry, memoryview] | Finding]:
     """Every entry of the data files (with the mapped file it is in) and every defect, in order.
 
-    Continuity is `DLedgerMmapFileStore#recover`'s: each index the previous + 1, terms never decreasing, each entry
-    matching its index record. The recovery scan starts at the third-last data file and stops at its first defect:
-    `walk.recovered_end` is that `processOffset`. A structural defect ends its file's walk; the next file is walked
-    from its start, so every defect is reported."""
+    Continuity is `DLedgerMmapFileStore#recover`'s (dledger-all-0.3.1.2): each index the previous + 1, terms never
+    decreasing. The recovery scan starts at `scan_start` and stops at its first structural or continuity defect:
+    `walk.recovered_end` is that `processOffset`. An entry that differs from its index record is reported but does
+    not stop the scan: `recover` truncates the index there and rewrites it from the data (`needWriteIndex`). A
+    structural defect ends its file's walk; the next file is walked from its start, so every defect is reported."""
     walk = walk if walk is not None else Walk()
     files = peer.data_files
-    scan_from = files[max(0, len(files) - RECOVERY_FILES)][0] if files else 0
-    walk.recovered_end = scan_from
     stopped = False
     prev: Entry | None = None
-    with _IndexReader(peer.index_files) as index:
+    with IndexReader(peer.index_files) as index:
+        scan_from = scan_start(files, index)
+        walk.recovered_end = scan_from
         for start, path in files:
             try:
                 with mapped(path) as buf:
@@ -228,8 +229,9 @@ def walk_peer(peer: Peer, walk: Walk | None = None) -> Iterator[tuple[Entry, mem
                             stopped = stopped or start >= scan_from
                             yield item
                             continue
-                        defects = [*_continuity(item, prev, str(path)), *index.check(item, str(path))]
+                        defects = _continuity(item, prev, str(path))
                         yield from defects
+                        yield from index.check(item, str(path))
                         if start >= scan_from and not stopped:
                             if defects:
                                 stopped = True
@@ -246,6 +248,23 @@ def walk_peer(peer: Peer, walk: Walk | None = None) -> Iterator[tuple[Entry, mem
             except UnreadableInput as err:
                 stopped = True
                 yield from_unreadable(err, str(path))
+
+
+def scan_start(files: list[tuple[int, Path]], index: IndexReader) -> int:
+    """Where `DLedgerMmapFileStore#recover` starts its scan: the third-last data file, stepping back a file while
+    that file's first entry fails the pre-check (a valid header at the file's start that its index record repeats:
+    "Pre check data and index failed"); the first file when none passes (the loop leaves its index at 0)."""
+    if not files:
+        return 0
+    for start, path in reversed(files[:max(1, len(files) - RECOVERY_FILES + 1)]):
+        try:
+            with mapped(path) as buf:
+                entry = read_header(buf, 0, file_start=start)
+        except (FormatError, UnreadableInput):
+            continue
+        if entry is not None and not index.check(entry, str(path)):
+            return start
+    return files[0][0]
 
 
 def _walk_file(buf: memoryview, start: int, path: str, is_last: bool) -> Iterator[Entry | Finding]:
@@ -284,7 +303,7 @@ def _continuity(entry: Entry, prev: Entry | None, path: str) -> list[Finding]:
     return out
 
 
-class _IndexReader:
+class IndexReader:
     """Index records by entry index, read through read-only maps of the `index/` files (opened as needed)."""
 
     def __init__(self, files: list[tuple[int, Path]]) -> None:
@@ -293,7 +312,7 @@ class _IndexReader:
         self._stack = ExitStack()
         self._maps: dict[int, memoryview | None] = {}
 
-    def __enter__(self) -> _IndexReader:
+    def __enter__(self) -> IndexReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -338,7 +357,7 @@ def _file_size(files: list[tuple[int, Path]]) -> int:
 def index_tail(peer: Peer, last_index: int) -> Finding | None:
     """An index record written past the data's last entry (the broker truncates the index to `(last + 1) * 32`
     when it recovers): a sign the data lost entries its index still lists."""
-    with _IndexReader(peer.index_files) as index:
+    with IndexReader(peer.index_files) as index:
         rec = index.record(last_index + 1)
     if rec is None or rec.magic == 0:
         return None
@@ -358,7 +377,7 @@ def encode_entry(*, body: bytes, index: int, term: int, pos: int, magic: int = E
 
 
 def encode_index(entry: Entry) -> bytes:
-    return _INDEX.pack(entry.magic, entry.pos, entry.size, entry.index, entry.term)
+    return encode_index_record(IndexRecord(entry.magic, entry.pos, entry.size, entry.index, entry.term))
 
 
 class DLedgerWriter:
@@ -395,8 +414,7 @@ class DLedgerWriter:
 
     def _close_file(self) -> None:
         left = self.file_size - self._pos % self.file_size
-        self._put(self.data, self.file_size, self._pos, BLANK_MAGIC.to_bytes(4, "big", signed=True)
-                  + left.to_bytes(4, "big", signed=True))
+        self._put(self.data, self.file_size, self._pos, encode_blank(left))
         self._pos += left
 
     @staticmethod
@@ -415,7 +433,90 @@ class DLedgerWriter:
                 atomic_write(root / sub / f"{start:020d}", bytes(buf))
         last = self.entries[-1].index if self.entries else -1
         committed = last if committed_index is None else committed_index
-        atomic_write(root / CHECKPOINT, f"endIndex={last}\ncommittedIndex={committed}\n".encode())
+        write_checkpoint_file(root, last, committed)
         last_term = self.entries[-1].term if self.entries else 0
         atomic_write(root / CURRTERM, f"currTerm={last_term if term is None else term}\n".encode())
         return root
+
+
+def encode_blank(left: int) -> bytes:
+    """The BLANK that closes a data file `left` bytes before its end (`MmapFileList#preAppend`: magic -1, then
+    the blank's size)."""
+    return BLANK_MAGIC.to_bytes(4, "big", signed=True) + left.to_bytes(4, "big", signed=True)
+
+
+def encode_index_record(record: IndexRecord) -> bytes:
+    """`DLedgerEntryCoder#encodeIndex`, from the same `INDEX_RECORD` layout the reader unpacks."""
+    return _INDEX.pack(record.magic, record.pos, record.size, record.index, record.term)
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """One entry to write: `size` bytes of `source` from `position`, landing at data position `pos`."""
+
+    pos: int
+    size: int
+    index: int
+    term: int
+    source: Path
+    position: int
+
+
+def write_data_files(directory: Path, entries: list[Placed], file_size: int) -> list[Path]:
+    """Data files of `file_size` bytes holding `entries` (in pos order) byte-for-byte at their positions, each
+    file but the last closed by a BLANK after its last entry; one file open at a time (memory stays flat)."""
+    from replog.formats.fileio import atomic_file
+    directory.mkdir(parents=True, exist_ok=True)
+    by_file: dict[int, list[Placed]] = {}
+    for e in entries:
+        start = e.pos - e.pos % file_size
+        if e.pos + e.size + MIN_BLANK_LEN > start + file_size:
+            raise ValueError(f"entry {e.index} at {e.pos} crosses the data file end at {start + file_size}")
+        by_file.setdefault(start, []).append(e)
+    written = []
+    starts = sorted(by_file)
+    for start in starts:
+        target = directory / f"{start:020d}"
+        with atomic_file(target) as out:
+            for e in by_file[start]:
+                out.seek(e.pos - start)
+                with mapped(e.source) as buf:
+                    out.write(buf[e.position:e.position + e.size])
+            if start != starts[-1]:
+                end = by_file[start][-1].pos + by_file[start][-1].size - start
+                out.seek(end)
+                out.write(encode_blank(file_size - end))
+            out.truncate(file_size)
+        written.append(target)
+    return written
+
+
+def write_index_files(directory: Path, entries: list[Placed], file_size: int) -> list[Path]:
+    """The `index/` files for `entries` (consecutive indexes): one record at `index * 32` each, zeros elsewhere,
+    as `DLedgerMmapFileStore#appendAsLeader` writes them; one file in memory at a time."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    buf: bytearray | None = None
+    start = -1
+    for e in entries:
+        at = e.index * INDEX_UNIT_SIZE
+        if buf is None or not start <= at < start + file_size:
+            if buf is not None:
+                written.append(_flush_index(directory, start, buf))
+            start, buf = at - at % file_size, bytearray(file_size)
+        buf[at - start:at - start + INDEX_UNIT_SIZE] = encode_index_record(
+            IndexRecord(ENTRY_MAGIC, e.pos, e.size, e.index, e.term))
+    if buf is not None:
+        written.append(_flush_index(directory, start, buf))
+    return written
+
+
+def _flush_index(directory: Path, start: int, buf: bytearray) -> Path:
+    target = directory / f"{start:020d}"
+    atomic_write(target, bytes(buf))
+    return target
+
+
+def write_checkpoint_file(directory: Path, end_index: int, committed_index: int) -> None:
+    """`DLedgerMmapFileStore#persistCheckPoint`'s properties: `endIndex` and `committedIndex`."""
+    atomic_write(directory / CHECKPOINT, f"endIndex={end_index}\ncommittedIndex={committed_index}\n".encode())

@@ -162,7 +162,8 @@ def read_dledger(layout: StoreLayout, tally: Tally | None, to_ref: _ToRef) -> DL
     read = [p for _, p in files] + [p for _, p in peer.index_files]
     read += [p for p in (directory / dl.CHECKPOINT, directory / dl.CURRTERM) if p.is_file()]
     walk_end = max([files[0][0] if files else 0] + [e.end for e in pending])
-    scan_start = files[max(0, len(files) - dl.RECOVERY_FILES)][0] if files else 0
+    with dl.IndexReader(peer.index_files) as index:
+        scan_start = dl.scan_start(files, index)
     return DLedgerRead(log, files, file_size, messages, beyond, findings, walk.recovered_end, scan_start, walk_end,
                        read)
 

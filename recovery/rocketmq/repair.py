@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replog.formats.errors import ReplogError
 from replog.formats.fileio import mapped
 from replog.formats.findings import Severity
 from replog.recovery.outputs import claimed_output, mark_complete
@@ -93,10 +92,10 @@ def _write_one(root: Path, r: ReplicaOutcome, master: StoreModel) -> tuple[Path,
 
 def repair_stores(result: HAReplayResult, out: str | os.PathLike[str], *, force: bool = False) -> list[RepairedStore]:
     """Write every store of the replay under `out/NAME/` and prove the result."""
-    if result.protocol == DLEDGER:
-        raise ReplogError("repair writes commit logs, not DLedger logs: replay shows what each DLedger peer keeps; "
-                          "the group's own followers repair themselves from the leader when they restart")
     with claimed_output(out, [r.model.path for r in result.replicas], force) as root:
+        if result.protocol == DLEDGER:
+            from replog.recovery.rocketmq.dledger_repair import repair_group
+            return list(repair_group(result, root))
         return _write_and_prove(result, root)
 
 

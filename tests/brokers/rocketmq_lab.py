@@ -328,7 +328,12 @@ class RmqCluster:
         last: list[Inspection] = []
 
         def done() -> bool:
-            last[:] = [self.inspect(broker, {})]
+            try:
+                last[:] = [self.inspect(broker, {})]
+            except AssertionError as err:   # just started: its store stats have no sample yet, and the broker's
+                if "NoSuchElementException" in str(err):   # runtime info fails (LinkedList.getLast): not ready
+                    return False
+                raise
             return last[0].stats.get("dispatchBehindBytes") == "0"
         wait_until(done, timeout, f"{broker} still has commit-log bytes to dispatch", every=1.0)
         return last[0]

@@ -109,15 +109,6 @@ def test_classic_refuses_dledger_stores(tmp_path: Path) -> None:
         replay_stores(stores, None, "classic")
 
 
-def test_repair_refuses_a_dledger_replay(tmp_path: Path) -> None:
-    from replog.recovery.rocketmq.repair import repair_stores
-
-    result = replay_dledger([load_store(p, p.name) for p in group(tmp_path)])
-    with pytest.raises(ReplogError, match="not DLedger logs"):
-        repair_stores(result, tmp_path / "out")
-    assert not (tmp_path / "out").exists(), "repair wrote something before refusing"
-
-
 def test_cli_ls_and_replay_name_the_dledger_store(tmp_path: Path) -> None:
     import json
 
