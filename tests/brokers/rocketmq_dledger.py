@@ -23,6 +23,7 @@ TOPIC = "LabTopic"
 QUEUES = 2
 BODY = 200
 _TRUNCATE = re.compile(r"\[HandleDoTruncate\] truncateIndex=(\d+) pos=(\d+)")
+_DIRTY = re.compile(r"dledger maxPhyOffsetOfConsumeQueue\(\d+\) >= processOffset\((\d+)\), truncate dirty")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class DLedgerOutcome:
     failed: list[int]                       # sequence numbers whose send failed (the leader lost its quorum)
     held: dict[int, tuple[int, int, str]]   # the returning broker's message at each offset its CQs serve:
     #                                         offset -> (queue id, queue offset, keys), by `viewMessage`
+    process_offset: int | None = None       # 5.2+: the returning peer's abnormal recovery end, from its log line
+    #                                         (DLedgerCommitLog#dledgerRecoverAbnormally `truncate dirty logic files`)
 
 
 def send(c: RmqCluster, first: int, count: int, attempts: int) -> tuple[list[int], list[int]]:
@@ -132,11 +135,12 @@ def _rejoin(c: RmqCluster, root: Path, returning: str, old_leader: str, sent: li
     held = held_messages(c, returning, inspections[returning])
     log = c.brokers[returning].output_since_start()
     truncations = [(int(i), int(p)) for i, p in _TRUNCATE.findall(log)]
+    dirty = _DIRTY.findall(log)
     for name in reversed(names):
         c.stop(name)
     return DLedgerOutcome(copies, {n: c.store(n) for n in names}, returning, old_leader, leader, term,
                           {n: i.max_offset for n, i in inspections.items()}, inspections, truncations, sent, failed,
-                          held)
+                          held, int(dirty[-1]) if dirty else None)
 
 
 def held_messages(c: RmqCluster, name: str, inspection: Inspection) -> dict[int, tuple[int, int, str]]:

@@ -64,6 +64,7 @@ def check_lost(outcome: DLedgerOutcome, replica: dict[str, Any]) -> None:
     served = {(TOPIC, q): {i: (off, size) for i, off, size, _ in units}
               for (_, q), units in outcome.inspections[outcome.returning].units.items()}
     lost = {(m["queue_id"], m["queue_offset"], m["physical_offset"]) for m in replica["lost"]["messages"]}
+    unindexed_from = unindexed_offset(replica)
     copy = load_store(outcome.copies[outcome.returning])
     for m in copy.messages:
         unit = served.get((m.topic, m.queue_id), {}).get(m.queue_offset)
@@ -71,11 +72,21 @@ def check_lost(outcome: DLedgerOutcome, replica: dict[str, Any]) -> None:
         same = held is not None and held[:2] == (m.queue_id, m.queue_offset) and held[2] in m.user_keys()
         kept_by_broker = unit == (m.physical_offset, m.size) and same
         said_lost = (m.queue_id, m.queue_offset, m.physical_offset) in lost
-        assert kept_by_broker != said_lost, (
+        said_unindexed = not said_lost and m.physical_offset >= unindexed_from
+        assert kept_by_broker != (said_lost or said_unindexed), (
             f"{m.topic}/{m.queue_id}@{m.queue_offset} (offset {m.physical_offset}): replog says "
-            f"{'lost' if said_lost else 'kept'}, the broker {'serves' if kept_by_broker else 'does not serve'} it")
+            f"{'lost' if said_lost else 'unindexed' if said_unindexed else 'kept'}, the broker "
+            f"{'serves' if kept_by_broker else 'does not serve'} it")
     keys = {int(k[1:]) for m in replica["lost"]["messages"] for k in m["keys"] if k[:1] == "k" and k[1:].isdigit()}
     assert keys <= set(outcome.failed), f"replog loses acknowledged sends {sorted(keys - set(outcome.failed))}"
+
+
+def unindexed_offset(replica: dict[str, Any]) -> float:
+    """Where replog says the peer's restart stops indexing its own messages (ROCKETMQ_DLEDGER_RESTART_UNINDEXED,
+    5.2.0+); infinity when it does not say so."""
+    cuts = [f["details"]["process_offset"] for f in replica.get("findings", [])
+            if f["code"] == "ROCKETMQ_DLEDGER_RESTART_UNINDEXED"]
+    return float(min(cuts)) if cuts else float("inf")
 
 
 def check_stores(outcome: DLedgerOutcome) -> None:
