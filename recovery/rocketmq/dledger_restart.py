@@ -6,6 +6,7 @@ tagged rocketmq-all-5.2.0, unchanged at 5.3.3 and on develop): with an `abort` f
 and ends the walk at `processOffset = fileFromOffset + Σ dispatchRequest.getMsgSize()` of the last file walked. The
 sum counts each message's own size, not the entry's (`getBufferSize()`: size + DLedgerEntry.BODY_OFFSET, 48), so
 `processOffset` falls 48 bytes short per entry of that file. It then calls `truncateDirtyLogicFiles(processOffset)`
+only when the consume queues' maximum physical offset read before the walk reaches it
 (`ConsumeQueue#truncateDirtyLogicFiles`: drops every unit whose physical offset is at or past it), and the reput
 restarts at the log's end (`DefaultMessageStore#start`: `setReputFromOffset(commitLog.getConfirmOffset())`, which
 `DLedgerCommitLog#getConfirmOffset` makes `getMaxOffset()`). The messages at or past `processOffset` stay in the
@@ -34,6 +35,14 @@ def process_offset(store: StoreModel) -> int | None:
     return last_start + sum(e.size - dl.BODY_OFFSET for e in in_last)
 
 
+def queue_max(store: StoreModel) -> int:
+    """`maxPhyOffsetOfConsumeQueue` as the broker reads it before the walk (`ConsumeQueueStore#
+    getMaxPhyOffsetInConsumeQueue`: the greatest offset + size of a queue's last unit): the truncation only runs
+    when it reaches `processOffset`, so a peer whose queues stop short of it (an uncommitted tail, never
+    dispatched) keeps every unit."""
+    return max((q.max_physic_offset for q in store.queues.values()), default=0)
+
+
 def unindexed_on_restart(store: StoreModel) -> tuple[int, list[MessageRef]] | None:
     """(processOffset, the messages the peer's consume queues drop) when this peer restarts from its store after
     an abnormal stop on a 5.2.0+ broker; None when its restart keeps every unit."""
@@ -41,7 +50,7 @@ def unindexed_on_restart(store: StoreModel) -> tuple[int, list[MessageRef]] | No
     if store.dledger is None or not store.abort.present or (version is not None and version_tuple(version) < SINCE):
         return None
     cut = process_offset(store)
-    if cut is None:
+    if cut is None or queue_max(store) < cut:
         return None
     dropped = [m for m in store.messages if m.physical_offset >= cut]
     return (cut, dropped) if dropped else None

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.brokers.rocketmq_dledger import DLedgerOutcome, leader_crash, uncommitted_tail
+from tests.brokers.rocketmq_lab5 import fresh_controller
+from tests.brokers.rocketmq_repair_scenarios import VERSION_5, unclean_with_offsets
 from tests.brokers.test_rocketmq_dledger import check_replay, check_stores, replog_json, unindexed_offset
+from tests.brokers.test_rocketmq_repair import check_served
 
 pytestmark = [pytest.mark.brokers, pytest.mark.brokers_full]
 V5 = "5.3.3"
@@ -29,19 +32,34 @@ def test_dledger_5x_matches_brokers(tmp_path: Path, label: str) -> None:
     assert outcome.leader != outcome.old_leader, f"no new leader: {outcome.leader} led before and after"
     if label.endswith("uncommitted-tail"):
         assert outcome.truncations, f"premise: {outcome.returning} kept a tail its leader must truncate (no line)"
-    check_restart_gap(outcome)
+    gap = check_restart_gap(outcome)
     check_replay(outcome)
-    check_stores(outcome)
+    check_stores(outcome, {outcome.returning: gap})
 
 
-def check_restart_gap(outcome: DLedgerOutcome) -> None:
-    """Premise of the 5.x split: the returning peer restarted after kill -9 (its copy has `abort`), and replog
-    names where its 5.3.3 recovery stops indexing (DLedgerCommitLog#dledgerRecoverAbnormally) - the broker logs the
-    same `processOffset` in its `truncate dirty logic files` line."""
+def check_restart_gap(outcome: DLedgerOutcome) -> int:
+    """The returning peer restarted after kill -9 (its copy has `abort`): where replog says its 5.3.3 recovery stops
+    indexing (DLedgerCommitLog#dledgerRecoverAbnormally) must be the `processOffset` of the broker's `truncate dirty
+    logic files` line, and no line means replog names no gap. Returns how many messages replog says it unindexes."""
     assert (outcome.copies[outcome.returning] / "abort").is_file(), f"premise: {outcome.returning} stopped cleanly"
     result = replog_json("replay", *[f"{n}={p}" for n, p in outcome.copies.items()], "--broker-version", V5)
     replica = next(r for r in result["replicas"] if r["name"] == outcome.returning)
     said = unindexed_offset(replica)
-    assert said != float("inf"), f"replog names no unindexed tail for {outcome.returning}"
-    assert int(said) == outcome.process_offset, (
-        f"{outcome.returning} recovery end: replog {int(said)}, broker's truncate-dirty line {outcome.process_offset}")
+    broker = float("inf") if outcome.process_offset is None else float(outcome.process_offset)
+    assert said == broker, (
+        f"{outcome.returning} unindexed from: replog {said}, broker's truncate-dirty line {outcome.process_offset}")
+    return sum(f["details"]["unindexed"] for f in replica.get("findings", [])
+               if f["code"] == "ROCKETMQ_DLEDGER_RESTART_UNINDEXED")
+
+
+def test_repaired_group_under_a_fresh_controller(tmp_path: Path) -> None:
+    """The controller-mode repair of test_rocketmq_repair (unclean election, `repair --protocol autoswitch`) started
+    under a NEW controller: the group must elect a master that serves what replog keeps (RmqDump, admin API)."""
+    u = unclean_with_offsets(tmp_path / "unclean")
+    result = replog_json("repair", *[f"{n}={p}" for n, p in u.decision.copies.items()], "--protocol", "autoswitch",
+                         "--broker-version", VERSION_5, "--out", str(tmp_path / "repaired"))
+    stores = {r["name"]: Path(r["path"]) for r in result["repaired"]}
+    fresh = fresh_controller(stores, result["leader"], tmp_path / "fresh")
+    assert fresh.master is not None, (
+        f"no master under a fresh controller (SyncStateSet master {fresh.master_addr!r}); brokers: {fresh.logs}")
+    check_served(u.decision.seqs, result, fresh.messages, fresh.master)

@@ -2,6 +2,7 @@
 ends 48 bytes short per entry of the last data file and the peer's consume queues drop the messages from there."""
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 from replog.formats.rocketmq import dledger as dl
@@ -14,11 +15,21 @@ from tests.recovery.rocketmq.test_dledger_replay import store
 ENTRIES = 40          # several 4 KiB data files (test_dledger_replay.FILE)
 
 
-def peer(tmp_path: Path, name: str, version: str | None, crashed: bool = True) -> StoreModel:
+def peer(tmp_path: Path, name: str, version: str | None, crashed: bool = True, indexed: int = ENTRIES) -> StoreModel:
+    """A peer of ENTRIES entries whose consume queue T/0 indexes the first `indexed` (what the reput dispatched)."""
     path = store(tmp_path, name, [(i, 1) for i in range(ENTRIES)], committed=ENTRIES - 1)
     if crashed:
         (path / "abort").write_bytes(b"")
-    return load_store(path, name, rule=rule_for(version) if version is not None else rule_for(None))
+    write_queue(path, load_store(path, name), indexed)
+    return load_store(path, name, rule=rule_for(version))
+
+
+def write_queue(path: Path, model: StoreModel, indexed: int) -> None:
+    """consumequeue/T/0: a 20-byte unit (offset, size, tags code) per message, as the reput writes them."""
+    units = b"".join(struct.pack(">qiq", m.physical_offset, m.size, 0) for m in model.messages[:indexed])
+    queue = path / "consumequeue" / "T" / "0"
+    queue.mkdir(parents=True)
+    (queue / "00000000000000000000").write_bytes(units.ljust(20 * ENTRIES, b"\0"))
 
 
 def test_recovery_end_counts_message_sizes_of_the_last_file(tmp_path: Path) -> None:
@@ -43,6 +54,15 @@ def test_no_gap_on_4x_nor_after_a_clean_stop(tmp_path: Path) -> None:
     assert unindexed_on_restart(peer(tmp_path / "c", "n0", "5.3.3", crashed=False)) is None, \
         "a clean stop (no abort) recovers normally: no gap"
     assert unindexed_on_restart(peer(tmp_path / "d", "n0", None)) is not None, "the newest rule (develop) has it"
+
+
+def test_no_gap_when_the_queues_stop_short_of_the_recovery_end(tmp_path: Path) -> None:
+    """An uncommitted tail was never dispatched: the queues end before processOffset, the broker truncates none
+    (`if (maxPhyOffsetOfConsumeQueue >= processOffset)`)."""
+    short = peer(tmp_path / "a", "n0", "5.3.3", indexed=ENTRIES - 8)
+    assert unindexed_on_restart(short) is None, "queues short of processOffset: no unit dropped"
+    full = peer(tmp_path / "b", "n0", "5.3.3")
+    assert unindexed_on_restart(full) is not None, "queues past processOffset: the tail is dropped"
 
 
 def test_replay_reports_each_crashed_peer(tmp_path: Path) -> None:
