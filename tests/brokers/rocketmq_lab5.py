@@ -23,9 +23,9 @@ from tests.brokers.rocketmq_repair_scenarios import VERSION_5
 from tests.brokers.rocketmq_scenarios import QUEUES, TOPIC, sync_state
 
 SETTLE = 90.0          # seconds each broker gets to register and be elected (heartbeats every 1 s in the lab)
-_REGISTER = re.compile(r"(Register state change to[^\n]*|[Ff]ail(?:ed)? to register[^\n]*|"
-                       r"apply broker id[^\n]*|[^\n]*(?:changeToMaster|changeToSlave|Change to master|"
-                       r"Change to slave)[^\n]*)")
+_REGISTER = re.compile(r"(Confirm now register state: \w+|Register state change to[^\n]*|"
+                       r"Broker-set: \S+ hasn't been registered in controller|[^\n]*[Cc]hange to (?:master|slave)"
+                       r"[^\n]*)")
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class FreshOutcome:
     addresses: dict[str, str]                      # broker -> its address
     master: Inspection | None                      # what the master serves (admin API), when one is elected
     messages: list[tuple[int, int, int, int]]      # (queue, queue offset, commit-log offset, seq): RmqDump
-    logs: dict[str, list[str]]                     # each broker's register / role lines
+    logs: dict[str, list[str]]                     # each broker's register / role lines (distinct, in order)
 
 
 def fresh_controller(stores: dict[str, Path], first: str, root: Path) -> FreshOutcome:
@@ -54,7 +54,7 @@ def fresh_controller(stores: dict[str, Path], first: str, root: Path) -> FreshOu
         master = next((n for n, a in addresses.items() if a == addr), None)
         inspection = c.inspect(master, {TOPIC: QUEUES}) if master else None
         out = c.java_source("RmqDump.java", c.namesrv_addr, GROUP, f"{TOPIC}:{QUEUES}") if master else ""
-        logs = {n: _REGISTER.findall(c.brokers[n].output_since_start()) for n in stores}
+        logs = {n: list(dict.fromkeys(_REGISTER.findall(c.brokers[n].output_since_start()))) for n in stores}
     messages = [(int(q), int(qo), int(off), int(seq)) for q, qo, off, seq in
                 re.findall(r"^MSG \S+ (\d+) (\d+) (\d+) (-?\d+)$", out, re.M)]
     return FreshOutcome(addr, members, addresses, inspection, messages, logs)
