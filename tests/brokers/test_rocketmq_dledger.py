@@ -101,8 +101,14 @@ def check_stores(outcome: DLedgerOutcome, unindexed: dict[str, int] | None = Non
         assert ls["messages"] == served + gap, (
             f"{name}: ls counts {ls['messages']} messages, the broker serves {served}, replog said {gap} unindexed")
         doctor = replog_json("doctor", str(store))
-        bad = [f for f in doctor["findings"] if f["severity"] != "info"]
+        # an unindexed tail: the broker itself writes the next units at the dropped slots ("[BUG]logic queue order
+        # maybe wrong"), which doctor must see as the units' mismatch with their messages' queue offsets
+        allowed = {"ROCKETMQ_CQ_ENTRY_MISMATCH"} if gap else set()
+        bad = [f for f in doctor["findings"] if f["severity"] != "info" and f["code"] not in allowed]
         assert not bad, f"{name}: doctor on the store a broker wrote and stopped cleanly: {bad[:3]}"
+        if gap:
+            assert any(f["code"] in allowed and f["severity"] == "error" for f in doctor["findings"]), (
+                f"{name}: the broker misaligned its queues after the unindexed tail, doctor finds no mismatch")
 
 
 @pytest.mark.parametrize("label", cases("4.9.7-dledger-leader-crash"))
