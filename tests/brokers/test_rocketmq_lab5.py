@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from replog.recovery.rocketmq.store_model import load_store
 from tests.brokers.rocketmq_dledger import DLedgerOutcome, leader_crash, uncommitted_tail
 from tests.brokers.rocketmq_lab5 import fresh_controller
 from tests.brokers.rocketmq_repair_scenarios import VERSION_5, unclean_with_offsets
@@ -33,8 +34,21 @@ def test_dledger_5x_matches_brokers(tmp_path: Path, label: str) -> None:
     if label.endswith("uncommitted-tail"):
         assert outcome.truncations, f"premise: {outcome.returning} kept a tail its leader must truncate (no line)"
     gap = check_restart_gap(outcome)
+    unindexed = broker_unindexed(outcome)
+    assert unindexed.get(outcome.returning, 0) == gap, (
+        f"{outcome.returning}: replog unindexes {gap} messages, the broker's restart {unindexed}")
     check_replay(outcome)
-    check_stores(outcome, {outcome.returning: gap})
+    check_stores(outcome, unindexed)
+
+
+def broker_unindexed(outcome: DLedgerOutcome) -> dict[str, int]:
+    """Per broker whose last start truncated its queues, the messages between that `processOffset` and its data
+    end (both from its own log lines): what it keeps in its log but no longer indexes."""
+    out = {}
+    for name, (cut, end) in outcome.dirty.items():
+        live = load_store(outcome.stores[name])
+        out[name] = sum(1 for m in live.messages if cut <= m.physical_offset and m.end <= end)
+    return out
 
 
 def check_restart_gap(outcome: DLedgerOutcome) -> int:
