@@ -21,7 +21,7 @@ from replog.formats.rocketmq import dledger as dl
 from replog.recovery.rocketmq.recovery_rule import version_tuple
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
 
-SINCE = (5, 2, 0)      # rocketmq-all-5.2.0: the first tag holding #7599 (the newest rule by default)
+SINCE = (5, 2, 0)      # rocketmq-all-5.2.0: the first tag holding #7599 (no version given: a 5.x abort file)
 
 
 def process_offset(store: StoreModel) -> int | None:
@@ -43,11 +43,19 @@ def queue_max(store: StoreModel) -> int:
     return max((q.max_physic_offset for q in store.queues.values()), default=0)
 
 
+def _since_5_2(store: StoreModel) -> bool:
+    """The broker version given, else the store's own word: a 5.x broker writes its PID into `abort`
+    (`DefaultMessageStore#createTempFile`), 4.x leaves it empty, and no 4.x has the rule."""
+    version = store.rule.version
+    if version is not None:
+        return version_tuple(version) >= SINCE
+    return store.abort.pid is not None
+
+
 def unindexed_on_restart(store: StoreModel) -> tuple[int, list[MessageRef]] | None:
     """(processOffset, the messages the peer's consume queues drop) when this peer restarts from its store after
     an abnormal stop on a 5.2.0+ broker; None when its restart keeps every unit."""
-    version = store.rule.version
-    if store.dledger is None or not store.abort.present or (version is not None and version_tuple(version) < SINCE):
+    if store.dledger is None or not store.abort.present or not _since_5_2(store):
         return None
     cut = process_offset(store)
     if cut is None or queue_max(store) < cut:
@@ -62,7 +70,7 @@ def restart_findings(store: StoreModel) -> list[Finding]:
     if gap is None:
         return []
     cut, dropped = gap
-    version = store.rule.version or "5.2.0+ (the newest rule by default)"
+    version = store.rule.version or "5.x"
     return [finding("ROCKETMQ_DLEDGER_RESTART_UNINDEXED", store.path, offset=cut,
                     message=f"{store.name} restarts after an abnormal stop: a {version} broker's DLedger recovery "
                             f"ends at {cut} (48 bytes short per entry of the last data file) and drops its consume-"

@@ -15,11 +15,13 @@ from tests.recovery.rocketmq.test_dledger_replay import store
 ENTRIES = 40          # several 4 KiB data files (test_dledger_replay.FILE)
 
 
-def peer(tmp_path: Path, name: str, version: str | None, crashed: bool = True, indexed: int = ENTRIES) -> StoreModel:
-    """A peer of ENTRIES entries whose consume queue T/0 indexes the first `indexed` (what the reput dispatched)."""
+def peer(tmp_path: Path, name: str, version: str | None, crashed: bool = True, indexed: int = ENTRIES,
+         abort: bytes = b"4590") -> StoreModel:
+    """A peer of ENTRIES entries whose consume queue T/0 indexes the first `indexed` (what the reput dispatched);
+    `abort` as a 5.x broker writes it (its PID; 4.x: empty)."""
     path = store(tmp_path, name, [(i, 1) for i in range(ENTRIES)], committed=ENTRIES - 1)
     if crashed:
-        (path / "abort").write_bytes(b"")
+        (path / "abort").write_bytes(abort)
     write_queue(path, load_store(path, name), indexed)
     return load_store(path, name, rule=rule_for(version))
 
@@ -53,7 +55,9 @@ def test_no_gap_on_4x_nor_after_a_clean_stop(tmp_path: Path) -> None:
     assert unindexed_on_restart(peer(tmp_path / "b", "n0", "5.1.4")) is None, "5.1.4 predates #7599"
     assert unindexed_on_restart(peer(tmp_path / "c", "n0", "5.3.3", crashed=False)) is None, \
         "a clean stop (no abort) recovers normally: no gap"
-    assert unindexed_on_restart(peer(tmp_path / "d", "n0", None)) is not None, "the newest rule (develop) has it"
+    assert unindexed_on_restart(peer(tmp_path / "d", "n0", None)) is not None, "a 5.x abort (a PID): the rule"
+    assert unindexed_on_restart(peer(tmp_path / "e", "n0", None, abort=b"")) is None, \
+        "no version and a 4.x abort (empty): a 4.x store, no gap"
 
 
 def test_no_gap_when_the_queues_stop_short_of_the_recovery_end(tmp_path: Path) -> None:
