@@ -157,6 +157,10 @@ CODES: dict[str, Code] = {
     "ROCKETMQ_DLEDGER_CONTINUITY": Code(E, "DLedger entries break the Raft log's order: an index not the previous "
                                            "one + 1, a term below the previous entry's, or a committed index past "
                                            "the last entry kept"),
+    "ROCKETMQ_DLEDGER_RESTART_UNINDEXED": Code(W, "a DLedger peer restarting after an abnormal stop on a 5.2.0+ "
+                                                  "broker drops the consume-queue units of its last data file's "
+                                                  "tail (dledgerRecoverAbnormally): those messages stay in the log "
+                                                  "but this peer no longer indexes them"),
     "ROCKETMQ_DLEDGER_INDEX_MISMATCH": Code(E, "a DLedger index record disagrees with the data entry of its index "
                                                "(magic, pos, size, index, term), is missing, or outlives the data"),
     "ROCKETMQ_TIMER_LOG_INVALID": Code(E, "timer-log unit malformed or not pointing at its timer message"),

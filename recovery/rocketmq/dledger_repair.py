@@ -176,8 +176,9 @@ def verify_peer(dest: Path, r: ReplicaOutcome, plan: _Plan, committed: int,
                                                                                         strict=False))
     counts = {s.value: sum(1 for f in findings if f.severity is s) for s in Severity}
     return RepairedPeer(r.model.name, str(dest), r.role, written.min_offset, written.max_offset, identical, problems,
-                        counts, _log(r.model).peer, want[0].index if want else -1, want[-1].index if want else -1,
-                        committed, plan.own, len(want) - plan.own, plan.cut)
+                        counts, peer=_log(r.model).peer, first_index=want[0].index if want else -1,
+                        last_index=want[-1].index if want else -1, committed_index=committed, own_entries=plan.own,
+                        fetched_entries=len(want) - plan.own, cut=plan.cut)
 
 
 def repair_group(result: HAReplayResult, root: Path) -> list[RepairedPeer]:

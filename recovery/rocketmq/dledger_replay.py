@@ -18,6 +18,7 @@ The rules are dledger 0.3.x's (openmessaging/dledger, tag dledger-all-0.3.1.2):
   is the follower's end (then it only appends). The follower truncates after that entry
   (`DLedgerMmapFileStore#truncate`: to its pos + size) and appends the leader's entries after it: its entries
   past the truncate index are lost, whatever its checkpoint counted as committed.
+- A peer restarting after an abnormal stop on 5.2.0+ unindexes its last data file's tail (`dledger_restart`).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 
 from replog.formats.errors import ReplogError
 from replog.recovery.rocketmq.dledger_log import DLedgerLog, EntryRef
+from replog.recovery.rocketmq.dledger_restart import restart_findings
 from replog.recovery.rocketmq.ha_result import HAReplayResult, Plan, ReplicaOutcome
 from replog.recovery.rocketmq.store_model import StoreModel
 from replog.recovery.transcript import Transcript
@@ -142,5 +144,6 @@ def replay_dledger(stores: Sequence[StoreModel], leader: str | None = None) -> H
             _after(r, master)
         else:
             r = replay_follower(master, s, events)
+        r.findings += restart_findings(s)     # each peer restarts from its store (5.2.0+: dledger_restart)
         results.append(r)
     return HAReplayResult(DLEDGER, master.name, why, results, events)

@@ -16,6 +16,7 @@ from typing import Any
 
 from replog.formats.fileio import mapped
 from replog.formats.findings import Severity
+from replog.formats.rocketmq.broker_identity import IDENTITY_FILE
 from replog.recovery.outputs import claimed_output, mark_complete
 from replog.recovery.rocketmq.dledger_replay import DLEDGER
 from replog.recovery.rocketmq.doctor import diagnose_store
@@ -36,9 +37,24 @@ class RepairedStore:
     identical_to_master: bool
     problems: list[str] = field(default_factory=list)
     findings: dict[str, int] = field(default_factory=dict)
+    assumes: list[str] = field(default_factory=list)    # what the output needs beside itself to serve as written
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def controller_assumption(dest: Path) -> list[str]:
+    """A controller-mode output keeps `brokerIdentity` (the broker id the old controller granted): it comes up only
+    under that controller's store. A fresh controller knows no broker set, so `ReplicasInfoManager#registerBroker`
+    answers "Broker-set: <name> hasn't been registered in controller" (CONTROLLER_BROKER_NEED_TO_BE_REGISTERED) to a
+    broker whose `ReplicasManager#register` starts past CREATE_METADATA_FILE_DONE, forever: no master is elected
+    (seen in the lab, 5.3.3: tests/brokers/test_rocketmq_lab5.py). Without the file the broker applies for an id
+    again (`getNextBrokerId`, `applyBrokerId`)."""
+    if not (dest / IDENTITY_FILE).is_file():
+        return []
+    return [(f"controller: the controller's store as copied with this group (its broker-set and broker ids); under a "
+            f"new controller the broker cannot register with {IDENTITY_FILE} kept (ReplicasInfoManager#registerBroker:"
+            f" broker-set not registered): remove the output's {IDENTITY_FILE} so it applies for a new broker id")]
 
 
 def master_pieces(master: StoreModel, start: int, end: int) -> list[Piece]:
@@ -116,6 +132,7 @@ def _write_and_prove(result: HAReplayResult, root: Path) -> list[RepairedStore]:
             problems.append(f"log ends at {written.max_offset}, expected {plan.end}")
         counts = {s.value: sum(1 for f in findings if f.severity is s) for s in Severity}
         report.append(RepairedStore(r.model.name, str(dest), r.role, written.min_offset, written.max_offset,
-                                    same and written.max_offset == master.max_offset, problems, counts))
+                                    same and written.max_offset == master.max_offset, problems, counts,
+                                    controller_assumption(dest)))
     mark_complete(root, f"replog repair: {len(report)} RocketMQ stores")
     return report

@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.brokers.kafka_lab import wait_until
@@ -23,6 +23,8 @@ TOPIC = "LabTopic"
 QUEUES = 2
 BODY = 200
 _TRUNCATE = re.compile(r"\[HandleDoTruncate\] truncateIndex=(\d+) pos=(\d+)")
+_DIRTY = re.compile(r"dledger maxPhyOffsetOfConsumeQueue\(\d+\) >= processOffset\((\d+)\), truncate dirty")
+_DATA_END = re.compile(r"Recover data to the end entryIndex=-?\d+ processOffset=(\d+)")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,10 @@ class DLedgerOutcome:
     failed: list[int]                       # sequence numbers whose send failed (the leader lost its quorum)
     held: dict[int, tuple[int, int, str]]   # the returning broker's message at each offset its CQs serve:
     #                                         offset -> (queue id, queue offset, keys), by `viewMessage`
+    process_offset: int | None = None       # 5.2+: the returning peer's abnormal recovery end, from its log line
+    #                                         (DLedgerCommitLog#dledgerRecoverAbnormally `truncate dirty logic files`)
+    dirty: dict[str, tuple[int, int]] = field(default_factory=dict)   # 5.2+: per broker whose last start truncated
+    #                                         its queues: (that processOffset, its data end: DLedgerMmapFileStore)
 
 
 def send(c: RmqCluster, first: int, count: int, attempts: int) -> tuple[list[int], list[int]]:
@@ -137,11 +143,17 @@ def _rejoin(c: RmqCluster, root: Path, returning: str, old_leader: str, sent: li
     held = held_messages(c, returning, inspections[returning])
     log = c.brokers[returning].output_since_start()
     truncations = [(int(i), int(p)) for i, p in _TRUNCATE.findall(log)]
+    dirty = {}
+    for name in names:
+        out = c.brokers[name].output_since_start()
+        cut, end = _DIRTY.findall(out), _DATA_END.findall(out)
+        if cut and end:
+            dirty[name] = (int(cut[-1]), int(end[-1]))
     for name in reversed(names):
         c.stop(name)
     return DLedgerOutcome(copies, {n: c.store(n) for n in names}, returning, old_leader, leader, term,
                           {n: i.max_offset for n, i in inspections.items()}, inspections, truncations, sent, failed,
-                          held)
+                          held, dirty[returning][0] if returning in dirty else None, dirty)
 
 
 def held_messages(c: RmqCluster, name: str, inspection: Inspection) -> dict[int, tuple[int, int, str]]:
