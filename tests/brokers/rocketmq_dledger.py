@@ -96,12 +96,10 @@ def _caught_up(c: RmqCluster, names: list[str], timeout: float = 120) -> dict[st
 
     def same() -> bool:
         for name in names:
-            try:
-                last[name] = c.inspect(name, {TOPIC: QUEUES})
-            except AssertionError as err:   # just booted: StoreStatsService#getPutTps on its still empty sample
-                if "NoSuchElementException" not in str(err):   # list (LinkedList.getLast) fails the stats call
-                    raise
+            seen = c.inspect_when_ready(name, {TOPIC: QUEUES})
+            if seen is None:
                 return False
+            last[name] = seen
         return len({i.max_offset for i in last.values()}) == 1
     wait_until(same, timeout, f"{names} never served the same commit-log end", every=2.0)
     return dict(last)

@@ -323,18 +323,24 @@ class RmqCluster:
         assert "commitLogMaxOffset" in stats, f"no broker runtime stats from {broker}:\n{out[-2000:]}"
         return Inspection(stats, ranges, units, out)
 
+    def inspect_when_ready(self, broker: str, queues: dict[str, int]) -> Inspection | None:
+        """`inspect`, or None while the broker just started cannot report yet: its store stats have no sample, so
+        its runtime info fails (`StoreStatsService#getPutTps` on an empty list: NoSuchElementException)."""
+        try:
+            return self.inspect(broker, queues)
+        except AssertionError as err:
+            if "NoSuchElementException" in str(err):
+                return None
+            raise
+
     def wait_dispatched(self, broker: str, timeout: float = 60) -> Inspection:
         """The broker's stats once its reput service has dispatched everything (`dispatchBehindBytes` 0)."""
         last: list[Inspection] = []
 
         def done() -> bool:
-            try:
-                last[:] = [self.inspect(broker, {})]
-            except AssertionError as err:   # just started: its store stats have no sample yet, and the broker's
-                if "NoSuchElementException" in str(err):   # runtime info fails (LinkedList.getLast): not ready
-                    return False
-                raise
-            return last[0].stats.get("dispatchBehindBytes") == "0"
+            seen = self.inspect_when_ready(broker, {})
+            last[:] = [] if seen is None else [seen]
+            return seen is not None and seen.stats.get("dispatchBehindBytes") == "0"
         wait_until(done, timeout, f"{broker} still has commit-log bytes to dispatch", every=1.0)
         return last[0]
 
