@@ -33,7 +33,7 @@ from tests.brokers.rocketmq_pop_bcq import (
     create_batch_topic,
     send_batches,
 )
-from tests.brokers.rocketmq_rocksdb import CONSUMED, CONSUMER, QUEUES, ROCKSDB, TOPIC, VERSION, progress
+from tests.brokers.rocketmq_rocksdb import CONSUMED, CONSUMER, QUEUES, ROCKSDB, TOPIC, VERSION, start_rocks_broker
 from tests.brokers.rocketmq_scenarios import last_file_with_messages, messages_in
 
 MESSAGES = 40
@@ -91,15 +91,7 @@ def serve(store: Path, root: Path) -> Served:
     """See the module docstring: a broker started on a copy of `store` reports its units and the group's offsets."""
     if root.exists():
         shutil.rmtree(root)
-    with running_rocketmq(RmqSpec(VERSION, broker_config=ROCKSDB), root, start=False) as c:
-        c.start_namesrv()
-        c.use_store("n0", store)
-        c.start_broker("n0")
-        c.wait_dispatched("n0")
-        inspection = c.inspect("n0", {TOPIC: QUEUES})
-        prog = progress(c.java_source("RmqCommit.java", "progress", c.namesrv_addr, CONSUMER))
-        log = c.brokers["n0"].out.read_text(errors="replace")
-    return Served(inspection, prog, log)
+    return Served(*start_rocks_broker(store, root))
 
 
 # ----- a file-queue store with a BatchCQ topic

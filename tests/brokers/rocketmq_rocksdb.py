@@ -85,12 +85,19 @@ def rocksdb_crash(root: Path) -> RocksCrash:
         c.brokers["n0"].kill()
         crashed = c.copy_store("n0", root / "crashed")
         restart_from = c.copy_store("n0", root / "restart-from")
-    with running_rocketmq(RmqSpec(VERSION, broker_config=ROCKSDB), root / "second", start=False) as c:
+    restarted, prog, log = start_rocks_broker(restart_from, root / "second")
+    return RocksCrash(crashed, restarted, prog, committed, log)
+
+
+def start_rocks_broker(store: Path, root: Path) -> tuple[Inspection, dict[tuple[str, int], tuple[int, int]], str]:
+    """A `storeType=defaultRocksDB` broker (and a new name server) started on `store`, once dispatched: its units of
+    the topic, the group's progress (`RmqCommit progress`) and its log; nothing is sent to it."""
+    with running_rocketmq(RmqSpec(VERSION, broker_config=ROCKSDB), root, start=False) as c:
         c.start_namesrv()
-        c.use_store("n0", restart_from)
+        c.use_store("n0", store)
         c.start_broker("n0")
         c.wait_dispatched("n0")
-        restarted = c.inspect("n0", {TOPIC: QUEUES})
+        inspection = c.inspect("n0", {TOPIC: QUEUES})
         prog = progress(c.java_source("RmqCommit.java", "progress", c.namesrv_addr, CONSUMER))
         log = c.brokers["n0"].out.read_text(errors="replace")
-    return RocksCrash(crashed, restarted, prog, committed, log)
+    return inspection, prog, log
