@@ -10,6 +10,10 @@ the same checks as the file-queue test (tests/brokers/test_rocketmq_repair.py). 
 API only: a RocksDB broker keeps them in its `config/consumerOffsets` database and leaves consumerOffset.json stale
 (`RocksDBConsumerOffsetManager`, tag rocketmq-all-5.3.3), so the checks on that file (the slave's synced JSON before
 the split and after the restart, `check_slave_offsets`) are skipped.
+
+Seen failing once: the same copies repaired, the `abort` marker then removed from both outputs, served by the same
+group: `check_served` failed with "served 139 != replog's kept 140; not served [0]" (without the marker the record
+at commit-log offset 0 is never dispatched, recovery/rocketmq/rocksdb_repair.py).
 """
 from __future__ import annotations
 
