@@ -187,7 +187,8 @@ class Decision:
 
 
 def controller_decision(root: Path, version: str = "5.3.3",
-                        on_common: Callable[[RmqCluster], None] | None = None) -> Decision:
+                        on_common: Callable[[RmqCluster], None] | None = None,
+                        broker_config: dict[str, str] | None = None) -> Decision:
     """Controller mode (controller in the name server, `enableElectUncleanMaster`). n0 master, n1 in sync, 100
     messages both hold; n1 freezes and leaves the SyncStateSet; n0 takes 60 alone (seq 100..159) and crashes (kill
     -9); n1 resumes, is elected uncleanly, takes 40 (seq 160..199) and crashes too. The controller, still running,
@@ -199,8 +200,9 @@ def controller_decision(root: Path, version: str = "5.3.3",
     5's start to its end, `truncateSuffixByEpoch` then `appendEntry`, and n0 truncates at 63170, not 45090,
     keeping 40 of its own messages at offsets where the master holds others; seen once in this lab.)
     `on_common`, when given, runs once both hold the common messages and n1 is caught up (e.g. a consumer group
-    commits offsets on n0)."""
-    with running_rocketmq(RmqSpec(version, mode="controller", brokers=2), root / "cluster", start=False) as c:
+    commits offsets on n0). `broker_config` is added to both brokers' config (e.g. `storeType=defaultRocksDB`)."""
+    spec = RmqSpec(version, mode="controller", brokers=2, broker_config=dict(broker_config or {}))
+    with running_rocketmq(spec, root / "cluster", start=False) as c:
         start_controller_pair(c, "n0", "n1")
         wait_sync_state(c, "n0", 2)
         c.create_topic(TOPIC, QUEUES, "n0")

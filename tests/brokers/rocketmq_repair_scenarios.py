@@ -35,15 +35,24 @@ class Unclean:
     decision: Decision
     committed: dict[tuple[str, int], int]   # RmqCommit's synchronous commits on n0 (the first master)
     offsets_before: Offsets                 # the group's offsets the master reported right after
-    slave_synced: dict[tuple[str, int], int]   # what n1 wrote to its consumerOffset.json before the split
+    slave_synced: dict[tuple[str, int], int]   # what n1 wrote to its consumerOffset.json before the split ({}: RocksDB)
 
 
-def unclean_with_offsets(root: Path) -> Unclean:
+def json_offsets(broker_config: dict[str, str] | None) -> bool:
+    """Whether the brokers' `config/consumerOffset.json` holds their offsets: not with `storeType=defaultRocksDB`,
+    whose `RocksDBConsumerOffsetManager` persists to the `config/consumerOffsets` database and leaves the JSON stale
+    (tag rocketmq-all-5.3.3); there the offsets are read through the admin API only."""
+    return (broker_config or {}).get("storeType") != "defaultRocksDB"
+
+
+def unclean_with_offsets(root: Path, broker_config: dict[str, str] | None = None) -> Unclean:
     """`controller_decision` (n0 master, 100 common messages, n1 frozen out of the SyncStateSet, n0 alone takes 60
     and crashes, n1 elected uncleanly takes 40 and crashes, the controller clears the master) with, once both hold
     the common messages, a consumer group that pulls CONSUMED per queue from n0 and commits synchronously; n1 is
     given the time to sync the offsets from n0 (`Update slave consumer offset from master` in its log, after the
-    commit). Premise: nothing runs at the copy; the group restarts from (repaired) copies and the controller copy."""
+    commit). Premise: nothing runs at the copy; the group restarts from (repaired) copies and the controller copy.
+    `broker_config` goes to both brokers; n1's consumerOffset.json is read only where it holds offsets
+    (`json_offsets`)."""
     found: dict[str, object] = {}
 
     def commit(c: RmqCluster) -> None:
@@ -55,8 +64,9 @@ def unclean_with_offsets(root: Path) -> Unclean:
         found["before"] = progress(c)
         wait_until(lambda: SYNCED in c.brokers["n1"].output()[mark:], 120, "n1 did not sync the offsets", every=1.0)
 
-    decision = controller_decision(root, VERSION_5, on_common=commit)
-    synced = file_offsets(decision.copies["n1"] / "config" / "consumerOffset.json", CONSUMER)
+    decision = controller_decision(root, VERSION_5, on_common=commit, broker_config=broker_config)
+    synced = (file_offsets(decision.copies["n1"] / "config" / "consumerOffset.json", CONSUMER)
+              if json_offsets(broker_config) else {})
     committed, before = found["committed"], found["before"]
     assert isinstance(committed, dict) and isinstance(before, dict), "the commit hook did not run"
     return Unclean(decision, committed, before, synced)
@@ -70,17 +80,21 @@ class ServedGroup:
     truncate_offset: int                                # "truncateOffset is N" in the slave's log
     messages: list[tuple[int, int, int, int]]           # (queue, queue offset, commit-log offset, seq): RmqDump
     offsets: Offsets                                    # the group's offsets (examineConsumeStats, the master)
-    slave_offsets: dict[tuple[str, int], int]           # the slave's consumerOffset.json after a clean stop
+    slave_offsets: dict[tuple[str, int], int]           # the slave's consumerOffset.json after a clean stop ({}:
+                                                        # RocksDB, `json_offsets`)
     slave_log: str
 
 
-def serve_controller(stores: dict[str, Path], controller: Path, master: str, root: Path) -> ServedGroup:
+def serve_controller(stores: dict[str, Path], controller: Path, master: str, root: Path,
+                     broker_config: dict[str, str] | None = None) -> ServedGroup:
     """A new name server on the copied controller store, `master`'s broker on its repaired store first (the
     controller finds the recorded master gone and elects it), then the other one on its repaired store: it
     becomes the slave, compares epoch files with the master and truncates. Read once the slave caught up and the
-    controller lists both in the SyncStateSet. Premise: restart from the repaired copies; nothing sent."""
+    controller lists both in the SyncStateSet. Premise: restart from the repaired copies; nothing sent.
+    `broker_config` goes to both brokers (the same as the stores were written with)."""
     other = next(n for n in stores if n != master)
-    with running_rocketmq(RmqSpec(VERSION_5, mode="controller", brokers=2), root, start=False) as c:
+    spec = RmqSpec(VERSION_5, mode="controller", brokers=2, broker_config=dict(broker_config or {}))
+    with running_rocketmq(spec, root, start=False) as c:
         found = restart_on_copies(c, controller, stores, master, other)
         wait_caught_up(c, other, master)
         wait_sync_state(c, master, 2)
@@ -90,7 +104,7 @@ def serve_controller(stores: dict[str, Path], controller: Path, master: str, roo
         out = c.java_source("RmqDump.java", c.namesrv_addr, GROUP, f"{TOPIC}:{QUEUES}")
         offsets = progress(c)
         slave_log = c.brokers[other].output_since_start()
-        slave_offsets = synced_offsets(c, other)
+        slave_offsets = synced_offsets(c, other) if json_offsets(broker_config) else {}
     messages = [(int(q), int(qo), int(off), int(seq)) for q, qo, off, seq in
                 re.findall(r"^MSG \S+ (\d+) (\d+) (\d+) (-?\d+)$", out, re.M)]
     return ServedGroup(*inspections, int(found.group(1)), messages, offsets, slave_offsets, slave_log)
