@@ -57,7 +57,7 @@ OffsetsOpt = Annotated[list[Path] | None, typer.Option(
     "own log dirs are always searched")]
 
 # Each ReplicaOptions field a replica command takes on its command line, with its alias; all default to None.
-_SHARED: dict[str, Any] = {
+_SHARED: dict[str, object] = {   # typing annotations (Annotated aliases)
     "leader": LeaderOpt, "protocol": ProtocolOpt, "metadata": MetadataOpt, "partition_state": PartitionStateOpt,
     "broker_version": BrokerVersionOpt, "offsets": OffsetsOpt, "running": RunningOpt,
     "min_insync_replicas": MinIsrOpt, "elr": ElrOpt, "cleanup_policy": CleanupPolicyOpt,
