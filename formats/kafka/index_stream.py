@@ -15,6 +15,7 @@ qualifies in file order (see `OffsetIndexCheck` and `TimeIndexCheck`).
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Literal
 
@@ -117,7 +118,7 @@ class _InKeyOrder:
         return 0 if self.order is None else self.order.nbytes + self.keys.nbytes
 
 
-class _StreamCheck:
+class _StreamCheck(ABC):
     """What both streaming checks share: blocks fed in file order, each entry's verdict (0: no finding),
     settled at `finish` and turned into findings in slot order under the `MAX_FINDINGS` cap."""
 
@@ -142,15 +143,17 @@ class _StreamCheck:
             self._add(sink, slot)
         return sink.result()
 
+    @abstractmethod
     def _feed(self, block: BatchBlock) -> None:
-        raise NotImplementedError
+        """Check the index entries this block of batches decides."""
 
+    @abstractmethod
     def _settle(self) -> None:
         """Decide what no block decided: the end of the segment is known."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _add(self, sink: FindingSink, slot: int) -> None:
-        raise NotImplementedError
+        """The finding of a failed slot, into `sink`."""
 
 
 class OffsetIndexCheck(_StreamCheck):
