@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
+from tests.brokers import broker_view as view
 from tests.brokers.broker_view import checkpoint
 from tests.brokers.kafka_lab import Cluster, wait_until
 from tests.brokers.scenarios import (
@@ -30,11 +32,29 @@ ACKED, UNCOMMITTED = 10, 5   # records written with acks=all first, then with ac
 SESSION_TIMEOUT = 6.0        # the lab controller's broker.session.timeout.ms, in seconds
 
 
-def fenced(cluster: Cluster, broker: int) -> None:
-    """Wait until the controller fences `broker` for its expired session (its line in the controller's log,
-    `ClusterControlManager`/`BrokerHeartbeatManager`: "Fencing broker N at epoch E because its session has timed
-    out"): with no broker left to answer the admin API, the controller's log is where it shows."""
+def fenced(cluster: Cluster, broker: int, isr: list[int] | None = None, elr: list[int] | None = None) -> None:
+    """Wait until the controller has fenced `broker` for its expired session, in its metadata log, where a copy
+    sees it. The controller first logs "Fencing broker N ... because its session has timed out"
+    (`ReplicationControlManager.maybeFenceOneStaleBroker`), and only then are the records of `handleBrokerFenced`
+    (the partition changes taking N out of every ISR, then its BROKER_REGISTRATION_CHANGE_RECORD fenced=1) appended
+    to `__cluster_metadata-0`: a copy taken right after the line can still show N leading. So the line, then the
+    controller's log read with the real kafka-dump-log: N fenced and, when `isr` and `elr` are given, the topic's
+    partition leaderless with that ISR and ELR."""
     cluster.control.wait_for_line(rf"Fencing broker {broker} at epoch \d+ because its session has timed out", 90)
+    seen: list[tuple[bool, dict[str, Any] | None]] = []
+
+    def in_the_log() -> bool:
+        records = view.metadata_records(cluster.spec.version, cluster.control.log_dir)
+        seen.append((view.broker_fenced(records, broker), view.metadata_partition(records, TOPIC)))
+        is_fenced, partition = seen[-1]
+        if isr is None or elr is None or not is_fenced:
+            return is_fenced
+        return partition is not None and partition["leader"] == -1 and sorted(partition["isr"]) == sorted(isr) \
+            and sorted(partition["elr"]) == sorted(elr)
+    try:
+        wait_until(in_the_log, 60, f"c1's metadata log: b{broker} fenced, ISR {isr}, ELR {elr}", every=1.0)
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}; last read (fenced, partition): {seen[-1:]}") from None
 
 
 def settled(cluster: Cluster, isr: list[int] = ASSIGNMENT) -> None:
@@ -95,7 +115,7 @@ def elr_member_elected(cluster: Cluster, work: Path) -> Outcome:
     tail."""
     leader_alone_under_min_isr(cluster, min_isr=2)
     cluster.kill(2)
-    fenced(cluster, 2)
+    fenced(cluster, 2, isr=[], elr=[2, 4])
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)
     cluster.resume(3, 4)
@@ -124,7 +144,7 @@ def unclean_shutdown_leaves_elr(cluster: Cluster, work: Path) -> Outcome:
         wait_isr(cluster, isr)
     cluster.produce(TOPIC, values("A", ACKED, UNCOMMITTED), acks=1)
     cluster.kill(2)
-    fenced(cluster, 2)
+    fenced(cluster, 2, isr=[], elr=[2, 4])
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)
     cluster.restart(2, 3, 4)
@@ -148,7 +168,7 @@ def last_known_leader(cluster: Cluster, work: Path) -> Outcome:
     cluster.kill(3, 4)
     time.sleep(SESSION_TIMEOUT + 3)
     cluster.kill(2)
-    fenced(cluster, 2)
+    fenced(cluster, 2, isr=[], elr=[2, 4])
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)
     marks["c1"] = len(cluster.control.output())
