@@ -94,7 +94,7 @@ def test_the_last_known_leader_is_elected_once_the_elr_empties(spec: Any, tmp_pa
 # The records kafka-dump-log 4.4 prints with --cluster-metadata-decoder (`dumped` gives them its line shape): broker
 # 2 registers, is unfenced, leads alone with ELR [4], then is fenced, the partition change before its record.
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
-METADATA = [
+METADATA: list[tuple[str, dict[str, Any]]] = [
     ("REGISTER_BROKER_RECORD", {"brokerId": 2, "brokerEpoch": 10, "fenced": True}),
     ("BROKER_REGISTRATION_CHANGE_RECORD", {"brokerId": 2, "brokerEpoch": 10, "fenced": -1}),
     ("TOPIC_RECORD", {"name": "t", "topicId": TOPIC_ID}),
