@@ -1,14 +1,18 @@
 """What the brokers did, read with the brokers' own means and never with replog's parsers: DumpLogSegments (the
-real kafka-dump-log of the lab's version) for batches, the broker's log lines for truncations, and the plain-text
-checkpoints a clean stop writes (`replication-offset-checkpoint`: version, count, then `topic partition offset`).
+real kafka-dump-log of the lab's version) for batches and for the controller's metadata log (its
+`--cluster-metadata-decoder` JSON), the broker's log lines for truncations, and the plain-text checkpoints a clean
+stop writes (`replication-offset-checkpoint`: version, count, then `topic partition offset`).
 """
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.brokers.dumplog import java_command
 
@@ -121,3 +125,78 @@ def producer_batches(version: str, files: list[Path]) -> dict[Path, list[Produce
                                    int(f["producerEpoch"]), int(f["baseSequence"]), int(f["lastSequence"]))
                      for f in fields]
     return out
+
+
+@dataclass(frozen=True)
+class MetadataRecord:
+    """One record of the KRaft metadata log as kafka-dump-log's `--cluster-metadata-decoder` prints it: the
+    `payload: {"type": ..., "version": ..., "data": {...}}` of a `| offset: N` line."""
+    offset: int
+    type: str
+    data: dict[str, Any]
+
+
+METADATA_OFFSET = re.compile(r"^\| offset: (\d+) ")
+
+
+def metadata_records(version: str, log_dir: Path) -> list[MetadataRecord]:
+    """Every record of a controller's `__cluster_metadata-0` segments under `log_dir`, in offset order. The
+    segments are copied first: the controller may be running, and the real tool writes beside what it reads. A batch
+    the copy caught half-written is cut off by the tool itself (`FileLogInputStream.nextBatch` stops at a batch
+    longer than what is left), so a copy shows what the controller had appended, never garbage."""
+    segments_now = segments(log_dir / "__cluster_metadata-0")
+    with tempfile.TemporaryDirectory(prefix="broker-view-metadata-") as scratch:
+        copies = [Path(scratch) / f.name for f in segments_now]
+        for original, copied in zip(segments_now, copies, strict=True):
+            shutil.copyfile(original, copied)
+        dumped = dump_lines(version, copies, ["--cluster-metadata-decoder"])
+        lines = [line for f in copies for line in dumped.get(f, [])]
+    return [r for r in map(_metadata_record, lines) if r is not None]
+
+
+def _metadata_record(line: str) -> MetadataRecord | None:
+    offset = METADATA_OFFSET.match(line)
+    if offset is None or " payload: " not in line:
+        return None   # a batch header, a control record (LeaderChange, snapshot markers) or the tool's own notes
+    payload = json.loads(line.split(" payload: ", 1)[1])
+    return MetadataRecord(int(offset.group(1)), payload["type"], payload.get("data", {}))
+
+
+def broker_fenced(records: list[MetadataRecord], broker: int) -> bool:
+    """Whether the last record that fences or unfences `broker` fences it: a FENCE_BROKER_RECORD, or a
+    BROKER_REGISTRATION_CHANGE_RECORD with `fenced` 1 (`BrokerRegistrationFencingChange.FENCE`; -1 unfences, 0 leaves
+    it), the record the controller appends in `ReplicationControlManager.handleBrokerFenced` after the partition
+    changes that take the broker out of every ISR. A REGISTER_BROKER_RECORD registers it fenced (its `fenced`
+    defaults to true) until its first heartbeat unfences it."""
+    fenced = False
+    for record in records:
+        data = record.data
+        if record.type == "REGISTER_BROKER_RECORD" and data.get("brokerId") == broker:
+            fenced = bool(data.get("fenced", True))
+        elif record.type == "BROKER_REGISTRATION_CHANGE_RECORD" and data.get("brokerId") == broker:
+            fenced = {1: True, -1: False}.get(int(data.get("fenced", 0)), fenced)
+        elif record.type in ("FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD") and data.get("id") == broker:
+            fenced = record.type == "FENCE_BROKER_RECORD"
+    return fenced
+
+
+def metadata_partition(records: list[MetadataRecord], topic: str, partition: int = 0) -> dict[str, Any] | None:
+    """The partition's leader, ISR and ELR after every record: its PARTITION_RECORD, then each
+    PARTITION_CHANGE_RECORD's fields (a field it leaves out is unchanged: `isr` and `eligibleLeaderReplicas` default
+    to null, `leader` to -2, no change). None while the topic or the partition is not in the log."""
+    topic_ids = [r.data["topicId"] for r in records if r.type == "TOPIC_RECORD" and r.data.get("name") == topic]
+    if not topic_ids:
+        return None
+    state: dict[str, Any] | None = None
+    for record in records:
+        data = record.data
+        if data.get("topicId") != topic_ids[-1] or data.get("partitionId") != partition:
+            continue
+        if record.type == "PARTITION_RECORD":
+            state = {"leader": data["leader"], "isr": data["isr"], "elr": data.get("eligibleLeaderReplicas", []),
+                     "last_known_elr": data.get("lastKnownElr", [])}
+        elif record.type == "PARTITION_CHANGE_RECORD" and state is not None:
+            changes = {"leader": data.get("leader", -2), "isr": data.get("isr"),
+                       "elr": data.get("eligibleLeaderReplicas"), "last_known_elr": data.get("lastKnownElr")}
+            state |= {k: v for k, v in changes.items() if v is not None and v != -2}
+    return state

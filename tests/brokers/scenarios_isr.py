@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
+from tests.brokers import broker_view as view
 from tests.brokers.broker_view import checkpoint
 from tests.brokers.kafka_lab import Cluster, wait_until
 from tests.brokers.scenarios import (
@@ -30,11 +32,36 @@ ACKED, UNCOMMITTED = 10, 5   # records written with acks=all first, then with ac
 SESSION_TIMEOUT = 6.0        # the lab controller's broker.session.timeout.ms, in seconds
 
 
-def fenced(cluster: Cluster, broker: int) -> None:
-    """Wait until the controller fences `broker` for its expired session (its line in the controller's log,
-    `ClusterControlManager`/`BrokerHeartbeatManager`: "Fencing broker N at epoch E because its session has timed
-    out"): with no broker left to answer the admin API, the controller's log is where it shows."""
+def fenced(cluster: Cluster, broker: int, elr_size: int | None = None) -> None:
+    """Wait until the controller has fenced `broker` for its expired session in its metadata log, where a copy sees
+    it. The controller logs "Fencing broker N at epoch E because its session has timed out" as it builds the records
+    (`ReplicationControlManager.maybeFenceOneStaleBroker` -> `handleBrokerFenced`: the partition changes taking N
+    out of every ISR, then N's BROKER_REGISTRATION_CHANGE_RECORD fenced=1), but the raft thread appends them to
+    `__cluster_metadata-0` only later (`KafkaRaftClient.maybeAppendBatches`, after `controller.quorum.append.linger.ms`,
+    25 ms by default; about 200 ms later in the lab under load): a copy taken right after the line can still show N
+    leading. So the line, then the controller's log read with the real kafka-dump-log until N is fenced there and,
+    with `elr_size`, the partition change is there too (`leaderless_in_elr`)."""
     cluster.control.wait_for_line(rf"Fencing broker {broker} at epoch \d+ because its session has timed out", 90)
+    seen: list[tuple[bool, dict[str, Any] | None]] = []
+
+    def in_the_log() -> bool:
+        records = view.metadata_records(cluster.spec.version, cluster.control.log_dir)
+        seen.append((view.broker_fenced(records, broker), view.metadata_partition(records, TOPIC)))
+        is_fenced, partition = seen[-1]
+        return is_fenced and (elr_size is None or leaderless_in_elr(partition, broker, elr_size))
+    try:
+        wait_until(in_the_log, 60, f"c1's metadata log: b{broker} fenced (ELR of {elr_size})", every=1.0)
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}; last read (fenced, partition): {seen[-1:]}") from None
+
+
+def leaderless_in_elr(partition: dict[str, Any] | None, broker: int, elr_size: int) -> bool:
+    """No leader, an empty ISR and `broker` among `elr_size` eligible leader replicas: fencing the last ISR member
+    with ELR on (KIP-966, `PartitionChangeBuilder`) moves it into the ELR. With min ISR 2 of 3 replicas the ELR then
+    holds two: the broker and the follower that left the ISR second, b3 or b4, whichever of the two frozen followers
+    the controller fenced last (their last heartbeats decide)."""
+    return (partition is not None and partition["leader"] == -1 and partition["isr"] == []
+            and broker in partition["elr"] and len(partition["elr"]) == elr_size)
 
 
 def settled(cluster: Cluster, isr: list[int] = ASSIGNMENT) -> None:
@@ -88,14 +115,15 @@ def elr_member_elected(cluster: Cluster, work: Path) -> Outcome:
     """ELR on (4.x): the leader dies and an ELR member is elected cleanly.
 
     After `leader_alone_under_min_isr` (min.insync.replicas 2): the controller fences the frozen b3 and b4 one at a
-    time, so b3 leaves an ISR that still meets min ISR ([2, 4]) and b4 goes from the ISR into the ELR. b2 crashes
-    (SIGKILL) and is fenced: ISR empty, ELR [2, 4] (as the controller's log says; the copy holds the record), no
-    leader. The copy is taken then. Premise: b3 and b4 keep running (they resume, are unfenced, and the controller
-    elects from the ELR); b2 restarts from its own disk, without a clean-shutdown marker, and truncates its acks=1
-    tail."""
+    time, so the first fenced leaves an ISR that still meets min ISR and the other goes from the ISR into the ELR
+    (usually b3 first, ELR [4]; their last heartbeats decide: [3] was seen too). b2 crashes (SIGKILL) and is fenced:
+    ISR empty, ELR [2, 4] or [2, 3], no leader. The copy is taken once the controller's metadata log holds that
+    (`fenced`; its log line alone comes too early). Premise: b3 and b4 keep running (they resume, are unfenced,
+    and the controller elects from the ELR); b2 restarts from its own disk, without a clean-shutdown marker, and
+    truncates its acks=1 tail."""
     leader_alone_under_min_isr(cluster, min_isr=2)
     cluster.kill(2)
-    fenced(cluster, 2)
+    fenced(cluster, 2, elr_size=2)
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)
     cluster.resume(3, 4)
@@ -124,7 +152,7 @@ def unclean_shutdown_leaves_elr(cluster: Cluster, work: Path) -> Outcome:
         wait_isr(cluster, isr)
     cluster.produce(TOPIC, values("A", ACKED, UNCOMMITTED), acks=1)
     cluster.kill(2)
-    fenced(cluster, 2)
+    fenced(cluster, 2, elr_size=2)
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)
     cluster.restart(2, 3, 4)
@@ -139,16 +167,16 @@ def last_known_leader(cluster: Cluster, work: Path) -> Outcome:
     """ELR on (4.x): every replica crashes; as they register again after their unclean shutdowns the ELR empties, and
     the controller elects the last known leader (`lastKnownElr`), uncleanly.
 
-    After `leader_alone_under_min_isr` (min.insync.replicas 2; ELR [4], see `elr_member_elected`), the frozen b3 and
-    b4 crash (the lab resumes a frozen broker for an instant before SIGKILL: a heartbeat may unfence it, so their
-    sessions are left to time out again), then b2 crashes and is fenced: ISR empty, ELR [2, 4], last known leader 2,
-    no leader. The copy is taken with every broker down. Premise: all three restart from their own disks; none has a
-    clean-shutdown marker."""
+    After `leader_alone_under_min_isr` (min.insync.replicas 2; ELR [4] or [3], see `elr_member_elected`), the frozen
+    b3 and b4 crash (the lab resumes a frozen broker for an instant before SIGKILL: a heartbeat may unfence it, so
+    their sessions are left to time out again), then b2 crashes and is fenced: ISR empty, ELR [2, 4] or [2, 3], last
+    known leader 2, no leader. The copy is taken with every broker down. Premise: all three restart from their own
+    disks; none has a clean-shutdown marker."""
     leader_alone_under_min_isr(cluster, min_isr=2)
     cluster.kill(3, 4)
     time.sleep(SESSION_TIMEOUT + 3)
     cluster.kill(2)
-    fenced(cluster, 2)
+    fenced(cluster, 2, elr_size=2)
     copy, state = copy_frozen(cluster, work)
     marks = output_marks(cluster)
     marks["c1"] = len(cluster.control.output())
