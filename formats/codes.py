@@ -143,6 +143,8 @@ CODES: dict[str, Code] = {
     "ROCKETMQ_CQ_INVALID": Code(E, "consume queue file malformed"),
     "ROCKETMQ_ROCKSDB_STORE": Code(I, "the store keeps its consume queues (and config) in RocksDB "
                                       "(storeType=defaultRocksDB); replog read a private copy of each database"),
+    "ROCKETMQ_ROCKSDB_BATCH_CQ": Code(E, "a BatchCQ topic in a RocksDB store: the broker keys one unit per batch, "
+                                         "its reads stop at the first missing key and a restart reuses offsets"),
     "ROCKETMQ_INDEX_INVALID": Code(E, "index file header, slots or entries malformed"),
     "ROCKETMQ_CHECKPOINT_INVALID": Code(E, "checkpoint file malformed"),
     "ROCKETMQ_CHECKPOINT_AHEAD": Code(W, "checkpoint timestamps are later than the data they cover"),

@@ -37,7 +37,7 @@ def store_rows(model: StoreModel) -> tuple[StoreTotals, list[QueueRow]]:
             "topic": key[0], "queue_id": key[1], "messages": len(per.get(key, [])),
             "min_queue_offset": msgs[0].queue_offset if msgs else None,
             "max_queue_offset": msgs[-1].queue_offset if msgs else None,
-            "cq_max_offset": q.max_offset if q else None, "cq_min_offset": q.min_offset if q else None,
+            "cq_max_offset": q.max_offset if q else None, "cq_min_offset": q.served_min_offset if q else None,
             "first_physical_offset": per[key][0].physical_offset if key in per else None,
             "last_physical_offset": per[key][-1].physical_offset if key in per else None,
             "bytes": sum(m.size for m in per.get(key, [])),

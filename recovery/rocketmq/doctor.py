@@ -40,6 +40,7 @@ from replog.formats.rocketmq.rocksdb_store import (
     read_config_db,
 )
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
+from replog.recovery.rocketmq.rocksdb_batch import BatchQueue, batch_gap, batch_queue_findings
 from replog.recovery.rocketmq.store_files import other_store_files
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.rocketmq.timers import timer_findings
@@ -176,19 +177,29 @@ def rocksdb_queue_findings(model: StoreModel) -> Iterator[Finding]:
 
 
 def _unit_findings(model: StoreModel, d: Path, cq: ConsumeQueueDB) -> Iterator[Finding]:
+    """Each unit against its message; a key gap is an error unless it is the previous unit's batch (a BatchCQ
+    topic, `rocksdb_batch`), whose queue then gets one finding saying what the broker serves of it."""
     by_off = model.by_offset()
     stale = {m.physical_offset for m in model.beyond}
-    last: dict[tuple[str, int], int] = {}
+    last: dict[tuple[str, int], RocksCQUnit] = {}
+    batches: dict[tuple[str, int], BatchQueue] = {}
     for u in cq.units():
         if not isinstance(u, RocksCQUnit):
             yield finding("ROCKETMQ_CQ_INVALID", str(d), message=f"a pair the broker cannot read: {u}")
             continue
         key = (u.topic, u.queue_id)
-        if key in last and u.queue_offset != last[key] + 1:
+        prev = last.get(key)
+        if prev is not None and u.queue_offset != prev.queue_offset + 1 \
+                and not batch_gap(prev, by_off.get(prev.commitlog_offset), u):
             yield finding("ROCKETMQ_CQ_INVALID", str(d), offset=u.queue_offset,
-                          message=f"{u.topic}/{u.queue_id}: unit {u.queue_offset} follows {last[key]}; the broker's "
-                                  "range reads stop at the missing key", topic=u.topic, queue_id=u.queue_id)
-        last[key] = u.queue_offset
+                          message=f"{u.topic}/{u.queue_id}: unit {u.queue_offset} follows {prev.queue_offset}; the "
+                                  "broker's range reads stop at the missing key", topic=u.topic, queue_id=u.queue_id)
+        last[key] = u
+        m = by_off.get(u.commitlog_offset)
+        if key not in batches:
+            state = model.queues.get(key)
+            batches[key] = BatchQueue(*key, state.kv_min_offset if state else None)
+        batches[key].add(u.queue_offset, m.batch_size if m else 1)
         if u.commitlog_offset < model.min_offset:
             continue
         if u.commitlog_offset >= model.max_offset:
@@ -199,6 +210,8 @@ def _unit_findings(model: StoreModel, d: Path, cq: ConsumeQueueDB) -> Iterator[F
         if problem:
             yield finding("ROCKETMQ_CQ_ENTRY_MISMATCH", str(d), offset=u.queue_offset,
                           message=f"{u.topic}/{u.queue_id}: {problem}", commitlog_offset=u.commitlog_offset)
+    for _, q in sorted(batches.items()):
+        yield from batch_queue_findings(q, str(d))
 
 
 def _offset_table_findings(model: StoreModel, d: Path, cq: ConsumeQueueDB) -> Iterator[Finding]:

@@ -121,6 +121,13 @@ class QueueState:
     kv_max_offset: int | None = None   # RocksDB stores: the offset table's "max" entry + 1 (what the broker serves)
     kv_min_offset: int | None = None   # RocksDB stores: the offset table's "min" entry
 
+    @property
+    def served_min_offset(self) -> int | None:
+        """The min offset the broker serves: a RocksDB store's offset-table "min" entry when there is one
+        (`RocksDBConsumeQueueOffsetTable#getMinCqOffset`, tag rocketmq-all-5.3.3: found by a binary search over the
+        keys, so a BatchCQ topic's sparse keys can put it inside the queue, `rocksdb_batch`), else the first unit."""
+        return self.kv_min_offset if self.kv_min_offset is not None else self.min_offset
+
 
 @dataclass
 class StoreModel:
