@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 
 from replog.recovery.rocketmq.ha_result import HAReplayResult
-from replog.recovery.rocketmq.offset_reuse import reused_offsets
+from replog.recovery.rocketmq.offset_reuse import unreached_per_queue
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.rocketmq.timers import timer_summary
 from replog.toolkit.documents import (
@@ -27,14 +27,12 @@ from replog.toolkit.render import Column, Columns, render, span, thousands, time
 
 def store_rows(model: StoreModel) -> tuple[StoreTotals, list[QueueRow]]:
     """(store totals, one row per topic/queue) from the recovered log and the consume queues on disk. `messages`
-    counts what the queues can serve: a message whose queue offset another message of its queue holds is in the
-    log but in no queue (`offset_reuse`), counted apart as `unreached_messages`."""
+    counts what the queues can serve: a message below its queue's end that no unit names (another message holds
+    its slot) is in the log but in no queue (`offset_reuse`), counted apart as `unreached_messages`."""
     per: dict[tuple[str, int], list[MessageRef]] = {}
     for m in model.messages:
         per.setdefault((m.topic, m.queue_id), []).append(m)
-    unreached: dict[tuple[str, int], int] = {}
-    for r in reused_offsets(model):
-        unreached[(r.topic, r.queue_id)] = unreached.get((r.topic, r.queue_id), 0) + len(r.unreached)
+    unreached = unreached_per_queue(model)
     rows: list[QueueRow] = []
     for key in sorted(set(per) | set(model.queues)):
         msgs = [m for m in per.get(key, []) if m.dispatched]
@@ -128,7 +126,7 @@ def _print_ls(totals: StoreTotals, rows: list[QueueRow], console: Console) -> No
 
 def _unreached(totals: StoreTotals) -> str:
     n = totals.get("unreached_messages", 0)
-    return f" (+{n} in the log that no queue reaches: queue offset reused)" if n else ""
+    return f" (+{n} in the log that no queue reaches: their slots serve other messages)" if n else ""
 
 
 def timers_line(t: TimerSummary) -> str:

@@ -40,7 +40,7 @@ from replog.formats.rocketmq.rocksdb_store import (
     read_config_db,
 )
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
-from replog.recovery.rocketmq.offset_reuse import reuse_findings, reused_offsets
+from replog.recovery.rocketmq.offset_reuse import reuse_findings
 from replog.recovery.rocketmq.store_files import other_store_files
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.rocketmq.timers import timer_findings
@@ -109,15 +109,13 @@ def recovery_findings(model: StoreModel) -> Iterator[Finding]:
 
 
 def queue_offset_findings(model: StoreModel) -> Iterator[Finding]:
-    """Queue offsets of each queue (LMQ queues too) must go up by one along the log. A step back to a queue
-    offset an earlier message of the queue holds is ROCKETMQ_QUEUE_OFFSET_REUSED's (`reuse_findings`), not a gap."""
+    """Queue offsets of each queue (LMQ queues too) must go up by one along the log."""
     queues = {q: [(m.queue_offset, m) for m in msgs] for q, msgs in model.queue_heads().items()}
     queues |= model.lmq_heads()   # LMQ offsets go up by one per message too (`LmqDispatch#updateLmqOffsets`)
-    reused = {(r.topic, r.queue_id, r.queue_offset) for r in reused_offsets(model)}
     for (topic, qid), units in queues.items():
         for (before, prev), (at, m) in pairwise(units):
             step = prev.batch_size if (topic, qid) == (prev.topic, prev.queue_id) else 1   # INNER_NUM offsets each
-            if at != before + step and not (at < before + step and (topic, qid, at) in reused):
+            if at != before + step:
                 yield finding("ROCKETMQ_QUEUE_OFFSET_GAP", m.file, position=m.position, offset=m.physical_offset,
                               message=f"{topic}/{qid}: queue offset {at} follows {before} (expected {before + step})",
                               topic=topic, queue_id=qid, expected=before + step, actual=at)

@@ -1,20 +1,23 @@
-"""A queue offset carried by two messages of one queue: the consume queue indexes one of them, no queue the other.
+"""A message below its queue's end that no consume-queue unit names: another message holds its queue offset's slot.
 
-The broker's rule, apache/rocketmq tag rocketmq-all-5.3.3 (the same at rocketmq-all-4.9.7),
+The broker serves a queue by its units: a consumer pulling queue offset N gets the message the unit in slot N
+names. A unit goes into a slot only once, apache/rocketmq tag rocketmq-all-5.3.3 (the same at rocketmq-all-4.9.7),
 `store/src/main/java/org/apache/rocketmq/store/ConsumeQueue.java`, `ConsumeQueue#putMessagePositionInfo`: a unit
-whose slot (`cqOffset * CQ_STORE_UNIT_SIZE`) lies below the queue file's written end is not written; the broker
-logs `Build consume queue repeatedly, expectLogicOffset: ... currentLogicOffset: ...` and returns true (the
-dispatch counts as done). So the queue keeps the unit already in that slot, and the other message stays in the
-commit log, served by no queue: a consumer never gets it and `ls` must not count it as served.
+whose slot (`cqOffset * CQ_STORE_UNIT_SIZE`) lies below the queue file's written end is not written (the broker
+logs `Build consume queue repeatedly, expectLogicOffset: ... currentLogicOffset: ...` and returns true, the dispatch
+counts as done), and one at or below the queue's greatest physical offset neither (`Maybe try to build consume
+queue repeatedly`). A message whose slot another message's unit already holds stays in the commit log, served by
+no queue: `ls` does not count it as served and `doctor` names it, the slot's holder and both offsets.
 
-How a log comes to hold it (5.3.3 DLedger, seen in the lab: tests/brokers/test_rocketmq_lab5.py, uncommitted
-tail): a follower's abnormal restart drops its consume-queue units from `processOffset` (dledger_restart); once
-elected it rebuilds its queue offsets from those queues and gives the dropped queue offsets to its next messages.
-Every peer then replicates both messages. Which one a peer's queue keeps depends on what that peer dispatched
-first: a peer that had indexed the old message keeps it and skips the new one; the restarted peers dropped the old
-unit and index the new one. replog reads the unit in the slot; when the queue has none there (a queue the broker
-rebuilds from the log), the dispatch order decides: the first in the log is written, the later ones skipped.
-RocksDB consume queues (5.x `storeType=defaultRocksDB`) put units by key instead: not modelled, no finding.
+How a log comes to hold one (5.3.3 DLedger, seen in the lab: tests/brokers/test_rocketmq_lab5.py, uncommitted
+tail): the followers' abnormal restart drops their units from `processOffset` (dledger_restart), and the one elected
+gives the dropped queue offset to its next message: two messages carry it; the restarted peers hold the new one in
+the slot, the old one in none. The old leader, back, keeps the old one in the slot; its truncated uncommitted tail
+left its units behind (a DLedger truncation does not truncate consume queues), so the next slot names the new
+message (at the truncated entry's position, with its size) and the message carrying that next queue offset finds
+the slot taken. Either way the units decide: replog reads them, per queue, between the queue's first and end.
+Messages at or past the queue's end are not judged (the broker dispatches them at start); BatchCQ, LMQ and RocksDB
+queues (5.x `storeType=defaultRocksDB`: units put by key) are not modelled here.
 """
 from __future__ import annotations
 
@@ -24,83 +27,84 @@ from dataclasses import dataclass
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding, finding
-from replog.formats.rocketmq.consumequeue import CQ_STORE_UNIT_SIZE, read_entry
+from replog.formats.rocketmq.consumequeue import read_entries
 from replog.recovery.rocketmq.store_model import MessageRef, QueueState, StoreModel
-
-Slot = tuple[str, int, int]      # (topic, queue id, queue offset)
 
 
 @dataclass(frozen=True)
-class OffsetReuse:
-    """One queue offset several messages of one queue carry: `kept` is the one the queue indexes."""
+class Unreached:
+    """A message of `topic`/`queue_id` below the queue's end whose slot names another message (`holder`)."""
 
-    topic: str
-    queue_id: int
-    queue_offset: int
-    kept: MessageRef
-    unreached: tuple[MessageRef, ...]     # in the log, in no queue
-    by_unit: bool                         # `kept` read from the queue's unit (else: the first in the log)
+    message: MessageRef
+    holder: MessageRef | None        # the message the unit in its slot names (None: not a message of the log)
+    holder_offset: int | None        # the commit-log offset that unit names (None: the slot has no unit)
 
 
-def reused_offsets(model: StoreModel) -> list[OffsetReuse]:
-    """Every queue offset two or more dispatched messages of one queue carry, in log order of the second."""
+def unreached_messages(model: StoreModel) -> list[Unreached]:
+    """Every dispatched message no unit of its queue names, though the queue has gone past its queue offset."""
     if model.layout.rocksdb:
         return []
-    first: dict[Slot, MessageRef] = {}
-    repeated: dict[Slot, list[MessageRef]] = {}
-    for m in model.messages:
-        if not m.dispatched or m.batch_size != 1:
+    by_offset = model.by_offset()
+    out: list[Unreached] = []
+    for key, msgs in model.queue_heads().items():
+        queue = model.queues.get(key)
+        if queue is None or not queue.files or key in model.layout.batch_consume_queues:
             continue
-        slot = (m.topic, m.queue_id, m.queue_offset)
-        held = first.setdefault(slot, m)
-        if held is not m:
-            repeated.setdefault(slot, [held]).append(m)
-    return [_resolve(model, slot, msgs) for slot, msgs in repeated.items()]
+        slots = queue_units(queue)
+        named = set(slots.values())
+        first = queue.min_offset or 0
+        for m in msgs:
+            if m.batch_size == 1 and first <= m.queue_offset < queue.max_offset and m.physical_offset not in named:
+                held = slots.get(m.queue_offset)
+                out.append(Unreached(m, None if held is None else by_offset.get(held), held))
+    out.sort(key=lambda u: u.message.physical_offset)
+    return out
 
 
-def unreached_count(model: StoreModel) -> int:
-    """Messages of the log no queue reaches because another message holds their queue offset."""
-    return sum(len(r.unreached) for r in reused_offsets(model))
-
-
-def _resolve(model: StoreModel, slot: Slot, msgs: list[MessageRef]) -> OffsetReuse:
-    unit = unit_offset(model.queues.get(slot[:2]), slot[2])
-    kept = next((m for m in msgs if m.physical_offset == unit), None)
-    chosen = kept or msgs[0]
-    return OffsetReuse(*slot, chosen, tuple(m for m in msgs if m is not chosen), kept is not None)
-
-
-def unit_offset(queue: QueueState | None, queue_offset: int) -> int | None:
-    """The commit-log offset the unit in slot `queue_offset` names; None when the queue has no unit there."""
-    if queue is None:
-        return None
-    pos = queue_offset * CQ_STORE_UNIT_SIZE
+def queue_units(queue: QueueState) -> dict[int, int]:
+    """queue offset -> commit-log offset of each unit the queue's files hold up to its end (the first invalid unit
+    ends a queue file, as the broker's `ConsumeQueue#recover` reads it); pre-blank filler is no unit."""
+    out: dict[int, int] = {}
     for path in queue.files:
-        start = int(path.name) if path.name.isdigit() else -1
         try:
             with mapped(path) as buf:
-                if not start <= pos < start + len(buf):
-                    continue
-                e = read_entry(buf, pos - start, file_start=start)
-        except (UnreadableInput, FormatError):
-            return None
-        return e.commitlog_offset if e.is_valid and not e.is_pre_blank else None
-    return None
+                entries = read_entries(buf, file_start=int(path.name))
+        except (UnreadableInput, FormatError, ValueError):
+            continue
+        for e in entries:
+            if not e.is_valid:
+                break
+            if not e.is_pre_blank:
+                out[e.queue_offset] = e.commitlog_offset
+    return out
+
+
+def unreached_per_queue(model: StoreModel) -> dict[tuple[str, int], int]:
+    """How many messages of each (topic, queue id) no queue reaches."""
+    out: dict[tuple[str, int], int] = {}
+    for u in unreached_messages(model):
+        key = (u.message.topic, u.message.queue_id)
+        out[key] = out.get(key, 0) + 1
+    return out
 
 
 def reuse_findings(model: StoreModel) -> Iterator[Finding]:
-    """ROCKETMQ_QUEUE_OFFSET_REUSED per reused queue offset: where, every commit-log offset, which one is served."""
-    for r in reused_offsets(model):
-        how = ("its consume-queue unit names it" if r.by_unit else
-               "the queue has no unit there: the broker's dispatch writes the first and skips the rest")
-        others = ", ".join(str(m.physical_offset) for m in r.unreached)
-        yield finding("ROCKETMQ_QUEUE_OFFSET_REUSED", r.unreached[0].file, position=r.unreached[0].position,
-                      offset=r.unreached[0].physical_offset,
-                      message=f"{r.topic}/{r.queue_id}: queue offset {r.queue_offset} is carried by the messages at "
-                              f"commit-log offsets {r.kept.physical_offset} and {others}; the queue serves "
-                              f"{r.kept.physical_offset} ({how}), no queue reaches {others} "
-                              f"(ConsumeQueue#putMessagePositionInfo: `Build consume queue repeatedly`)",
-                      topic=r.topic, queue_id=r.queue_id, queue_offset=r.queue_offset,
-                      commitlog_offsets=sorted([r.kept.physical_offset, *(m.physical_offset for m in r.unreached)]),
-                      kept_offset=r.kept.physical_offset,
-                      unreached_offsets=[m.physical_offset for m in r.unreached], kept_by_unit=r.by_unit)
+    """ROCKETMQ_QUEUE_OFFSET_REUSED per message no queue reaches: its queue offset, its commit-log offset, the
+    message the slot serves instead and which queue offset that one carries."""
+    for u in unreached_messages(model):
+        m, h = u.message, u.holder
+        if h is None:
+            instead = "no message of the log" if u.holder_offset is not None else "no unit"
+        else:
+            instead = (f"the message at {h.physical_offset}, which carries "
+                       + ("the same queue offset" if h.queue_offset == m.queue_offset else
+                          f"queue offset {h.queue_offset}"))
+        yield finding("ROCKETMQ_QUEUE_OFFSET_REUSED", m.file, position=m.position, offset=m.physical_offset,
+                      message=f"{m.topic}/{m.queue_id}: queue offset {m.queue_offset} of the message at "
+                              f"{m.physical_offset} is served by {instead}: no queue reaches {m.physical_offset} "
+                              f"(ConsumeQueue#putMessagePositionInfo writes a slot once: `Build consume queue "
+                              f"repeatedly`)",
+                      topic=m.topic, queue_id=m.queue_id, queue_offset=m.queue_offset,
+                      commitlog_offsets=[x for x in (u.holder_offset, m.physical_offset) if x is not None],
+                      kept_offset=u.holder_offset, kept_queue_offset=None if h is None else h.queue_offset,
+                      unreached_offset=m.physical_offset)

@@ -105,11 +105,28 @@ def check_stores(outcome: DLedgerOutcome, unindexed: dict[str, int] | None = Non
         # maybe wrong"), or, leading, reassigns the dropped queue offsets: doctor must see the units' mismatch with
         # their messages' queue offsets, or a queue offset repeated
         allowed = {"ROCKETMQ_CQ_ENTRY_MISMATCH", "ROCKETMQ_QUEUE_OFFSET_GAP"} if gap else set()
-        bad = [f for f in doctor["findings"] if f["severity"] != "info" and f["code"] not in allowed]
+        check_reused(name, outcome, doctor["findings"])
+        bad = [f for f in doctor["findings"] if f["severity"] != "info"
+               and f["code"] not in allowed | {"ROCKETMQ_QUEUE_OFFSET_REUSED"}]
         assert not bad, f"{name}: doctor on the store a broker wrote and stopped cleanly: {bad[:3]}"
         if gap:
             assert any(f["code"] in allowed and f["severity"] == "error" for f in doctor["findings"]), (
                 f"{name}: the broker misaligned its queues after the unindexed tail, doctor finds no mismatch")
+
+
+def check_reused(name: str, outcome: DLedgerOutcome, findings: list[dict[str, Any]]) -> None:
+    """Each queue offset doctor says two messages carry (ROCKETMQ_QUEUE_OFFSET_REUSED): the broker's unit at that
+    slot must name the message replog says the queue keeps, and no unit of the queue the others."""
+    for f in findings:
+        if f["code"] != "ROCKETMQ_QUEUE_OFFSET_REUSED":
+            continue
+        d = f["details"]
+        units = {i: off for i, off, _, _ in outcome.inspections[name].units.get((d["topic"], d["queue_id"]), [])}
+        assert units.get(d["queue_offset"]) == d["kept_offset"], (
+            f"{name} {d['topic']}/{d['queue_id']}@{d['queue_offset']}: replog keeps {d['kept_offset']}, the broker "
+            f"serves {units.get(d['queue_offset'])}")
+        both = set(units.values()) & set(d["unreached_offsets"])
+        assert not both, f"{name}: replog says no queue reaches {d['unreached_offsets']}, the broker serves {both}"
 
 
 @pytest.mark.parametrize("label", cases("4.9.7-dledger-leader-crash"))
