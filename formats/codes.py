@@ -133,6 +133,10 @@ CODES: dict[str, Code] = {
     "ROCKETMQ_PHYSICAL_OFFSET_MISMATCH": Code(E, "message physical offset field differs "
                                                  "from its position in the commitlog"),
     "ROCKETMQ_QUEUE_OFFSET_GAP": Code(E, "queue offsets of a queue are not contiguous"),
+    "ROCKETMQ_QUEUE_OFFSET_REUSED": Code(W, "a message below its queue's end whose slot's unit names another message "
+                                            "(its queue offset reused): no queue reaches it (ConsumeQueue#"
+                                            "putMessagePositionInfo writes a slot once: `Build consume queue "
+                                            "repeatedly`)"),
     "ROCKETMQ_BLANK_INVALID": Code(E, "end-of-file BLANK filler malformed"),
     "ROCKETMQ_PREALLOCATED_FILE": Code(I, "an all-zero commitlog file after the last written one, mapped ahead of use "
                                           "by AllocateMappedFileService; the broker's recovery drops it"),

@@ -287,6 +287,7 @@ class StoreTotals(TypedDict):
     recovery: Recovery
     timers: TimerSummary | None
     dledger: NotRequired[DLedgerSummary]
+    unreached_messages: NotRequired[int]     # in the log, in no queue: their slots name others (offset_reuse)
 
 
 class StoreLs(TypedDict):

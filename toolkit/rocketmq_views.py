@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 
 from replog.recovery.rocketmq.ha_result import HAReplayResult
+from replog.recovery.rocketmq.offset_reuse import unreached_per_queue
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
 from replog.recovery.rocketmq.timers import timer_summary
 from replog.toolkit.documents import (
@@ -25,16 +26,19 @@ from replog.toolkit.render import Column, Columns, render, span, thousands, time
 
 
 def store_rows(model: StoreModel) -> tuple[StoreTotals, list[QueueRow]]:
-    """(store totals, one row per topic/queue) from the recovered log and the consume queues on disk."""
+    """(store totals, one row per topic/queue) from the recovered log and the consume queues on disk. `messages`
+    counts what the queues can serve: a message below its queue's end that no unit names (another message holds
+    its slot) is in the log but in no queue (`offset_reuse`), counted apart as `unreached_messages`."""
     per: dict[tuple[str, int], list[MessageRef]] = {}
     for m in model.messages:
         per.setdefault((m.topic, m.queue_id), []).append(m)
+    unreached = unreached_per_queue(model)
     rows: list[QueueRow] = []
     for key in sorted(set(per) | set(model.queues)):
         msgs = [m for m in per.get(key, []) if m.dispatched]
         q = model.queues.get(key)
         rows.append({
-            "topic": key[0], "queue_id": key[1], "messages": len(per.get(key, [])),
+            "topic": key[0], "queue_id": key[1], "messages": len(per.get(key, [])) - unreached.get(key, 0),
             "min_queue_offset": msgs[0].queue_offset if msgs else None,
             "max_queue_offset": msgs[-1].queue_offset if msgs else None,
             "cq_max_offset": q.max_offset if q else None, "cq_min_offset": q.served_min_offset if q else None,
@@ -50,7 +54,8 @@ def store_rows(model: StoreModel) -> tuple[StoreTotals, list[QueueRow]]:
         "path": model.path, "system": "rocketmq", "store_type": model.layout.store_type,
         "file_size": model.file_size, "files": len(model.files),
         "min_offset": model.min_offset, "max_offset": model.max_offset,
-        "dirty_tail_bytes": max(0, model.walk_end - model.max_offset), "messages": len(model.messages),
+        "dirty_tail_bytes": max(0, model.walk_end - model.max_offset),
+        "messages": len(model.messages) - sum(unreached.values()),
         "queues": len(rows), "topics": len({r["topic"] for r in rows}),
         "abort_present": model.abort.present, "confirm_offset": model.confirm_offset,
         "epochs": [[e.epoch, e.start_offset] for e in model.epochs],
@@ -62,6 +67,8 @@ def store_rows(model: StoreModel) -> tuple[StoreTotals, list[QueueRow]]:
         "recovery": typed(Recovery, model.recovery()),
         "timers": None if timers is None else typed(TimerSummary, timers),
     }
+    if unreached:
+        totals["unreached_messages"] = sum(unreached.values())
     if model.dledger is not None:
         totals["dledger"] = typed(DLedgerSummary, model.dledger.to_dict())
     return totals, rows
@@ -105,7 +112,8 @@ def _print_ls(totals: StoreTotals, rows: list[QueueRow], console: Console) -> No
     if totals["dirty_tail_bytes"]:
         flags.append(f"[yellow]dirty tail {totals['dirty_tail_bytes']} bytes[/]")
     console.print(f"commitlog {totals['min_offset']}..{totals['max_offset']} in {totals['files']} files of "
-                  f"{totals['file_size']:,} bytes, {totals['messages']} messages, {totals['queues']} queues, "
+                  f"{totals['file_size']:,} bytes, {totals['messages']} messages{_unreached(totals)}, "
+                  f"{totals['queues']} queues, "
                   f"confirm offset {_or_none(totals['confirm_offset'])}, epochs {totals['epochs'] or '-'}  "
                   + " ".join(flags))
     if "dledger" in totals:
@@ -114,6 +122,11 @@ def _print_ls(totals: StoreTotals, rows: list[QueueRow], console: Console) -> No
     t = totals["timers"]
     if t is not None:
         console.print(timers_line(t))
+
+
+def _unreached(totals: StoreTotals) -> str:
+    n = totals.get("unreached_messages", 0)
+    return f" (+{n} in the log that no queue reaches: their slots serve other messages)" if n else ""
 
 
 def timers_line(t: TimerSummary) -> str:

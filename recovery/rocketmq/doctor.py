@@ -40,6 +40,7 @@ from replog.formats.rocketmq.rocksdb_store import (
     read_config_db,
 )
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
+from replog.recovery.rocketmq.offset_reuse import reuse_findings
 from replog.recovery.rocketmq.rocksdb_batch import BatchQueue, batch_gap, batch_queue_findings
 from replog.recovery.rocketmq.store_files import other_store_files
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel, load_store
@@ -60,6 +61,7 @@ def diagnose_store(path: str | os.PathLike[str], *, hash_slot_num: int | None = 
     out = list(model.walk_findings)
     out += recovery_findings(model)
     out += queue_offset_findings(model)
+    out += reuse_findings(model)
     out += consume_queue_findings(model)
     for p in model.layout.index_files:
         read.append(p)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from replog.recovery.rocketmq.offset_reuse import unreached_messages
 from replog.recovery.rocketmq.store_model import load_store
 from tests.brokers.rocketmq_dledger import TOPIC, DLedgerOutcome, leader_crash, uncommitted_tail
 from tests.toolkit.test_cli import run_replog
@@ -90,26 +91,70 @@ def unindexed_offset(replica: dict[str, Any]) -> float:
 
 
 def check_stores(outcome: DLedgerOutcome, unindexed: dict[str, int] | None = None) -> None:
-    """`unindexed`: per peer, the messages replog says its restart leaves in the log but out of its consume
-    queues (ROCKETMQ_DLEDGER_RESTART_UNINDEXED): ls counts them, the broker does not serve them."""
+    """`unindexed`: per peer, the messages its restart left in the log but out of its consume queues (5.2.0+,
+    from the broker's own lines). ls counts what the broker's queues serve, plus the messages it dispatches later
+    (past a queue's end: `pending`); a message below its queue's end that no unit names is in the log, in no
+    queue: doctor's ROCKETMQ_QUEUE_OFFSET_REUSED, checked against the broker's units (`check_unreached`)."""
     for name, store in outcome.stores.items():
         ls = replog_json("ls", str(store))["store"]
         assert ls["dledger"]["peer"] == name, f"{name}: ls reads peer {ls['dledger']['peer']}"
         assert ls["max_offset"] == outcome.ends[name], f"{name}: ls end {ls['max_offset']}, broker {outcome.ends[name]}"
         served = sum(len(u) for u in outcome.inspections[name].units.values())
-        gap = (unindexed or {}).get(name, 0)
-        assert ls["messages"] == served + gap, (
-            f"{name}: ls counts {ls['messages']} messages, the broker serves {served}, replog said {gap} unindexed")
+        gap, later = (unindexed or {}).get(name, 0), pending(outcome, name)
+        assert ls["messages"] == served + later, (
+            f"{name}: ls counts {ls['messages']} messages, the broker serves {served} and has {later} of its "
+            f"restart's unindexed tail past its queues' ends")
         doctor = replog_json("doctor", str(store))
+        unreached = check_unreached(name, outcome, doctor["findings"])
+        assert ls.get("unreached_messages", 0) == unreached, (
+            f"{name}: ls says {ls.get('unreached_messages', 0)} unreached, doctor names {unreached}")
         # an unindexed tail: the broker itself writes the next units at the dropped slots ("[BUG]logic queue order
-        # maybe wrong"), or, leading, reassigns the dropped queue offsets: doctor must see the units' mismatch with
-        # their messages' queue offsets, or a queue offset repeated
-        allowed = {"ROCKETMQ_CQ_ENTRY_MISMATCH", "ROCKETMQ_QUEUE_OFFSET_GAP"} if gap else set()
-        bad = [f for f in doctor["findings"] if f["severity"] != "info" and f["code"] not in allowed]
+        # maybe wrong"), or, leading, reassigns the dropped queue offsets; a returning 5.x peer's stale units of its
+        # truncated tail name other messages: doctor must see the units' mismatch with their messages' queue
+        # offsets, or a queue offset repeated
+        allowed = {"ROCKETMQ_CQ_ENTRY_MISMATCH", "ROCKETMQ_QUEUE_OFFSET_GAP"} if gap or unreached else set()
+        if name == outcome.returning and outcome.truncations and outcome.dirty:
+            # 5.2+: its abnormal restart dispatched its uncommitted tail too (DLedgerCommitLog#
+            # dledgerRecoverAbnormally calls doDispatch per entry walked, committed or not), index entries included;
+            # the Raft truncation ([HandleDoTruncate]) removes neither: the index names messages no longer there
+            allowed |= {"ROCKETMQ_INDEX_INVALID"}
+        bad = [f for f in doctor["findings"] if f["severity"] != "info"
+               and f["code"] not in allowed | {"ROCKETMQ_QUEUE_OFFSET_REUSED"}]
         assert not bad, f"{name}: doctor on the store a broker wrote and stopped cleanly: {bad[:3]}"
         if gap:
             assert any(f["code"] in allowed and f["severity"] == "error" for f in doctor["findings"]), (
                 f"{name}: the broker misaligned its queues after the unindexed tail, doctor finds no mismatch")
+
+
+def pending(outcome: DLedgerOutcome, name: str) -> int:
+    """Messages of the peer's restart gap (its `truncate dirty logic files` line to its data end) at or past
+    their queue's end as the broker serves it: in the log, dispatched by no one yet."""
+    if name not in outcome.dirty:
+        return 0
+    cut, end = outcome.dirty[name]
+    ends = {q: max(i for i, _, _, _ in us) + 1 for (_, q), us in outcome.inspections[name].units.items() if us}
+    return sum(1 for m in load_store(outcome.stores[name]).messages
+               if cut <= m.physical_offset and m.end <= end and m.queue_offset >= ends.get(m.queue_id, 0))
+
+
+def check_unreached(name: str, outcome: DLedgerOutcome, findings: list[dict[str, Any]]) -> int:
+    """Each message replog says no queue reaches: doctor names it (ROCKETMQ_QUEUE_OFFSET_REUSED at its offset),
+    the broker serves no unit naming it, and the broker's unit in its slot names the message replog says the slot
+    serves instead. Returns how many."""
+    said = sorted(f["offset"] for f in findings if f["code"] == "ROCKETMQ_QUEUE_OFFSET_REUSED")
+    units = {(q, i): off for (_, q), us in outcome.inspections[name].units.items() for i, off, _, _ in us}
+    served = set(units.values())
+    unreached = unreached_messages(load_store(outcome.stores[name]))
+    assert said == [u.message.physical_offset for u in unreached], f"{name}: doctor names {said}, ls {unreached}"
+    for u in unreached:
+        m = u.message
+        assert m.physical_offset not in served, (
+            f"{name}: replog says no queue reaches {m.queue_id}@{m.queue_offset} ({m.physical_offset}), the broker "
+            f"serves it")
+        assert units.get((m.queue_id, m.queue_offset)) == u.holder_offset, (
+            f"{name} {m.queue_id}@{m.queue_offset}: replog says its slot serves {u.holder_offset}, the broker "
+            f"{units.get((m.queue_id, m.queue_offset))}")
+    return len(unreached)
 
 
 @pytest.mark.parametrize("label", cases("4.9.7-dledger-leader-crash"))

@@ -24,20 +24,9 @@ DLEDGER_5X: dict[str, Callable[[Path], DLedgerOutcome]] = {
     "5.3.3-dledger-leader-crash": partial(leader_crash, version=V5),
     "5.3.3-dledger-uncommitted-tail": partial(uncommitted_tail, version=V5),
 }
-TAIL_GAP = (
-    "5.3.3: the followers' own abnormal restart in the scenario truncates their queues (`dledger "
-    "maxPhyOffsetOfConsumeQueue(140072) >= processOffset(139208), truncate dirty logic files`) and the new leader "
-    "reassigns the dropped queue offset to its next message; the returning peer replicates both messages under one "
-    "queue offset and indexes one: ls counts 380 messages in its log, the broker serves 379 (replay, truncation and "
-    "the restart gap agree; what ls should count for a repeated queue offset is open)")
 
 
-def dledger_cases() -> list[object]:
-    return [pytest.param(label, id=label, marks=pytest.mark.xfail(strict=True, reason=TAIL_GAP)
-                         if label.endswith("uncommitted-tail") else ()) for label in DLEDGER_5X]
-
-
-@pytest.mark.parametrize("label", dledger_cases())
+@pytest.mark.parametrize("label", list(DLEDGER_5X))
 def test_dledger_5x_matches_brokers(tmp_path: Path, label: str) -> None:
     """The 4.9.7 checks (test_rocketmq_dledger) on a 5.3.3 DLedger group."""
     outcome = DLEDGER_5X[label](tmp_path)
