@@ -50,17 +50,17 @@ def timer_claims(result: dict[str, Any]) -> set[int]:
     return lost
 
 
-def check_delivered(delivered: Counter[int], lost: set[int], kept: set[int]) -> None:
+def check_delivered(delivered: Counter[int], lost: set[int], kept: set[int], where: str) -> None:
     """Each of `kept` (timer messages replog keeps, due by now) delivered exactly once; none replog lists as lost;
-    nothing else."""
+    nothing else. `where` names the step and the brokers' timer figures for the message."""
     twice = sorted(s for s, n in delivered.items() if n > 1)
-    assert not twice, f"delivered more than once: {[(s, delivered[s]) for s in twice]}"
+    assert not twice, f"{where}: delivered more than once: {[(s, delivered[s]) for s in twice]}"
     served_lost = sorted(set(delivered) & lost)
-    assert not served_lost, f"replog lists as lost, the group delivered: {served_lost}"
+    assert not served_lost, f"{where}: replog lists as lost, the group delivered: {served_lost}"
     missing = sorted(kept - set(delivered))
-    assert not missing, f"replog keeps, the group never delivered: {missing}"
+    assert not missing, f"{where}: replog keeps, the group never delivered: {missing}"
     other = sorted(set(delivered) - kept - lost)
-    assert not other, f"deliveries not due yet or nobody sent as timer messages: {other}"
+    assert not other, f"{where}: deliveries not due yet or nobody sent as timer messages: {other}"
 
 
 def repair(copies: dict[str, Path], out: Path) -> tuple[dict[str, Any], dict[str, Path]]:
@@ -88,7 +88,8 @@ def test_timers_exactly_once_after_group_repair(tmp_path: Path) -> None:
     served = serve_timers(stores, d.controller, "n1", tmp_path / "served", first, set(ALONE1))
     early = sorted(set(served.restarted) & set(ALONE1))
     assert not early, f"premise: ALONE1 {early} delivered before the failover (due later)"
-    check_delivered(served.restarted, lost, first)
-    check_delivered(served.failed_over, lost, TIMER_SEQS - lost)
+    figures = f"master {served.master_stats}, slave {served.slave_stats} (before the failover)"
+    check_delivered(served.restarted, lost, first, f"n1 restarted on its repair output; {figures}")
+    check_delivered(served.failed_over, lost, TIMER_SEQS - lost, f"n0 after taking over; {figures}")
     problems = {r["name"]: r["problems"] for r in result["repaired"] if r["problems"]}
     assert not problems, f"repair's own verification of its outputs: {problems}"
