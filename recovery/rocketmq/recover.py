@@ -200,14 +200,16 @@ def write_queues(root: Path, source: StoreModel, messages: list[MessageRef],
 def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *,
                 epochs: list[EpochEntry] | None, confirm_offset: int, file_size: int | None = None,
                 file_starts: Iterable[int] | None = None, like: StoreModel | None = None,
-                queues: dict[tuple[str, int], Queue] | None = None) -> dict[str, Any]:
+                queues: dict[tuple[str, int], Queue] | None = None,
+                timers_from: StoreModel | None = None) -> dict[str, Any]:
     """A complete store under `root`: commitlog from `pieces` up to `end`, then CQs, index, checkpoint.
 
     `source` supplies the geometry (segment, CQ and index sizes), the metadata
     copied across, and the checkpoint's master flushed offset; `like` (the
     master, for a slave) supplies the geometry `source` does not show. The
     consume queues are `queues` as given (the broker's own, `queue_recovery`),
-    else rebuilt from every message (`write_queues`: BatchCQ topics and RocksDB stores apart).
+    else rebuilt from every message (`write_queues`: BatchCQ topics and RocksDB stores apart). The timer
+    files are `timers_from`'s (default `source`): a store whose timer files describe the written bytes.
     """
     fs = file_size or source.file_size
     starts = list(file_starts) if file_starts is not None else sorted({p.offset - p.offset % fs for p in pieces})
@@ -227,7 +229,7 @@ def write_store(root: Path, source: StoreModel, pieces: list[Piece], end: int, *
     if epochs:
         write_epoch_file(root / "epochFileCheckpoint", epochs)
     copied = copy_metadata(source, root)
-    timers = carry_timer_files(source, root, end, messages)
+    timers = carry_timer_files(timers_from or source, root, end, messages)
     return {"commitlog_files": len(starts), "messages": len(messages), **written,
             "index_files": index_files, "timers": timers,
             "index_note": None if geometry else "the input has no index file to take the broker's geometry from; "

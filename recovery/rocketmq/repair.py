@@ -102,8 +102,27 @@ def _write_one(root: Path, r: ReplicaOutcome, master: StoreModel) -> tuple[Path,
         end = plan.end
     write_store(dest, r.model, pieces, end, epochs=plan.epochs,
                 confirm_offset=plan.confirm_offset if plan.confirm_offset is not None else 0,
-                file_size=master.file_size, like=master)
+                file_size=master.file_size, like=master, timers_from=timer_source(r, master, end))
     return dest, plan
+
+
+def timer_source(r: ReplicaOutcome, master: StoreModel, end: int) -> StoreModel | None:
+    """The store whose timer files a written slave takes: its master's when the slave is written to the master's
+    end (its log is then the master's, byte for byte: `same_bytes`), else its own (None).
+
+    A slave's own timer files describe its own log. Past the cut they describe bytes the repair replaced: units
+    for the slave's lost timer messages, and a `timercheck` whose lastTimerQueueOffset counts them. The broker never
+    revises them (`DefaultMessageStore#truncateDirtyFiles`, which AutoSwitchHAClient's truncation runs, leaves the
+    timer store alone; tag rocketmq-all-5.3.3). A slave enqueues only from its own queue offset up to the master's
+    (`TimerMessageStore#isRunningEnqueue`, `recover`: currQueueOffset capped by masterTimerQueueOffset), so the
+    master's timer messages at the offsets its stale checkpoint counts are never in its wheel; once it takes over
+    (`checkBrokerRole`, `setShouldRunningDequeue`) it never delivers them (lab, 5.3.3: tests/brokers/
+    test_rocketmq_timer_group.py). The master's timer files describe the same bytes, and the broker keeps a slave's
+    timer checkpoint and metrics in step with its master's (`SlaveSynchronize#syncTimerCheckPoint` every 3 s from
+    `ReplicasManager#handleSlaveSynchronize`, `#syncTimerMetrics` in `syncAll`)."""
+    if r.role == "master" or end != master.max_offset:
+        return None
+    return master
 
 
 def repair_stores(result: HAReplayResult, out: str | os.PathLike[str], *, force: bool = False) -> list[RepairedStore]:

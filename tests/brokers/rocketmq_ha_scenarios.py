@@ -188,7 +188,8 @@ class Decision:
 
 def controller_decision(root: Path, version: str = "5.3.3",
                         on_common: Callable[[RmqCluster], None] | None = None,
-                        broker_config: dict[str, str] | None = None) -> Decision:
+                        broker_config: dict[str, str] | None = None,
+                        on_alone: Callable[[RmqCluster, str], None] | None = None) -> Decision:
     """Controller mode (controller in the name server, `enableElectUncleanMaster`). n0 master, n1 in sync, 100
     messages both hold; n1 freezes and leaves the SyncStateSet; n0 takes 60 alone (seq 100..159) and crashes (kill
     -9); n1 resumes, is elected uncleanly, takes 40 (seq 160..199) and crashes too. The controller, still running,
@@ -200,7 +201,9 @@ def controller_decision(root: Path, version: str = "5.3.3",
     5's start to its end, `truncateSuffixByEpoch` then `appendEntry`, and n0 truncates at 63170, not 45090,
     keeping 40 of its own messages at offsets where the master holds others; seen once in this lab.)
     `on_common`, when given, runs once both hold the common messages and n1 is caught up (e.g. a consumer group
-    commits offsets on n0). `broker_config` is added to both brokers' config (e.g. `storeType=defaultRocksDB`)."""
+    commits offsets on n0). `broker_config` is added to both brokers' config (e.g. `storeType=defaultRocksDB`).
+    `on_alone`, when given, runs with each lone master's name right after its own sends (n0, then n1), before it
+    crashes (e.g. timer messages only that broker holds)."""
     spec = RmqSpec(version, mode="controller", brokers=2, broker_config=dict(broker_config or {}))
     with running_rocketmq(spec, root / "cluster", start=False) as c:
         start_controller_pair(c, "n0", "n1")
@@ -213,12 +216,16 @@ def controller_decision(root: Path, version: str = "5.3.3",
         c.brokers["n1"].pause()
         wait_sync_state(c, "n0", 1)
         own0 = sent_seqs(c.send(TOPIC, (0, 1), 100, 60, BODY))
+        if on_alone is not None:
+            on_alone(c, "n0")
         c.wait_dispatched("n0")
         c.brokers["n0"].kill()
         c.brokers["n1"].resume()
         wait_sync_state(c, "n1", 1)
         c.create_topic(TOPIC, QUEUES, "n1")
         own1 = sent_seqs(c.send(TOPIC, (0, 1), 160, 40, BODY))
+        if on_alone is not None:
+            on_alone(c, "n1")
         c.wait_dispatched("n1")
         master, members = sync_state(c)
         assert (master, members) == (c.broker_addr("n1"), 1), f"premise: n1 alone in sync, have {master} {members}"

@@ -38,8 +38,10 @@ def slot(time_slot: int, first: int, last: int, num: int) -> tuple[int, bytes]:
     return time_slot % NSLOTS * 32, struct.pack(">qqqii", time_slot, first, last, num, 0)
 
 
-def timer_store(root: Path, *, abort: bool = False) -> Built:
-    """Four timer messages all moved into the timer log (lastTimerQueueOffset 4); 1 and 2 share a slot."""
+def timer_store(root: Path, *, abort: bool = False, epochs: list[tuple[int, int]] | None = None,
+                dues: list[int] = DUE, first: int = 0) -> Built:
+    """Three plain messages, then one timer message per due time (keys t<first>.., all moved into the timer log:
+    lastTimerQueueOffset their count); with DUE, 1 and 2 share a slot."""
     w = CommitLogWriter(CL_FILE)
     b = Built(root, w)
     for i in range(3):
@@ -47,29 +49,38 @@ def timer_store(root: Path, *, abort: bool = False) -> Built:
                                                                                  "UNIQ_KEY": f"Uk{i}"},
                      born_timestamp=T0, store_timestamp=T0 + i)
         b.messages.append(Written(a.physical_offset, a.size, "orders", 0, a.queue_offset, "A", f"k{i}", T0 + i))
-    for i, due in enumerate(DUE):
-        timer_message(w, b, i, due)
-    finish(b, abort=abort)
-    timers = [m for m in b.messages if m.topic == TIMER_TOPIC]
+    for i, due in enumerate(dues):
+        timer_message(w, b, first + i, due)
+    finish(b, abort=abort, epochs=epochs)
+    write_timer_files(root, [m for m in b.messages if m.topic == TIMER_TOPIC], dues)
+    return b
+
+
+def write_timer_files(root: Path, timers: list[Written], dues: list[int]) -> None:
+    """A timer log with one unit per message (chained per due second), the wheel's slots, timercheck and
+    timermetrics, as a broker that enqueued every one of `timers` writes them."""
     write = T0 + 20
     prev_of: dict[int, int] = {}
+    slots: dict[int, tuple[int, int, int]] = {}
     log = b""
-    for m, due in zip(timers, DUE, strict=True):
+    for m, due in zip(timers, dues, strict=True):
         log += unit(prev_of.get(due, -1), write, due - write, m.offset, m.size)
-        prev_of[due] = len(log) - 52
+        pos = len(log) - 52
+        first, _, num = slots.get(due, (pos, pos, 0))
+        slots[due], prev_of[due] = (first, pos, num + 1), pos
     (root / "timerlog").mkdir()
     (root / "timerlog" / file_name(0)).write_bytes(log.ljust(TL_FILE, b"\0"))
     wheel = bytearray(NSLOTS * 32)
-    for due, (first, last, num) in {DUE[0]: (0, 0, 1), DUE[1]: (52, 104, 2), DUE[3]: (156, 156, 1)}.items():
+    for due, (first, last, num) in slots.items():
         pos, data = slot(due // 1000, first, last, num)
         wheel[pos:pos + 32] = data
     (root / "timerwheel").write_bytes(bytes(wheel))
     check = struct.pack(">7q", READ_MS, len(log), len(timers), len(timers), 0, T0, 3).ljust(4096, b"\0")
     (root / "config" / "timercheck").write_bytes(check)
+    pending = sum(1 for d in dues if d >= READ_MS)
     (root / "config" / "timermetrics").write_text(
-        '{"dataVersion":{"counter":3,"stateVersion":0,"timestamp":1},"timingCount":{"orders":{"count":3,'
-        '"timeStamp":1}}}')
-    return b
+        '{"dataVersion":{"counter":3,"stateVersion":0,"timestamp":1},"timingCount":{"orders":{"count":'
+        + str(pending) + ',"timeStamp":1}}}')
 
 
 def patch(path: Path, pos: int, data: bytes) -> None:
@@ -228,3 +239,32 @@ def test_the_timer_metrics_backup_is_read(store: Built) -> None:
     (cfg / "timermetrics.bak").write_text("{not json")
     bad = {(f.code, Path(f.path).name) for f in diagnose_store(store.root)[0]}
     assert ("ROCKETMQ_CONFIG_INVALID", "timermetrics.bak") in bad, f"a broken backup is a finding: {bad}"
+
+
+def test_repair_gives_the_slave_its_masters_timer_files(tmp_path: Path) -> None:
+    """A controller-mode slave whose own timer messages (epoch 1) the election lost: its log past the common prefix
+    becomes the master's, so its own timer log (units for its lost messages, at offsets now holding the master's
+    bytes) and its timercheck (lastTimerQueueOffset counting them) no longer describe its log. A broker never
+    revises them (nothing in AutoSwitchHAClient's truncation touches the timer store); as slave it enqueues only
+    past that offset, so on taking over it never delivers the master's timer messages there (lab:
+    tests/brokers/test_rocketmq_timer_group.py). repair writes the master's timer files, which describe the same
+    bytes, as a slave in step keeps them (SlaveSynchronize#syncTimerCheckPoint, #syncTimerMetrics, 5.3.3)."""
+    from replog.recovery.rocketmq.ha import AUTOSWITCH, replay_paths
+    from replog.recovery.rocketmq.repair import repair_stores
+
+    plain_end = timer_store(tmp_path / "probe", dues=[]).writer.max_offset
+    m = timer_store(tmp_path / "m", epochs=[(1, 0), (2, plain_end)])
+    b = timer_store(tmp_path / "s", epochs=[(1, 0)], dues=[T0 + 400_000, T0 + 400_000], first=10)
+    before = tree_digest(b.root)
+    result = replay_paths([f"m={m.root}", f"s={b.root}"], protocol=AUTOSWITCH)
+    slave = next(r for r in result.to_dict()["replicas"] if r["name"] == "s")
+    assert slave["lost_scheduled_deliveries"]["count"] == 2, f"premise: {slave['lost_scheduled_deliveries']}"
+    written = {r.name: r for r in repair_stores(result, tmp_path / "out")}
+    assert tree_digest(b.root) == before, "the input changed"
+    out = Path(written["s"].path)
+    assert written["s"].problems == [], f"repair's own verification of the slave: {written['s'].problems}"
+    for name in ("timerwheel", f"timerlog/{file_name(0)}", "config/timermetrics", "config/timercheck"):
+        assert (out / name).read_bytes() == (Path(written["m"].path) / name).read_bytes(), \
+            f"the slave's {name} is not its master's"
+    timer = [f for f in diagnose_store(out)[0] if f.code.startswith("ROCKETMQ_TIMER")]
+    assert timer == [], f"timer findings on the repaired slave: {[f.to_dict() for f in timer]}"
