@@ -114,3 +114,11 @@ def test_each_rule_finding_says_where_and_what(code: str) -> None:
     list(walk.batches())
     found = [(f.offset, f.message, f.details) for f in walk.findings if f.code == code]
     assert found == [FOUND[code]], f"{code}: the finding's offset, message or details changed: {found}"
+
+
+def test_an_offset_overflow_is_reported_at_the_batch_last_offset() -> None:
+    walk = SegmentWalk(_batch(2**31 - 1, 3), "s.log", 0)
+    list(walk.batches())
+    found = [(f.offset, f.message) for f in walk.findings if f.code == "KAFKA_SEGMENT_OFFSET_OVERFLOW"]
+    assert found == [(2**31 + 1, "offset 2147483649 is outside the segment's 32-bit range from 0")], \
+        f"the overflow is the batch's last offset, past the base's 32-bit range: {found}"
