@@ -7,17 +7,23 @@ parsers, writers and property tests use.
 """
 from __future__ import annotations
 
+import dataclasses
+import os
 import struct
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import construct as cs
 
 from replog.formats.errors import FormatError
+from replog.formats.fileio import read_small
 from replog.formats.findings import Finding, Severity, finding
 
 if TYPE_CHECKING:
     import numpy as np
+    from _typeshed import DataclassInstance
+
+P = TypeVar("P", bound="DataclassInstance")   # a page's fields as a dataclass, in layout order
 
 
 def _codes(layout: cs.Struct) -> list[tuple[str, str]]:
@@ -65,16 +71,31 @@ def field_positions(layout: cs.Struct) -> dict[str, int]:
     return positions
 
 
-class FixedPage:
-    """A file that is one mapped page: a fixed-size big-endian `layout` at its start, zeros up to `size`.
+class FixedPage(Generic[P]):
+    """A file that is one mapped page: a fixed-size big-endian `layout` at its start, zeros up to `size`, read as
+    a `record` (the dataclass of the layout's fields, in its order).
 
     RocketMQ's store checkpoints (`StoreCheckpoint`, `TimerCheckpoint`) map an OS page and write their fields at its
     start; fields a later release added sit past an older file's, so a file of at least `min_size` bytes reads with
     the fields past its end as 0. `code` and `what` name the file in errors and findings."""
 
-    def __init__(self, layout: cs.Struct, size: int, min_size: int, code: str, what: str) -> None:
+    def __init__(self, layout: cs.Struct, record: Callable[..., P], size: int, min_size: int, code: str,
+                 what: str) -> None:
         self.fields = struct_of(layout)
+        self.record = record
         self.size, self.min_size, self.code, self.what = size, min_size, code, what
+
+    def parse(self, data: bytes | memoryview) -> P:
+        """The page's `record`; FormatError for a file shorter than `min_size`."""
+        return self.record(*self.unpack(data))
+
+    def build(self, value: P) -> bytes:
+        """The page the broker writes for `value`."""
+        return self.pack(dataclasses.astuple(value))
+
+    def read(self, path: str | os.PathLike[str]) -> P:
+        """`parse` of the file at `path` (a page: anything past 1 MiB is not one)."""
+        return self.parse(read_small(path, limit=1 << 20))
 
     def unpack(self, data: bytes | memoryview) -> tuple[int, ...]:
         """The field values; FormatError for a file shorter than `min_size`."""

@@ -31,8 +31,8 @@ R = TypeVar("R", bound=ReplayDoc)
 
 @dataclass
 class OfReplay(Generic[R]):
-    """A command's result that is one replay read as it is (replay, impact): it fails when the replay does,
-    nothing was written to verify, and its page draws that replay."""
+    """A command's result resting on one replay, `result`, which its page draws: it fails when the replay does
+    (`Compared`: when the ranking does) and verifies unless it wrote something that does not (`Repaired`)."""
 
     result: R
 
@@ -95,11 +95,10 @@ class Written(Documented, Protocol):
 
 
 @dataclass
-class Repaired(Generic[R]):
+class Repaired(OfReplay[R]):
     """`repair`: the replay, every replica written repaired under `out`, each verified; the impact as replay
     carries it. `identical`: per written replica, whether it equals the leader (master) after writing."""
 
-    result: R
     impact: Documented | None
     roots: list[Path]
     out: Path
@@ -107,17 +106,9 @@ class Repaired(Generic[R]):
     identical: list[bool] = field(default_factory=list)
 
     @property
-    def loses_or_fails(self) -> bool:
-        return self.result.loses_or_fails
-
-    @property
     def verified(self) -> bool:
         """Every replica written equals the leader and verified without a problem."""
         return all(same and not r.problems for same, r in zip(self.identical, self.repaired, strict=True))
-
-    @property
-    def page_result(self) -> R:
-        return self.result
 
     def to_dict(self) -> dict[str, Any]:
         doc = self.result.to_dict() | {"output": str(self.out), "repaired": [r.to_dict() for r in self.repaired]}
@@ -130,32 +121,24 @@ class Repaired(Generic[R]):
 
 
 @dataclass
-class Compared(Generic[R]):
+class Compared(OfReplay[R]):
     """`replay --what-if`: every choice of leader (master) ranked; the page is the recommended choice's
-    replay (`best`) and its impact, with the choices side by side."""
+    replay (`result`) and its impact, with the choices side by side."""
 
     ranked: ReplayDoc                       # WhatIf | RocketWhatIf: its exit follows the recommended choice
-    best: R
     best_impact: Callable[[], Documented]   # read only for the page (RocketMQ reads it then)
     roots: list[Path]
 
     @property
     def loses_or_fails(self) -> bool:
+        """As the ranking says: RocketMQ's also counts what the operator's fix of a stalled slave cuts."""
         return self.ranked.loses_or_fails
-
-    @property
-    def verified(self) -> bool:
-        return True
-
-    @property
-    def page_result(self) -> R:
-        return self.best
 
     def to_dict(self) -> dict[str, Any]:
         return self.ranked.to_dict()
 
     def page_doc(self, doc: dict[str, Any]) -> dict[str, Any]:
-        return self.best.to_dict() | {"impact": self.best_impact().to_dict(), "what_if": doc}
+        return self.result.to_dict() | {"impact": self.best_impact().to_dict(), "what_if": doc}
 
 
 Outcome = Replayed[R] | Impacted[R] | Repaired[R] | Compared[R]

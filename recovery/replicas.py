@@ -163,7 +163,7 @@ class KafkaReplicas(ReplicaSet["ReplayResult"]):
 
         ranked = what_if_paths(self.specs, self.protocol, progress, offsets=self.options.offsets, **self.settings)
         best = ranked.recommended
-        return Compared(ranked, best.result, lambda: best.impact, self.result_roots(best.result))
+        return Compared(best.result, ranked, lambda: best.impact, self.result_roots(best.result))
 
     def holding(self, backup: PathLike) -> AbstractContextManager[None]:
         """`repair --in-place`: the log dirs and `backup` held while the replicas are read and swapped."""
@@ -230,7 +230,7 @@ class RocketStores(ReplicaSet["HAReplayResult"]):
             raise ReplogError("--offsets is for Kafka replicas; RocketMQ stores hold their own offsets")
         ranked = what_if_paths(self.specs, self.options.protocol, progress, self.options.broker_version)
         best = ranked.recommended.result
-        return Compared(ranked, best, lambda: analyze_rocketmq_impact(best), self.result_roots(best))
+        return Compared(best, ranked, lambda: analyze_rocketmq_impact(best), self.result_roots(best))
 
 
 def is_rocketmq(specs: Sequence[str]) -> bool:

@@ -235,29 +235,20 @@ class Recorder:
 
 @dataclass
 class CachedWalk:
-    """A recorded walk (`segment_pass.RecordedWalk`) read back from the cache files."""
+    """A recorded walk (`segment_pass.RecordedWalk`) read back from the cache files: the walk's outcome as its
+    index row recorded it (`of`); its markers and blocks are read from the row when asked."""
 
     entry: IndexEntry
+    size: int
+    valid_bytes: int
+    end_position: int
+    findings: list[Finding]
+    record_findings: list[Finding]
 
-    @property
-    def size(self) -> int:
-        return int(self.entry["size"])
-
-    @property
-    def valid_bytes(self) -> int:
-        return int(self.entry["valid_bytes"])
-
-    @property
-    def end_position(self) -> int:
-        return int(self.entry["end_position"])
-
-    @property
-    def findings(self) -> list[Finding]:
-        return [_finding(r) for r in self.entry["findings"]]
-
-    @property
-    def record_findings(self) -> list[Finding]:
-        return [_finding(r) for r in self.entry["record_findings"]]
+    @classmethod
+    def of(cls, entry: IndexEntry) -> CachedWalk:
+        return cls(entry, int(entry["size"]), int(entry["valid_bytes"]), int(entry["end_position"]),
+                   [_finding(r) for r in entry["findings"]], [_finding(r) for r in entry["record_findings"]])
 
     @cached_property
     def markers(self) -> Markers:

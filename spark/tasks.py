@@ -167,7 +167,7 @@ def _recorded(entries: dict[int, cache.IndexEntry]) -> doctor.Recorded:
 
     def recorded(base: int, path: Path, active: bool) -> cache.CachedWalk | None:
         entry = entries.get(base)
-        return cache.CachedWalk(entry) if entry is not None and not active and cache.unchanged(entry, path) else None
+        return cache.CachedWalk.of(entry) if entry is not None and not active and cache.unchanged(entry, path) else None
 
     return recorded
 

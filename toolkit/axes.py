@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,22 +46,16 @@ class Axis:
 
     knots: np.ndarray   # offsets, increasing
     xs: np.ndarray      # pixels, non-decreasing
+    lo: int = field(init=False)      # the first and last knot: the offsets the axis spans
+    hi: int = field(init=False)
+    x0: float = field(init=False)    # the first and last pixel: where spans are kept inside
+    x1: float = field(init=False)
 
-    @property
-    def lo(self) -> int:
-        return int(self.knots[0])
-
-    @property
-    def hi(self) -> int:
-        return int(self.knots[-1])
-
-    @property
-    def x0(self) -> float:
-        return float(self.xs[0])
-
-    @property
-    def x1(self) -> float:
-        return float(self.xs[-1])
+    def __post_init__(self) -> None:
+        """The ends of both columns, read once as plain numbers."""
+        ends = {"lo": int(self.knots[0]), "hi": int(self.knots[-1]), "x0": float(self.xs[0]), "x1": float(self.xs[-1])}
+        for name, value in ends.items():
+            object.__setattr__(self, name, value)   # frozen: set as dataclasses' own __init__ does
 
     def x(self, offset: float) -> float:
         return float(np.interp(offset, self.knots, self.xs))

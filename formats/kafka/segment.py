@@ -30,6 +30,24 @@ V2_MIN_LENGTH = v2.HEADER_SIZE - v2.LOG_OVERHEAD
 MAX_SEGMENT_BYTES = v2.INT32_MAX
 
 
+# Each batch rule's finding (`batch_rules.RULES` but the control records, checked by decoding them): whether it is
+# reported at the batch's last offset (else its base offset), and its message, a `str.format` template over the
+# batch `b`, `prev_last` (the last offset before it), `segment` (the file name's base offset) and, for a gap,
+# `gap_start` and `gap_end`.
+_RULE_FINDINGS: dict[int, tuple[bool, str]] = {
+    rules.BAD_MAGIC: (False, "magic {b.magic}"),
+    rules.LENGTH_TOO_SMALL: (False, "v2 batch of {b.size} bytes is smaller than its 61-byte header"),
+    rules.CRC_MISMATCH: (False, "stored crc {b.crc:#010x} does not match the batch bytes"),
+    rules.BAD_CODEC: (False, "codec id {b.codec}"),
+    rules.BAD_RECORD_COUNT: (False, "{b.count} records in offsets {b.base_offset}..{b.last_offset}"),
+    rules.SEGMENT_NAME_MISMATCH: (False, "first batch starts at {b.base_offset}, file name says {segment}"),
+    rules.SEGMENT_OFFSET_OVERFLOW: (True, ("offset {b.last_offset} is outside the segment's 32-bit range from "
+                                           "{segment}")),
+    rules.OFFSETS_NOT_INCREASING: (False, "batch starts at {b.base_offset}, previous batch ended at {prev_last}"),
+    rules.OFFSET_GAP: (False, "offsets {gap_start}..{gap_end} are absent"),
+}
+
+
 @dataclass
 class SegmentWalk:
     """State and outcome of one walk; filled in while `batches()` is consumed."""
@@ -172,27 +190,14 @@ class SegmentWalk:
         return ok
 
     def _rule_finding(self, rule: int, b: BatchInfo, prev_last: int | None) -> tuple[int, str, dict[str, Any]]:
-        """(offset, message, details) of the finding of a broken batch rule."""
-        if rule == rules.BAD_MAGIC:
-            return b.base_offset, f"magic {b.magic}", {}
-        if rule == rules.LENGTH_TOO_SMALL:
-            return b.base_offset, f"v2 batch of {b.size} bytes is smaller than its 61-byte header", {}
-        if rule == rules.CRC_MISMATCH:
-            return b.base_offset, f"stored crc {b.crc:#010x} does not match the batch bytes", {}
-        if rule == rules.BAD_CODEC:
-            return b.base_offset, f"codec id {b.codec}", {}
-        if rule == rules.BAD_RECORD_COUNT:
-            return b.base_offset, f"{b.count} records in offsets {b.base_offset}..{b.last_offset}", {}
-        if rule == rules.SEGMENT_NAME_MISMATCH:
-            return b.base_offset, f"first batch starts at {b.base_offset}, file name says {self.base_offset}", {}
-        if rule == rules.SEGMENT_OFFSET_OVERFLOW:
-            return b.last_offset, (f"offset {b.last_offset} is outside the segment's 32-bit range from "
-                                   f"{self.base_offset}"), {}
-        if rule == rules.OFFSETS_NOT_INCREASING:
-            return b.base_offset, f"batch starts at {b.base_offset}, previous batch ended at {prev_last}", {}
-        assert prev_last is not None, "an offset gap needs a batch before"
-        return (b.base_offset, f"offsets {prev_last + 1}..{b.base_offset - 1} are absent",
-                {"gap_start": prev_last + 1, "gap_end": b.base_offset - 1})
+        """(offset, message, details) of the finding of a broken batch rule (`_RULE_FINDINGS`)."""
+        at_last, message = _RULE_FINDINGS[rule]
+        gap: dict[str, Any] = {}
+        if rule == rules.OFFSET_GAP:
+            assert prev_last is not None, "an offset gap needs a batch before"
+            gap = {"gap_start": prev_last + 1, "gap_end": b.base_offset - 1}
+        text = message.format(b=b, prev_last=prev_last, segment=self.base_offset, **gap)
+        return (b.last_offset if at_last else b.base_offset), text, gap
 
     def _check_control(self, b: BatchInfo) -> bool:
         try:

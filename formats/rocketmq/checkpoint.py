@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import construct as cs
 
-from replog.formats.fileio import atomic_write, read_small
+from replog.formats.fileio import atomic_write
 from replog.formats.findings import Finding, Severity, finding
 from replog.formats.layout import FixedPage
 
@@ -27,8 +27,6 @@ CHECKPOINT = cs.Struct(
 FILE_SIZE = 4096        # OS_PAGE_SIZE, mapped in full
 MIN_SIZE = 24           # the three 4.x timestamps
 _CODE = "ROCKETMQ_CHECKPOINT_INVALID"
-PAGE = FixedPage(CHECKPOINT, FILE_SIZE, MIN_SIZE, _CODE, "checkpoint")
-FIELDS = PAGE.fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,18 +48,10 @@ class Checkpoint:
         return min(self.min_timestamp, self.index_msg_timestamp)
 
 
-def parse_checkpoint(data: bytes | memoryview) -> Checkpoint:
-    """Decode the fields; a file shorter than 40 bytes (but >= 24) has zero 5.x fields."""
-    return Checkpoint(*PAGE.unpack(data))
-
-
-def build_checkpoint(cp: Checkpoint) -> bytes:
-    """The 4096-byte file the broker writes."""
-    return PAGE.pack(dataclasses.astuple(cp))
-
-
-def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
-    return parse_checkpoint(read_small(path, limit=1 << 20))
+PAGE = FixedPage(CHECKPOINT, Checkpoint, FILE_SIZE, MIN_SIZE, _CODE, "checkpoint")
+FIELDS = PAGE.fields
+# a file shorter than 40 bytes (but >= 24) reads with zero 5.x fields; built, it is the broker's 4096-byte page
+parse_checkpoint, build_checkpoint, read_checkpoint = PAGE.parse, PAGE.build, PAGE.read
 
 
 def write_checkpoint(path: str | os.PathLike[str], cp: Checkpoint) -> None:

@@ -11,7 +11,6 @@ bytes flushed), `lastTimerQueueOffset` (next `rmq_sys_wheel_timer` queue offset 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,6 @@ from typing import Any
 import construct as cs
 
 from replog.formats.errors import FormatError
-from replog.formats.fileio import read_small
 from replog.formats.findings import Finding
 from replog.formats.layout import FixedPage
 from replog.formats.rocketmq import config_json
@@ -37,8 +35,6 @@ FILE_SIZE = 4096                       # DefaultMappedFile.OS_PAGE_SIZE
 MIN_SIZE = 32                          # the four offsets; dataVersion was added later ("new add")
 CHECK_NAME, METRICS_NAME = "timercheck", "timermetrics"   # BrokerPathConfigHelper, under config/
 _CODE = "ROCKETMQ_TIMER_CHECKPOINT_INVALID"
-PAGE = FixedPage(TIMER_CHECKPOINT, FILE_SIZE, MIN_SIZE, _CODE, "timer checkpoint")
-FIELDS = PAGE.fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +48,10 @@ class TimerCheckpoint:
     data_version_counter: int = 0
 
 
-def parse_timer_checkpoint(data: bytes | memoryview) -> TimerCheckpoint:
-    return TimerCheckpoint(*PAGE.unpack(data))
-
-
-def build_timer_checkpoint(cp: TimerCheckpoint) -> bytes:
-    """The page `TimerCheckpoint#flush` leaves."""
-    return PAGE.pack(dataclasses.astuple(cp))
-
-
-def read_timer_checkpoint(path: str | os.PathLike[str]) -> TimerCheckpoint:
-    return parse_timer_checkpoint(read_small(path, limit=1 << 20))
+PAGE = FixedPage(TIMER_CHECKPOINT, TimerCheckpoint, FILE_SIZE, MIN_SIZE, _CODE, "timer checkpoint")
+FIELDS = PAGE.fields
+# built, the page `TimerCheckpoint#flush` leaves
+parse_timer_checkpoint, build_timer_checkpoint, read_timer_checkpoint = PAGE.parse, PAGE.build, PAGE.read
 
 
 def check_timer_checkpoint(data: bytes | memoryview, path: str = "") -> Iterator[Finding]:

@@ -254,6 +254,17 @@ def _split_runs(runs: np.ndarray, head_end: int, tail_first: int) -> tuple[np.nd
     return head, tail
 
 
+class _Total:
+    """A log's count of one kind (batches, records, bytes: the `Piece` attribute of its own name), the sum over
+    its pieces; read-only."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, log: ReplicaLog, owner: type | None = None) -> int:
+        return sum(int(getattr(piece, self.name)) for piece in log.pieces)
+
+
 @dataclass
 class ReplicaLog:
     """A log as pieces in log order; the protocol's operations on it walk only what they must."""
@@ -266,17 +277,9 @@ class ReplicaLog:
     def copy(self) -> ReplicaLog:
         return ReplicaLog(list(self.pieces))
 
-    @property
-    def batches(self) -> int:
-        return sum(p.batches for p in self.pieces)
-
-    @property
-    def records(self) -> int:
-        return sum(p.records for p in self.pieces)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(p.nbytes for p in self.pieces)
+    batches = _Total()
+    records = _Total()
+    nbytes = _Total()
 
     @property
     def first_offset(self) -> int:

@@ -261,7 +261,7 @@ def _transaction_state(part: Path) -> None:
     (part / f"{SEGMENT}.log").write_bytes(batch)
 
 
-_SHARE_BATCHES = [share.StateBatch(10, 19, 0, 1), share.StateBatch(20, 20, 2, 3), share.StateBatch(21, 30, 4, 5)]
+_SHARE_BATCHES = [(10, 19, 0, 1), (20, 20, 2, 3), (21, 30, 4, 5)]
 
 
 def _share_records(release: str) -> list[tuple[bytes, bytes | None]]:

@@ -1,7 +1,8 @@
-"""The lab's RocketMQ Java programs (tests/brokers/java), compiled with the helper class they share.
+"""The lab's Java programs (tests/brokers/java), compiled with the helper class they share.
 
 Java 17's single-file source launcher compiles one file, so programs that share code (`RmqLab.java`: the producer,
-the route wait, the "seq-<n>" message, the admin client) are compiled with `javac` instead, each with its helpers,
+the route wait, the "seq-<n>" message, the admin client; `KafkaLab.java`: the Kafka consumers' arguments, properties,
+loop and output) are compiled with `javac` instead, each with its helpers,
 into a folder of the download cache named for a digest of the sources and the class path. A version's programs are
 compiled once; a changed source or class path gets a new folder. Parallel test workers may compile the same
 program at once: each compiles into a folder of its own and renames it into place (the first rename wins).
@@ -20,6 +21,7 @@ from tests.brokers.jars import cache_root
 
 JAVA_DIR = Path(__file__).with_name("java")
 RMQ_HELPERS = (JAVA_DIR / "RmqLab.java",)
+KAFKA_HELPERS = (JAVA_DIR / "KafkaLab.java",)
 
 
 def compiled(program: Path, helpers: tuple[Path, ...], cp: str) -> Path:
@@ -46,7 +48,12 @@ def compiled(program: Path, helpers: tuple[Path, ...], cp: str) -> Path:
     return folder
 
 
-def rmq_program(source: str, cp: str) -> list[str]:
-    """`-cp <classes>:<cp> <Main>` for a RocketMQ lab program (a file name in tests/brokers/java)."""
-    classes = compiled(JAVA_DIR / source, RMQ_HELPERS, cp)
+def lab_program(source: str, cp: str, helpers: tuple[Path, ...]) -> list[str]:
+    """`-cp <classes>:<cp> <Main>` for a lab program (a file name in tests/brokers/java) and its `helpers`."""
+    classes = compiled(JAVA_DIR / source, helpers, cp)
     return ["-cp", f"{classes}{os.pathsep}{cp}", Path(source).stem]
+
+
+def rmq_program(source: str, cp: str) -> list[str]:
+    """A RocketMQ lab program (`lab_program`, with `RmqLab.java`)."""
+    return lab_program(source, cp, RMQ_HELPERS)

@@ -114,10 +114,6 @@ class Inspection:
     def max_offset(self) -> int:
         return int(self.stats["commitLogMaxOffset"])
 
-    @property
-    def min_offset(self) -> int:
-        return int(self.stats["commitLogMinOffset"])
-
 
 class RmqCluster:
     """A name server and brokers n0 (and n1) of one broker group under `root`."""

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.brokers.jars import streams_jar
+from tests.brokers.java_build import KAFKA_HELPERS, lab_program
 from tests.brokers.kafka_lab import TOOL_JVM, Cluster, ClusterSpec, wait_until
-from tests.brokers.scenarios import ASSIGNMENT, JAVA, TOPIC, copy_frozen, crash_and_elect, values, wait_isr
+from tests.brokers.scenarios import ASSIGNMENT, TOPIC, copy_frozen, crash_and_elect, values, wait_isr
 
 GROUP = "lab-share"
 REGEX_GROUP = "lab-regex"   # a KIP-848 consumer group subscribed by a regular expression
@@ -42,34 +43,34 @@ class ShareOutcome:
     produced_after: list[int] = field(default_factory=list)   # offsets of the records written after the election
 
 
-def share_consume(cluster: Cluster, want: int, seconds: int) -> list[int]:
-    """Offsets the share consumer is delivered (and acknowledges) within `seconds`, up to `want` records."""
-    done = subprocess.run(["java", *TOOL_JVM, *cluster.log4j, "-cp", cluster.cp, str(JAVA / "ShareConsume.java"),
-                           cluster.bootstrap, GROUP, TOPIC, str(want), str(seconds)],
+def lab_consumer(cluster: Cluster, source: str, group: str, subject: str, want: int, seconds: int, *extra: str,
+                 cp: str | None = None) -> list[int]:
+    """Offsets a lab consumer program (`source`, compiled with `java/KafkaLab.java`, on `cp` or the cluster's class
+    path) prints as given to it within `seconds`, up to `want` records."""
+    classpath = cluster.cp if cp is None else cp
+    done = subprocess.run(["java", *TOOL_JVM, *cluster.log4j, *lab_program(source, classpath, KAFKA_HELPERS),
+                           cluster.bootstrap, group, subject, str(want), str(seconds), *extra],
                           capture_output=True, text=True, timeout=seconds + 180)
-    assert done.returncode == 0, f"the share consumer failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    assert done.returncode == 0, f"{source} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
     return [int(m) for m in re.findall(r"^record (\d+) ", done.stdout, re.M)]
+
+
+def share_consume(cluster: Cluster, want: int, seconds: int) -> list[int]:
+    """Offsets the share consumer (`ShareConsume.java`) is delivered and acknowledges."""
+    return lab_consumer(cluster, "ShareConsume.java", GROUP, TOPIC, want, seconds)
 
 
 def regex_consume(cluster: Cluster, want: int, seconds: int) -> list[int]:
     """Offsets a KIP-848 consumer subscribed by a regular expression (`RegexConsume.java`, group `REGEX_GROUP`)
-    reads and commits within `seconds`, up to `want` records."""
-    done = subprocess.run(["java", *TOOL_JVM, *cluster.log4j, "-cp", cluster.cp, str(JAVA / "RegexConsume.java"),
-                           cluster.bootstrap, REGEX_GROUP, f"{TOPIC}|none-.*", str(want), str(seconds)],
-                          capture_output=True, text=True, timeout=seconds + 180)
-    assert done.returncode == 0, f"the regex consumer failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
-    return [int(m) for m in re.findall(r"^record (\d+) ", done.stdout, re.M)]
+    reads and commits."""
+    return lab_consumer(cluster, "RegexConsume.java", REGEX_GROUP, f"{TOPIC}|none-.*", want, seconds)
 
 
 def streams_consume(cluster: Cluster, work: Path, want: int, seconds: int) -> list[int]:
     """Offsets the lab's Kafka Streams application (`StreamsCount.java`, application `STREAMS_APP`, the KIP-1071
-    streams protocol) processes within `seconds`, up to `want` records."""
-    cp = f"{cluster.cp}:{streams_jar(cluster.spec.version)}"
-    done = subprocess.run(["java", *TOOL_JVM, *cluster.log4j, "-cp", cp, str(JAVA / "StreamsCount.java"),
-                           cluster.bootstrap, STREAMS_APP, TOPIC, str(want), str(seconds), str(work / "streams-state")],
-                          capture_output=True, text=True, timeout=seconds + 180)
-    assert done.returncode == 0, f"the Streams application failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
-    return [int(m) for m in re.findall(r"^record (\d+) ", done.stdout, re.M)]
+    streams protocol) processes; it runs on the cluster's class path plus the kafka-streams jar."""
+    return lab_consumer(cluster, "StreamsCount.java", STREAMS_APP, TOPIC, want, seconds, str(work / "streams-state"),
+                        cp=f"{cluster.cp}:{streams_jar(cluster.spec.version)}")
 
 
 def describe_offsets(cluster: Cluster) -> str:

@@ -216,7 +216,7 @@ def test_a_real_bootstrap_snapshot_prints_like_kafka_dump_log() -> None:
 def _share_segment(tmp_path: Path) -> Path:
     """A `__share_group_state` segment of a 4.4 snapshot and update (packed by `share_state_records`)."""
     from tests.brokers import share_state_records as share
-    batches = [share.StateBatch(5, 9, 2, 1)]
+    batches = [(5, 9, 2, 1)]
     part = tmp_path / "__share_group_state-3"
     part.mkdir()
     seg = part / "00000000000000000000.log"

@@ -35,8 +35,25 @@ _TOPIC_PARTITIONS = Struct("TopicPartitions", (Field("topicId", UUID), Field("pa
 _ASSIGNED_PARTITIONS = Struct("TopicPartitions", (
     Field("topicId", UUID), Field("partitions", Array(INT32)),
     Field("assignmentEpochs", Array(INT32), nullable="0+", tag=0, default=None)))
-_ASSIGNMENT_TIMESTAMP = Field("assignmentTimestamp", INT64, tag=0, default=0)
 _KEY_VALUE = Struct("KeyValue", (Field("key", STRING), Field("value", STRING)))
+
+# Fields the three kinds of group declare alike, declared once (the spec files named are the group coordinator's
+# common/message/*.json, apache/kafka group-coordinator/src/main/resources/common/message/, as of 4.4.0):
+# - a member's client: RackId (nullable), ClientId, ClientHost, in {Consumer,Share,Streams}GroupMemberMetadataValue,
+#   the consumer and Streams ones after InstanceId (nullable); SubscribedTopicNames follows in the consumer and share
+#   ones, RebalanceTimeoutMs (default -1) in the consumer and Streams ones
+_INSTANCE_ID = Field("instanceId", STRING, nullable="0+")
+_CLIENT = (Field("rackId", STRING, nullable="0+"), Field("clientId", STRING), Field("clientHost", STRING))
+_SUBSCRIBED_TOPIC_NAMES = Field("subscribedTopicNames", Array(STRING))
+_REBALANCE_TIMEOUT = Field("rebalanceTimeoutMs", INT32, default=-1)
+# - a member's epochs and state: MemberEpoch, PreviousMemberEpoch, State, first in
+#   {Consumer,Share,Streams}GroupCurrentMemberAssignmentValue
+_MEMBER_EPOCHS = (Field("memberEpoch", INT32), Field("previousMemberEpoch", INT32), Field("state", INT8))
+# - the whole of {Consumer,Share,Streams}GroupTargetAssignmentMetadataValue: AssignmentEpoch, then the tagged
+#   AssignmentTimestamp (tag 0, default 0)
+_TARGET_ASSIGNMENT = (Field("assignmentEpoch", INT32), Field("assignmentTimestamp", INT64, tag=0, default=0))
+# - Epoch and MetadataHash first in {Share,Streams}GroupMetadataValue (ConsumerGroupMetadataValue tags its hash)
+_GROUP_EPOCH = (Field("epoch", INT32), Field("metadataHash", INT64))
 
 # --- consumer groups (KIP-848) --------------------------------------------------------------------------------------
 
@@ -49,13 +66,11 @@ _CONSUMER_GROUPS = {
     ))))),
     5: _value(
         "ConsumerGroupMemberMetadataValue",
-        Field("instanceId", STRING, nullable="0+"),
-        Field("rackId", STRING, nullable="0+"),
-        Field("clientId", STRING),
-        Field("clientHost", STRING),
-        Field("subscribedTopicNames", Array(STRING)),
+        _INSTANCE_ID,
+        *_CLIENT,
+        _SUBSCRIBED_TOPIC_NAMES,
         Field("subscribedTopicRegex", STRING, nullable="0+"),
-        Field("rebalanceTimeoutMs", INT32, default=-1),
+        _REBALANCE_TIMEOUT,
         Field("serverAssignor", STRING, nullable="0+"),
         Field("classicMemberMetadata", Struct("ClassicMemberMetadata", (
             Field("sessionTimeoutMs", INT32),
@@ -63,13 +78,11 @@ _CONSUMER_GROUPS = {
                 Field("name", STRING), Field("metadata", BYTES))))),
         )), nullable="0+", tag=0, default=None),
     ),
-    6: _value("ConsumerGroupTargetAssignmentMetadataValue", Field("assignmentEpoch", INT32), _ASSIGNMENT_TIMESTAMP),
+    6: _value("ConsumerGroupTargetAssignmentMetadataValue", *_TARGET_ASSIGNMENT),
     7: _value("ConsumerGroupTargetAssignmentMemberValue", Field("topicPartitions", Array(_TOPIC_PARTITIONS))),
     8: _value(
         "ConsumerGroupCurrentMemberAssignmentValue",
-        Field("memberEpoch", INT32),
-        Field("previousMemberEpoch", INT32),
-        Field("state", INT8),
+        *_MEMBER_EPOCHS,
         Field("assignedPartitions", Array(_ASSIGNED_PARTITIONS)),
         Field("partitionsPendingRevocation", Array(_ASSIGNED_PARTITIONS)),
     ),
@@ -80,21 +93,13 @@ _CONSUMER_GROUPS = {
 _SHARE_TOPIC = (Field("topicId", UUID), Field("topicName", STRING))
 _SHARE_PARTITIONS = Struct("TopicPartitionsInfo", (*_SHARE_TOPIC, Field("partitions", Array(INT32))))
 _SHARE_GROUPS = {
-    10: _value(
-        "ShareGroupMemberMetadataValue",
-        Field("rackId", STRING, nullable="0+"),
-        Field("clientId", STRING),
-        Field("clientHost", STRING),
-        Field("subscribedTopicNames", Array(STRING)),
-    ),
-    11: _value("ShareGroupMetadataValue", Field("epoch", INT32), Field("metadataHash", INT64)),
-    12: _value("ShareGroupTargetAssignmentMetadataValue", Field("assignmentEpoch", INT32), _ASSIGNMENT_TIMESTAMP),
+    10: _value("ShareGroupMemberMetadataValue", *_CLIENT, _SUBSCRIBED_TOPIC_NAMES),
+    11: _value("ShareGroupMetadataValue", *_GROUP_EPOCH),
+    12: _value("ShareGroupTargetAssignmentMetadataValue", *_TARGET_ASSIGNMENT),
     13: _value("ShareGroupTargetAssignmentMemberValue", Field("topicPartitions", Array(_TOPIC_PARTITIONS))),
     14: _value(
         "ShareGroupCurrentMemberAssignmentValue",
-        Field("memberEpoch", INT32),
-        Field("previousMemberEpoch", INT32),
-        Field("state", INT8),
+        *_MEMBER_EPOCHS,
         Field("assignedPartitions", Array(_TOPIC_PARTITIONS)),
     ),
     15: _value(
@@ -138,8 +143,7 @@ _STREAMS_GROUPS = {
                Field("topics", Array(STRING)), Field("version", INT64), Field("timestamp", INT64)),
     17: _value(
         "StreamsGroupMetadataValue",
-        Field("epoch", INT32),
-        Field("metadataHash", INT64),
+        *_GROUP_EPOCH,
         Field("validatedTopologyEpoch", INT32, tag=0, default=-1),
         Field("lastAssignmentConfigs", Array(_KEY_VALUE), nullable="0+", tag=1, default=None),
         Field("storedDescriptionTopologyEpoch", INT32, tag=2, default=-1),
@@ -147,24 +151,20 @@ _STREAMS_GROUPS = {
     ),
     19: _value(
         "StreamsGroupMemberMetadataValue",
-        Field("instanceId", STRING, nullable="0+"),
-        Field("rackId", STRING, nullable="0+"),
-        Field("clientId", STRING),
-        Field("clientHost", STRING),
-        Field("rebalanceTimeoutMs", INT32, default=-1),
+        _INSTANCE_ID,
+        *_CLIENT,
+        _REBALANCE_TIMEOUT,
         Field("topologyEpoch", INT32),
         Field("processId", STRING),
         Field("userEndpoint", Struct("Endpoint", (Field("host", STRING), Field("port", UINT16))),
               nullable="0+", default=None),
         Field("clientTags", Array(_KEY_VALUE)),
     ),
-    20: _value("StreamsGroupTargetAssignmentMetadataValue", Field("assignmentEpoch", INT32), _ASSIGNMENT_TIMESTAMP),
+    20: _value("StreamsGroupTargetAssignmentMetadataValue", *_TARGET_ASSIGNMENT),
     21: _value("StreamsGroupTargetAssignmentMemberValue", *_TASKS),
     22: _value(
         "StreamsGroupCurrentMemberAssignmentValue",
-        Field("memberEpoch", INT32),
-        Field("previousMemberEpoch", INT32),
-        Field("state", INT8),
+        *_MEMBER_EPOCHS,
         *_TASKS,
         Field("activeTasksPendingRevocation", Array(_TASK_IDS)),
         Field("standbyTasksPendingRevocation", Array(_TASK_IDS)),

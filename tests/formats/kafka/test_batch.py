@@ -10,6 +10,7 @@ from replog.formats.errors import FormatError
 from replog.formats.kafka import batch as v2
 from replog.formats.kafka import control
 from replog.formats.kafka.varint import encode_varint, read_varint
+from tests.brokers.share_state_records import uvarint
 
 TS = 1700000000000
 
@@ -70,6 +71,17 @@ def test_varint_round_trip_and_reference_examples(value: int) -> None:
 
 def test_varint_reference_encodings() -> None:
     assert [encode_varint(v).hex() for v in (0, -1, 1, 2, 63, 64)] == ["00", "01", "02", "04", "7e", "8001"]
+
+
+def test_varint_agrees_with_the_oracle_from_the_definition() -> None:
+    """replog's encoder against the lab oracle (`share_state_records.uvarint`, written from the base-128
+    definition) of the zig-zag value (2v for v >= 0, -2v - 1 below), at every power of two in the int64 range;
+    the oracle itself against the protobuf documentation's own examples (1, 150, 300)."""
+    assert [uvarint(n).hex() for n in (1, 150, 300)] == ["01", "9601", "ac02"], "the oracle's base-128 varint"
+    for bits in range(0, 64):
+        for value in {v for v in (2**bits - 1, 2**bits, -(2**bits), -(2**bits) - 1) if -(2**63) <= v < 2**63}:
+            zigzag = 2 * value if value >= 0 else -2 * value - 1
+            assert encode_varint(value) == uvarint(zigzag), f"encode_varint({value})"
 
 
 def test_varint_too_long_is_format_error() -> None:

@@ -91,3 +91,34 @@ def test_rule_severities_are_the_codes_own() -> None:
     from replog.formats import codes
     for rule in batch_rules.RULES:
         assert rule.severity.value == codes.severity_of(rule.code), f"{rule.code}: severity drifted"
+
+
+# rule code -> (offset, message, details) of its finding on its case: the messages of `segment._RULE_FINDINGS`
+FOUND = {
+    "KAFKA_BATCH_BAD_MAGIC": (0, "magic 3", {}),
+    "KAFKA_BATCH_LENGTH_TOO_SMALL": (0, "v2 batch of 32 bytes is smaller than its 61-byte header", {}),
+    "KAFKA_BATCH_CRC_MISMATCH": (0, "stored crc 0x000004d2 does not match the batch bytes", {}),
+    "KAFKA_BATCH_BAD_CODEC": (0, "codec id 5", {}),
+    "KAFKA_BATCH_BAD_RECORD_COUNT": (0, "-1 records in offsets 0..0", {}),
+    "KAFKA_SEGMENT_NAME_MISMATCH": (5, "first batch starts at 5, file name says 10", {}),
+    "KAFKA_SEGMENT_OFFSET_OVERFLOW": (2**31 + 5, "offset 2147483653 is outside the segment's 32-bit range from 0", {}),
+    "KAFKA_OFFSETS_NOT_INCREASING": (0, "batch starts at 0, previous batch ended at 0", {}),
+    "KAFKA_OFFSET_GAP": (5, "offsets 1..4 are absent", {"gap_start": 1, "gap_end": 4}),
+}
+
+
+@pytest.mark.parametrize("code", list(FOUND))
+def test_each_rule_finding_says_where_and_what(code: str) -> None:
+    buf, seg = CASES[code]()
+    walk = SegmentWalk(buf, "s.log", seg)
+    list(walk.batches())
+    found = [(f.offset, f.message, f.details) for f in walk.findings if f.code == code]
+    assert found == [FOUND[code]], f"{code}: the finding's offset, message or details changed: {found}"
+
+
+def test_an_offset_overflow_is_reported_at_the_batch_last_offset() -> None:
+    walk = SegmentWalk(_batch(2**31 - 1, 3), "s.log", 0)
+    list(walk.batches())
+    found = [(f.offset, f.message) for f in walk.findings if f.code == "KAFKA_SEGMENT_OFFSET_OVERFLOW"]
+    assert found == [(2**31 + 1, "offset 2147483649 is outside the segment's 32-bit range from 0")], \
+        f"the overflow is the batch's last offset, past the base's 32-bit range: {found}"

@@ -42,8 +42,8 @@ def update(group: str, start: int, batches: list[Packed]) -> tuple[bytes, bytes]
 
 
 def test_updates_merge_into_the_snapshot(tmp_path: Path) -> None:
-    share_log(tmp_path, [snapshot("g", 0, []), update("g", 3, [Packed(3, 6, 2, 1)]),
-                         update("g", -1, [Packed(5, 5, 0, 2)])])
+    share_log(tmp_path, [snapshot("g", 0, []), update("g", 3, [(3, 6, 2, 1)]),
+                         update("g", -1, [(5, 5, 0, 2)])])
     states = read_share_states([tmp_path]).for_partition(TOPIC_ID, 0)
     assert [s.group for s in states] == ["g"], states
     assert states[0].start_offset == 3, "an update's -1 start offset keeps the current one"
@@ -61,7 +61,7 @@ def test_a_truncation_below_the_start_offset_skips_new_records(tmp_path: Path) -
     (start 3, 3..6 acknowledged: next fetch 7) loses 5..6 and skips 5..6; group k (start 2, nothing acknowledged)
     loses nothing it finished."""
     specs = [replica(tmp_path, "b1", 4, 5, 1), replica(tmp_path, "b2", 9, 10, 1)]
-    share_log(tmp_path / "b1", [snapshot("g", 10, []), snapshot("h", 3, [Packed(3, 6, 2, 1)]), snapshot("k", 2, [])])
+    share_log(tmp_path / "b1", [snapshot("g", 10, []), snapshot("h", 3, [(3, 6, 2, 1)]), snapshot("k", 2, [])])
     result = replay_paths(specs, leader="b1")
     doc = read_impact(result).to_dict()
     by = {g["group"]: g for g in doc["share_groups"]}
@@ -98,7 +98,7 @@ def test_acknowledged_batches_past_a_lagging_start_offset_count_as_finished(tmp_
     """The persisted start offset lags (10) behind an acknowledged batch 10..19, as a real 4.4.0 coordinator
     held it: the share partition's next fetch is 20, past the new log end 5."""
     specs = [replica(tmp_path, "b1", 4, 5, 1), replica(tmp_path, "b2", 19, 20, 1)]
-    share_log(tmp_path / "b1", [snapshot("g", 10, [Packed(10, 19, 2, 1)])])
+    share_log(tmp_path / "b1", [snapshot("g", 10, [(10, 19, 2, 1)])])
     g = read_impact(replay_paths(specs, leader="b1")).to_dict()["share_groups"][0]
     assert g["next_fetch_offset"] == 20, g
     assert g["classification"] == "start_beyond_log_end", g

@@ -9,7 +9,7 @@ from replog.formats.kafka.internal.share_group_state import decode_share_group_s
 from tests.brokers import share_state_records as share
 
 TOPIC_ID = "q1ReQqTpRxWGx3_gK4yH2A"
-BATCH = share.StateBatch(10, 19, 2, 3)
+BATCH = (10, 19, 2, 3)
 
 
 def test_both_releases_read_their_own_layout() -> None:
