@@ -5,7 +5,7 @@
 (tests/brokers/java/RmqBatchSend.java: `DefaultMQProducer#send(Collection)`; on a BatchCQ topic
 `SendMessageProcessor#sendBatchMessage` stores the batch as one inner-batch message with INNER_NUM and the reput
 service writes one 46-byte unit per batch). Small batch consume-queue files (BCQ_FILE_UNITS units) so a queue spans
-several files. What the broker serves is read through its admin API (RmqBatchInspect.java: the unit it finds for
+several files. What the broker serves is read through its admin API (RmqCqProbe.java: the unit it finds for
 every message offset) while it runs; then it is stopped cleanly (SIGTERM: flushed, checkpoint written) and its store
 is returned as it is on disk (replog reads it in place, read-only).
 Premise: the broker keeps running until everything is dispatched and read, then stops cleanly; no restart.
@@ -92,16 +92,24 @@ def broker_units(out: str) -> tuple[dict[int, tuple[int, int]], list[BrokerUnit]
     return ranges, sorted(units, key=lambda u: (u.queue, u.base_offset))
 
 
+def served_batches(c: RmqCluster) -> tuple[dict[int, tuple[int, int]], list[BrokerUnit], str]:
+    """What n0 serves on BATCH_TOPIC, asked offset by offset through its admin API (RmqCqProbe.java:
+    queryConsumeQueue at every message offset), grouped into units; an error answer fails the scenario."""
+    out = c.java_source("RmqCqProbe.java", c.namesrv_addr, c.broker_addr("n0"), BATCH_TOPIC, str(len(BATCHES)))
+    errors = re.findall(r"^ERR .*$", out, re.M)
+    assert not errors, f"the broker failed queryConsumeQueue on a file BatchCQ: {errors[:5]}"
+    ranges, units = broker_units(out)
+    return ranges, units, out
+
+
 def batch_queue_store(root: Path) -> BatchOutcome:
     with running_rocketmq(BCQ_SPEC, root / "cluster") as c:
         create_batch_topic(c)
         sent = send_batches(c)
         c.wait_dispatched("n0")
-        out = c.java_source("RmqBatchInspect.java", c.namesrv_addr, c.broker_addr("n0"), BATCH_TOPIC,
-                            str(len(BATCHES)))
+        ranges, units, out = served_batches(c)
         c.stop("n0")
         store = c.store("n0")
-    ranges, units = broker_units(out)
     return BatchOutcome(store, sent, ranges, units, out)
 
 

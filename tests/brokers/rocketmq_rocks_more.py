@@ -5,7 +5,7 @@ controller-mode slave's own consumer offsets read from the slave itself after a 
 `+queue.type=BatchCQ` (`mqadmin updateTopic -a`); the batches of `rocketmq_pop_bcq.BATCHES` sent to its queues
 (RmqBatchSend: `DefaultMQProducer#send(Collection)`, on a BatchCQ topic `SendMessageProcessor#sendBatchMessage`
 stores each batch as one inner-batch commit-log message with INNER_NUM, tag rocketmq-all-5.3.3). Once dispatched
-the broker is asked what it serves for every message offset (RmqBatchInspect: `queryConsumeQueue` at each offset)
+the broker is asked what it serves for every message offset (RmqCqProbe: `queryConsumeQueue` at each offset)
 and every unit from each queue's start (RmqInspect), and its runtime stats; then it is stopped cleanly (SIGTERM:
 the RocksDB stores closed). The stopped store is what replog reads, in place, read-only. The broker then lives
 twice more (premises in `rocks_batch_store`): restarted on its own store with one more batch per queue, and started

@@ -25,13 +25,11 @@ from pathlib import Path
 
 from tests.brokers.rocketmq_lab import GROUP, Inspection, RmqSpec, running_rocketmq
 from tests.brokers.rocketmq_pop_bcq import (
-    BATCH_TOPIC,
-    BATCHES,
     BCQ_SPEC,
     BrokerUnit,
-    broker_units,
     create_batch_topic,
     send_batches,
+    served_batches,
 )
 from tests.brokers.rocketmq_rocksdb import CONSUMED, CONSUMER, QUEUES, ROCKSDB, TOPIC, VERSION, start_rocks_broker
 from tests.brokers.rocketmq_scenarios import last_file_with_messages, messages_in
@@ -105,31 +103,27 @@ class DamagedBatch:
 
 def damaged_batch_store(root: Path) -> DamagedBatch:
     """Premise: a lone 5.3.3 master (file consume queues, small batch consume-queue files) takes the batches of
-    `rocketmq_pop_bcq.BATCHES` on the BatchCQ topic BATCH_TOPIC, serves them (RmqBatchInspect), is stopped cleanly
+    `rocketmq_pop_bcq.BATCHES` on the BatchCQ topic BATCH_TOPIC, serves them (RmqCqProbe), is stopped cleanly
     (SIGTERM); the store is copied and one body byte of the second-to-last batch record flipped (bit rot): the
     recovery ends the log before it, the last two batches of queue 1 are past the end."""
     with running_rocketmq(BCQ_SPEC, root / "first") as c:
         create_batch_topic(c)
         send_batches(c)
         c.wait_dispatched("n0")
-        out = c.java_source("RmqBatchInspect.java", c.namesrv_addr, c.broker_addr("n0"), BATCH_TOPIC,
-                            str(len(BATCHES)))
+        _, units, _ = served_batches(c)
         c.stop("n0")
         store = c.copy_store("n0", root / "damaged")
-    _, units = broker_units(out)
     return DamagedBatch(store, flip_body(store, 2), units)
 
 
 def serve_batches(store: Path, root: Path) -> tuple[dict[int, tuple[int, int]], list[BrokerUnit], str]:
     """Premise: a broker of the same version and settings starts on a copy of `store` with a new name server and
-    reports every batch unit it serves (RmqBatchInspect); nothing is sent to it. Returns (ranges, units, its log)."""
+    reports every batch unit it serves (RmqCqProbe); nothing is sent to it. Returns (ranges, units, its log)."""
     with running_rocketmq(BCQ_SPEC, root, start=False) as c:
         c.start_namesrv()
         c.use_store("n0", store)
         c.start_broker("n0")
         c.wait_dispatched("n0")
-        out = c.java_source("RmqBatchInspect.java", c.namesrv_addr, c.broker_addr("n0"), BATCH_TOPIC,
-                            str(len(BATCHES)))
+        ranges, units, _ = served_batches(c)
         log = c.brokers["n0"].out.read_text(errors="replace")
-    ranges, units = broker_units(out)
     return ranges, units, log

@@ -10,7 +10,6 @@ premises lead to the same end.
 """
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +30,7 @@ from tests.brokers.scenarios import (
     unclean_election,
     values,
 )
-from tests.toolkit.test_cli import run_replog
+from tests.toolkit.test_cli import replog_json
 
 pytestmark = pytest.mark.brokers
 FULL = pytest.mark.brokers_full
@@ -52,11 +51,6 @@ def cases(*ci: str, without: tuple[str, ...] = ()) -> list[Any]:
     return [pytest.param(spec, id=label, marks=() if label in ci else FULL)
             for label, spec in VERSIONS.items() if label not in without]
 
-
-def replog_json(*args: str) -> dict[str, Any]:
-    done = run_replog(*args, "--format", "json")
-    assert done.returncode in (0, 1), f"replog {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-    return json.loads(done.stdout)
 
 
 def controller_args(outcome: Outcome) -> list[str]:

@@ -11,7 +11,6 @@ the brokers wrote, compared with what the brokers did (rocketmq_dledger's scenar
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import pytest
 from replog.recovery.rocketmq.offset_reuse import unreached_messages
 from replog.recovery.rocketmq.store_model import load_store
 from tests.brokers.rocketmq_dledger import TOPIC, DLedgerOutcome, leader_crash, uncommitted_tail
-from tests.toolkit.test_cli import run_replog
+from tests.toolkit.test_cli import replog_json
 
 pytestmark = pytest.mark.brokers
 FULL = pytest.mark.brokers_full
@@ -36,12 +35,6 @@ def cases(*ci: str) -> list[Any]:
     """Every scenario; the labels named run in `make test`, the rest in `make test-brokers`."""
     return [pytest.param(label, id=label, marks=() if label in ci else FULL) for label in SCENARIOS]
 
-
-def replog_json(*args: str) -> dict[str, Any]:
-    done = run_replog(*args, "--format", "json")
-    assert done.returncode in (0, 1), f"replog {args[0]} exited {done.returncode}:\n{done.stderr[-3000:]}"
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
 
 
 def check_replay(outcome: DLedgerOutcome) -> None:

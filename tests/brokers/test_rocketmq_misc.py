@@ -33,7 +33,7 @@ from tests.brokers.rocketmq_misc import (
     removed_halves,
 )
 from tests.brokers.test_rocketmq_recover import written_units
-from tests.toolkit.test_cli import run_replog
+from tests.toolkit.test_cli import replog_json
 
 pytestmark = pytest.mark.brokers
 FULL = pytest.mark.brokers_full
@@ -43,12 +43,6 @@ OPEN = {"commit_op_lost", "unresolved"}
 def cases(*ci: str) -> list[Any]:
     return [pytest.param(v, id=v, marks=() if v in ci else FULL) for v in ("5.3.3",)]
 
-
-def replog_json(*args: str) -> dict[str, Any]:
-    done = run_replog(*args, "--format", "json")
-    assert done.returncode in (0, 1), f"replog {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
 
 
 def broker_states(view: QueueView) -> dict[int, str]:

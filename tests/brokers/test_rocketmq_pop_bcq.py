@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -34,15 +33,10 @@ from tests.brokers.rocketmq_pop_bcq import (
     batch_queue_store,
     pop_store,
 )
-from tests.toolkit.test_cli import run_replog
+from tests.toolkit.test_cli import replog_json
 
 pytestmark = [pytest.mark.brokers, pytest.mark.brokers_full]
 
-
-def replog_json(*args: str) -> Any:
-    done = run_replog(*args, "--format", "json")
-    assert done.returncode in (0, 1), f"replog {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-    return json.loads(done.stdout)
 
 
 def replog_units(store: Path) -> list[tuple[int, int, int, int, int, int]]:

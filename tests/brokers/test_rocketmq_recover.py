@@ -8,7 +8,6 @@ broker's abnormal recovery, absent (clean stop) its normal recovery.
 """
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.brokers.rocketmq_scenarios import DAMAGES, QUEUES, TOPIC, Base, damaged_copy, start_on, write_base
-from tests.toolkit.test_cli import run_replog
+from tests.toolkit.test_cli import replog_json
 
 pytestmark = pytest.mark.brokers
 FULL = pytest.mark.brokers_full
@@ -50,12 +49,6 @@ def base_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, bool]
         return made[(version, crashed)]
     return get
 
-
-def replog_json(*args: str) -> dict[str, Any]:
-    done = run_replog(*args, "--format", "json")
-    assert done.returncode in (0, 1), f"replog {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
 
 
 def written_units(store: Path, topic: str, queue: int) -> list[Unit]:

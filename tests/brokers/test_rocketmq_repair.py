@@ -12,7 +12,6 @@ group restarted on replog's outputs with the controller's copied store. Nothing 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,10 @@ from tests.brokers.rocketmq_lab import Inspection
 from tests.brokers.rocketmq_repair import VERSION, diverged_with_offsets, serve
 from tests.brokers.rocketmq_repair_scenarios import VERSION_5, ServedGroup, serve_controller, unclean_with_offsets
 from tests.brokers.rocketmq_scenarios import QUEUES, TOPIC
-from tests.toolkit.test_cli import run_replog
+from tests.toolkit.test_cli import replog_json
 
 pytestmark = [pytest.mark.brokers, pytest.mark.brokers_full]
 
-
-def replog_json(*args: str) -> dict[str, Any]:
-    done = run_replog(*args, "--format", "json")
-    assert done.returncode in (0, 1), f"replog {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
 
 
 def lost_seqs(result: dict[str, Any]) -> dict[str, set[int]]:

@@ -4,7 +4,6 @@ consumer offsets, asked at the slave's own address after a restart, against what
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,16 +17,10 @@ from tests.brokers.rocketmq_rocks_more import Served, rocks_batch_store, rocks_s
 from tests.brokers.rocketmq_rocksdb import CONSUMER, TOPIC
 from tests.brokers.test_rocketmq_repair import repaired
 from tests.recovery.rocketmq.stores import tree_digest
-from tests.toolkit.test_cli import run_replog
+from tests.toolkit.test_cli import replog_json
 
 pytestmark = [pytest.mark.brokers, pytest.mark.brokers_full]
 
-
-def replog_json(*args: str) -> dict[str, Any]:
-    done = run_replog(*args, "--format", "json")
-    assert done.returncode in (0, 1), f"replog {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-    doc: dict[str, Any] = json.loads(done.stdout)
-    return doc
 
 
 def replog_offsets(store: Path) -> dict[tuple[str, int], int]:

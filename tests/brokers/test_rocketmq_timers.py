@@ -27,18 +27,12 @@ from tests.brokers.rocketmq_timers import (
     cut_late,
     timers_across_crash,
 )
-from tests.toolkit.test_cli import run_replog
+from tests.toolkit.test_cli import replog_json
 
 pytestmark = pytest.mark.brokers
 FULL = pytest.mark.brokers_full
 TIMER_FILES = ("timerwheel", "timerlog/00000000000000000000", "config/timercheck", "config/timermetrics")
 
-
-def replog_json(*args: str) -> dict[str, Any]:
-    done = run_replog(*args, "--format", "json")
-    assert done.returncode in (0, 1), f"replog {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
 
 
 def recover(copy: Path, dest: Path) -> Path:

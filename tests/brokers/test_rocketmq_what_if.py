@@ -28,6 +28,7 @@ from tests.brokers.rocketmq_ha_scenarios import (
     lead_from_copy,
 )
 from tests.brokers.rocketmq_scenarios import QUEUES, TOPIC
+from tests.toolkit.test_cli import replog_json as replog_doc
 from tests.toolkit.test_cli import run_replog
 
 pytestmark = [pytest.mark.brokers, pytest.mark.brokers_full]   # three clusters a case: make test-brokers
@@ -35,9 +36,8 @@ VERSION = "5.3.3"
 
 
 def replog_json(*args: str) -> dict[str, Any]:
-    done = run_replog(*args, "--protocol", "autoswitch", "--broker-version", VERSION, "--format", "json")
-    assert done.returncode in (0, 1), f"replog {' '.join(args[:2])} exited {done.returncode}:\n{done.stderr}"
-    result: dict[str, Any] = json.loads(done.stdout)
+    """`replog ARGS` of an autoswitch group of this file's broker version, as JSON."""
+    result: dict[str, Any] = replog_doc(*args, "--protocol", "autoswitch", "--broker-version", VERSION)
     return result
 
 

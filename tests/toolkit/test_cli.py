@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -31,6 +32,14 @@ def run_replog(*args: str, env: dict[str, str] | None = None, timeout: int = 300
     exe = Path(sys.executable).parent / "replog"
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout,
                           env=None if env is None else {**os.environ, **env})
+
+
+def replog_json(*args: str) -> Any:
+    """The JSON document of `replog ARGS --format json` run in a real process; a failing exit (other than 1, the
+    findings exit) fails the caller with the command and the end of its stderr."""
+    done = run_replog(*args, "--format", "json")
+    assert done.returncode in (0, 1), f"replog {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    return json.loads(done.stdout)
 
 
 @pytest.fixture

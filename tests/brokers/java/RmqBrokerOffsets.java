@@ -9,11 +9,8 @@ public class RmqBrokerOffsets {
         var admin = RmqLab.admin(args[0], "own-offsets");
         try {
             var stats = admin.examineConsumeStats(args[1], args[2], args[3], 30000);
-            for (var e : new java.util.TreeMap<>(stats.getOffsetTable()).entrySet()) {
-                var mq = e.getKey();
-                System.out.println("OWN " + mq.getTopic() + " " + mq.getQueueId() + " "
-                    + e.getValue().getBrokerOffset() + " " + e.getValue().getConsumerOffset());
-            }
+            RmqLab.printOffsets("OWN", stats.getOffsetTable(), w -> w.getBrokerOffset(),
+                                w -> w.getConsumerOffset());
         } finally {
             admin.shutdown();
         }

@@ -52,11 +52,8 @@ public class RmqCommit {
         var admin = RmqLab.admin(namesrv, "progress");
         try {
             var stats = admin.examineConsumeStats(group);
-            for (var e : new java.util.TreeMap<>(stats.getOffsetTable()).entrySet()) {
-                var mq = e.getKey();
-                System.out.println("PROGRESS " + mq.getTopic() + " " + mq.getQueueId() + " "
-                    + e.getValue().getBrokerOffset() + " " + e.getValue().getConsumerOffset());
-            }
+            RmqLab.printOffsets("PROGRESS", stats.getOffsetTable(), w -> w.getBrokerOffset(),
+                                w -> w.getConsumerOffset());
         } finally {
             admin.shutdown();
         }

@@ -3,6 +3,7 @@
 // so each program says only what it does differently. `var` keeps the 4.9/5.x package moves out of the source.
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Callable;
+import java.util.function.ToLongFunction;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.Message;
@@ -91,6 +92,17 @@ final class RmqLab {
                 if (System.currentTimeMillis() > deadline) throw e;
             }
             Thread.sleep(500);
+        }
+    }
+
+    /** "<label> <topic> <queue> <brokerOffset> <consumerOffset>" per queue of a ConsumeStats offset table, in queue
+     * order; the offset getters are passed in because the table's value class moved package between 4.9 and 5.x. */
+    static <W> void printOffsets(String label, java.util.Map<MessageQueue, W> table, ToLongFunction<W> brokerOffset,
+                                 ToLongFunction<W> consumerOffset) {
+        for (var e : new java.util.TreeMap<>(table).entrySet()) {
+            var mq = e.getKey();
+            System.out.println(label + " " + mq.getTopic() + " " + mq.getQueueId() + " "
+                + brokerOffset.applyAsLong(e.getValue()) + " " + consumerOffset.applyAsLong(e.getValue()));
         }
     }
 
