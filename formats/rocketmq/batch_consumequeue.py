@@ -13,7 +13,6 @@ msgBaseOffset + batchSize`).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from replog.formats.fileio import mapped
 from replog.formats.findings import Finding, finding, from_unreadable
 from replog.formats.layout import struct_of
 from replog.formats.rocketmq.commitlog import infer_file_size
+from replog.formats.rocketmq.offset_names import is_offset_name, offset_files
 
 BCQ_ENTRY = cs.Struct(
     "commitlog_offset" / cs.Int64sb,
@@ -40,7 +40,6 @@ ENTRY = struct_of(BCQ_ENTRY)
 UNIT_SIZE = ENTRY.size          # 46
 DEFAULT_FILE_SIZE = 300_000 * UNIT_SIZE
 INVALID_POS = -1
-_NAME_RE = re.compile(r"^\d{20}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +83,13 @@ def read_units(buf: bytes | memoryview, *, file_start: int = 0) -> Iterator[Batc
 
 
 def queue_files(directory: str | os.PathLike[str]) -> list[tuple[int, Path]]:
-    d = Path(directory)
-    return sorted((int(p.name), p) for p in d.iterdir() if p.is_file() and _NAME_RE.match(p.name))
+    return offset_files(directory)
 
 
 def walk_batch_queue(files: Iterable[Path]) -> Iterator[BatchCQEntry | Finding]:
     """Every unit of one queue with findings: file sizes and names, gaps between files, trailing bytes, and base
     offsets that do not follow from the previous unit (base + batch size), or a batch size < 1."""
-    listed = sorted((int(p.name), p) for p in files if _NAME_RE.match(p.name))
+    listed = sorted((int(p.name), p) for p in files if is_offset_name(p.name))
     sizes = {p: p.stat().st_size for _, p in listed}
     file_size = infer_file_size(sizes.values()) or DEFAULT_FILE_SIZE
     prev_start: int | None = None

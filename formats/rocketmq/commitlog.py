@@ -23,6 +23,7 @@ import construct as cs
 
 from replog.formats.errors import FormatError
 from replog.formats.fileio import atomic_write
+from replog.formats.rocketmq.offset_names import file_name, is_offset_name, offset_files
 
 MAGIC_V1 = -626843481      # 0xDAA320A7, topic length is a signed byte
 MAGIC_V2 = -626843477      # 0xDAA320AB, topic length is an i16 (5.1.0+)
@@ -83,7 +84,6 @@ _ADDR = struct.Struct(">iq")
 MIN_MESSAGE_SIZE = 91   # V1, IPv4 hosts, empty body, topic and properties
 MAGIC_RE = re.compile(b"\xda\xa3\x20[\xa7\xab]|\xcb\xd4\x31\x94")
 NONZERO = re.compile(b"[^\x00]")
-_NAME_RE = re.compile(r"^\d{20}$")
 
 
 def java_crc32(data: bytes | bytearray | memoryview) -> int:
@@ -454,11 +454,6 @@ class CommitLogWriter:
 
 # --- walker -----------------------------------------------------------------------------------
 
-def file_name(start_offset: int) -> str:
-    """`UtilAll.offset2FileName`: 20-digit zero-padded offset."""
-    return f"{start_offset:020d}"
-
-
 def commitlog_files(source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
                     ) -> list[tuple[int, Path]]:
     """(start offset, path) of the mapped files of a store root, commitlog dir or file list.
@@ -472,10 +467,10 @@ def commitlog_files(source: str | os.PathLike[str] | Iterable[str | os.PathLike[
             paths = [root]
         else:
             d = root / "commitlog" if (root / "commitlog").is_dir() else root
-            paths = [p for p in d.iterdir() if p.is_file() and _NAME_RE.match(p.name)]
+            paths = [p for _, p in offset_files(d)]
     else:
         paths = [Path(p) for p in source]
-    named = [(int(p.name) if _NAME_RE.match(p.name) else -1, p) for p in paths]
+    named = [(int(p.name) if is_offset_name(p.name) else -1, p) for p in paths]
     return sorted(named, key=lambda t: (t[0], t[1].name))
 
 

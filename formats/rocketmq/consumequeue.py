@@ -21,7 +21,8 @@ from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import atomic_write, mapped
 from replog.formats.findings import Finding, finding, from_unreadable
 from replog.formats.layout import struct_of
-from replog.formats.rocketmq.commitlog import file_name, infer_file_size
+from replog.formats.rocketmq.commitlog import infer_file_size
+from replog.formats.rocketmq.offset_names import file_name, is_offset_name, offset_files
 
 CQ_ENTRY = cs.Struct(
     "commitlog_offset" / cs.Int64sb,
@@ -33,7 +34,6 @@ CQ_STORE_UNIT_SIZE = ENTRY.size  # 20
 DEFAULT_FILE_SIZE = 300_000 * CQ_STORE_UNIT_SIZE   # mappedFileSizeConsumeQueue
 PRE_BLANK = (0, 0x7FFFFFFF, 0)                    # ConsumeQueue#fillPreBlank
 _ZERO_ENTRY = bytes(CQ_STORE_UNIT_SIZE)
-_NAME_RE = re.compile(r"^\d{20}$")
 _NONZERO = re.compile(b"[^\x00]")
 
 # ConsumeQueueExt (off by default): unit = size, tags code, store time, bitmap.
@@ -110,8 +110,7 @@ def read_entries(buf: bytes | memoryview, *, file_start: int = 0) -> list[CQEntr
 
 def queue_files(directory: str | os.PathLike[str]) -> list[tuple[int, Path]]:
     """(start, path) of the 20-digit files of one `consumequeue/<topic>/<queueId>` dir."""
-    d = Path(directory)
-    return sorted((int(p.name), p) for p in d.iterdir() if p.is_file() and _NAME_RE.match(p.name))
+    return offset_files(directory)
 
 
 def walk_consumequeue(source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
@@ -125,7 +124,7 @@ def walk_consumequeue(source: str | os.PathLike[str] | Iterable[str | os.PathLik
     if isinstance(source, (str, os.PathLike)):
         files = queue_files(source)
     else:
-        files = sorted((int(Path(p).name), Path(p)) for p in source if _NAME_RE.match(Path(p).name))
+        files = sorted((int(Path(p).name), Path(p)) for p in source if is_offset_name(Path(p).name))
     sizes = {p: (p.stat().st_size if p.exists() else -1) for _, p in files}
     if file_size is None:
         file_size = infer_file_size(sizes.values()) or DEFAULT_FILE_SIZE

@@ -15,7 +15,6 @@ caller of `setChainCrc`/`setBodyCrc`): they are 0; the body's own message CRC is
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -27,6 +26,7 @@ from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import atomic_write, mapped
 from replog.formats.findings import Finding, Severity, finding, from_unreadable
 from replog.formats.layout import struct_of
+from replog.formats.rocketmq.offset_names import offset_files
 
 ENTRY_MAGIC = 1              # DLedgerMmapFileStore.MAGIC_1 (= CURRENT_MAGIC)
 BLANK_MAGIC = -1             # MmapFileList.BLANK_MAGIC_CODE
@@ -61,7 +61,6 @@ INDEX_RECORD = cs.Struct(        # DLedgerEntryCoder#encodeIndex
 )
 _HEADER = struct_of(ENTRY_HEADER)
 INDEX_STRUCT = _INDEX = struct_of(INDEX_RECORD)
-_NAME = re.compile(r"^\d{20}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +146,7 @@ def read_properties(path: Path) -> dict[str, str]:
 
 def mapped_files(directory: Path) -> list[tuple[int, Path]]:
     """(start, path) of a `MmapFileList` dir: 20-digit names in order (`MmapFileList#doLoad` sorts by name)."""
-    if not directory.is_dir():
-        return []
-    return sorted((int(p.name), p) for p in directory.iterdir() if p.is_file() and _NAME.match(p.name))
+    return offset_files(directory)
 
 
 def find_peers(root: Path) -> list[Path]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,9 +24,9 @@ from replog.formats.rocketmq.abort import ABORT, ABORT_BAK, LOCK
 from replog.formats.rocketmq.checkpoint import FILE_SIZE as CHECKPOINT_SIZE
 from replog.formats.rocketmq.commitlog import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
 from replog.formats.rocketmq.dledger import find_peers
+from replog.formats.rocketmq.offset_names import is_offset_name
 from replog.formats.rocketmq.rocksdb_store import STORE_TYPE_DEFAULT, config_dbs, store_type
 
-_OFFSET_NAME = re.compile(r"^\d{20}$")
 _INDEX_NAME = re.compile(r"^\d{17}$")
 _QUEUE_ID = re.compile(r"^\d+$")
 _MAGICS = {MAGIC_V1, MAGIC_V2, MAGIC_BLANK, 0}
@@ -85,10 +86,16 @@ class StoreLayout:
         return self.abort is not None
 
 
-def _files(d: Path, pattern: re.Pattern[str]) -> list[Path]:
+def _files(d: Path, named: Callable[[str], bool]) -> list[Path]:
     if not d.is_dir():
         return []
-    return sorted(p for p in d.iterdir() if is_regular(p) and pattern.match(p.name))
+    return sorted(p for p in d.iterdir() if is_regular(p) and named(p.name))
+
+
+def _is_index_name(name: str) -> bool:
+    """An index file's name: its creation time, 17 digits (`IndexService#getAndCreateLastIndexFile` names it
+    `UtilAll.timeMillisToHumanString`, yyyyMMddHHmmssSSS)."""
+    return _INDEX_NAME.match(name) is not None
 
 
 def _queues(d: Path) -> dict[tuple[str, int], list[Path]]:
@@ -97,7 +104,7 @@ def _queues(d: Path) -> dict[tuple[str, int], list[Path]]:
         return out
     for topic in sorted(p for p in d.iterdir() if p.is_dir()):
         for q in sorted(p for p in topic.iterdir() if p.is_dir() and _QUEUE_ID.match(p.name)):
-            out[(topic.name, int(q.name))] = _files(q, _OFFSET_NAME)
+            out[(topic.name, int(q.name))] = _files(q, is_offset_name)
     return out
 
 
@@ -129,11 +136,11 @@ def scan_store(root: str | os.PathLike[str]) -> StoreLayout:
     peers = find_peers(r)
     return StoreLayout(
         root=r,
-        commitlog_files=_files(cl, _OFFSET_NAME),
+        commitlog_files=_files(cl, is_offset_name),
         consume_queues=_queues(r / "consumequeue"),
         consume_queue_ext=_queues(r / "consumequeue_ext"),
         batch_consume_queues=_queues(r / BATCH_CONSUME_QUEUE),
-        index_files=_files(r / "index", _INDEX_NAME),
+        index_files=_files(r / "index", _is_index_name),
         checkpoint=_opt(r / CHECKPOINT),
         abort=_opt(r / ABORT),
         abort_bak=_opt(r / ABORT_BAK),

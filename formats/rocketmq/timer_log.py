@@ -15,7 +15,6 @@ or whose magic has bits above 0xF (`isMagicOK`) ends the log there (the broker t
 from __future__ import annotations
 
 import os
-import re
 import struct
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from replog.formats.errors import UnreadableInput
 from replog.formats.fileio import mapped
 from replog.formats.findings import Finding, finding, from_unreadable
 from replog.formats.layout import struct_of
+from replog.formats.rocketmq.offset_names import offset_files
 
 UNIT = cs.Struct(
     "size" / cs.Int32sb,              # UNIT_SIZE (52), or the bytes left for a blank
@@ -47,7 +47,6 @@ _HEAD = struct.Struct(UNIT_STRUCT.format[:4])   # size, prevPos, magic: all a bl
 MAGIC_DEFAULT, MAGIC_ROLL, MAGIC_DELETE = 1, 2, 4
 DEFAULT_FILE_SIZE = 100 * 1024 * 1024          # mappedFileSizeTimerLog
 DIR_NAME = "timerlog"
-_NAME_RE = re.compile(r"^\d{20}$")
 _CODE = "ROCKETMQ_TIMER_LOG_INVALID"
 
 
@@ -93,10 +92,7 @@ def read_unit(buf: bytes | memoryview, position: int, *, file_start: int = 0, fi
 
 
 def timerlog_files(directory: str | os.PathLike[str]) -> list[tuple[int, Path]]:
-    d = Path(directory)
-    if not d.is_dir():
-        return []
-    return sorted((int(p.name), p) for p in d.iterdir() if p.is_file() and _NAME_RE.match(p.name))
+    return offset_files(directory)
 
 
 def walk_timerlog(files: Iterable[tuple[int, Path]]) -> Generator[TimerUnit | Finding, None, int]:

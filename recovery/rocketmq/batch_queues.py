@@ -18,8 +18,8 @@ from pathlib import Path
 from replog.formats.errors import FormatError, UnreadableInput
 from replog.formats.fileio import atomic_write
 from replog.formats.rocketmq.batch_consumequeue import DEFAULT_FILE_SIZE, UNIT_SIZE, build_file
-from replog.formats.rocketmq.commitlog import file_name
 from replog.formats.rocketmq.config_json import load_config
+from replog.formats.rocketmq.offset_names import file_name
 from replog.formats.rocketmq.store import BATCH_CONSUME_QUEUE
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
 

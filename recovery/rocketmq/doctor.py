@@ -20,7 +20,6 @@ from replog.formats.fileio import mapped, read_small
 from replog.formats.findings import Finding, Severity, finding, from_unreadable
 from replog.formats.rocketmq import config_json
 from replog.formats.rocketmq.checkpoint import check_checkpoint
-from replog.formats.rocketmq.commitlog import file_name
 from replog.formats.rocketmq.consumequeue import CQ_STORE_UNIT_SIZE, CQEntry, is_ext_address, walk_consumequeue
 from replog.formats.rocketmq.epoch_file import parse_epoch_file, read_epoch_file
 from replog.formats.rocketmq.index_file import (
@@ -31,6 +30,7 @@ from replog.formats.rocketmq.index_file import (
     IndexFile,
     index_key_hash,
 )
+from replog.formats.rocketmq.offset_names import file_name
 from replog.formats.rocketmq.rocksdb_store import (
     CONSUMEQUEUE,
     ConsumeQueueDB,

@@ -43,8 +43,8 @@ from pathlib import Path
 
 from replog.formats.errors import UnreadableInput
 from replog.formats.fileio import atomic_write, mapped
-from replog.formats.rocketmq.commitlog import file_name
 from replog.formats.rocketmq.consumequeue import CQ_STORE_UNIT_SIZE, ENTRY, PRE_BLANK
+from replog.formats.rocketmq.offset_names import file_name
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
 from replog.recovery.rocketmq.store_model import MessageRef, StoreModel
 

@@ -21,11 +21,11 @@ from typing import Any
 from replog.formats.fileio import atomic_file, atomic_write, mapped, read_small
 from replog.formats.findings import Finding, Severity
 from replog.formats.rocketmq.checkpoint import Checkpoint, write_checkpoint
-from replog.formats.rocketmq.commitlog import file_name
 from replog.formats.rocketmq.consumequeue import DEFAULT_FILE_SIZE as CQ_DEFAULT_FILE_SIZE
 from replog.formats.rocketmq.consumequeue import write_queue
 from replog.formats.rocketmq.epoch_file import EpochEntry, write_epoch_file
 from replog.formats.rocketmq.index_file import ENTRY_SIZE, HEADER_SIZE, SLOT_SIZE, IndexWriter
+from replog.formats.rocketmq.offset_names import file_name
 from replog.recovery.outputs import claimed_output, mark_complete
 from replog.recovery.rocketmq.batch_queues import batch_file_size, batch_topics, write_batch_queues
 from replog.recovery.rocketmq.lmq import LMQ_QUEUE_ID, is_lmq
