@@ -45,7 +45,8 @@ def refused(args: list[str], root: Path, subprocess: bool = False) -> str:
     else:
         res = runner.invoke(app, args)
         code, text = res.exit_code, res.output
-    assert code == 2 and "the input" in text, (args, text)
+    assert code == 2, f"{args[0]} exited {code}, not 2 (refused):\n{text}"
+    assert "the input" in text, f"{args[0]}'s refusal does not name the input:\n{text}"
     assert sha256_tree(root) == before, f"{args[0]} wrote before refusing"
     return text
 
